@@ -1,0 +1,20 @@
+#include "server/backend.h"
+
+namespace kerneleval::server {
+
+bool Backend::HasImplementation(const std::string& impl) const {
+  for (const v1::Implementation& i : Implementations()) {
+    if (i.name() == impl) return true;
+  }
+  return false;
+}
+
+std::string Backend::DefaultImplementation() const {
+  const std::vector<v1::Implementation> impls = Implementations();
+  for (const v1::Implementation& i : impls) {
+    if (i.is_default()) return i.name();
+  }
+  return impls.empty() ? std::string() : impls.front().name();
+}
+
+}  // namespace kerneleval::server

@@ -1,0 +1,117 @@
+// A device backend: runs one implementation of the operation on one device under a
+// measurement protocol. The CPU and CUDA backends implement it; the service, the device
+// workers and the benchmark engine only see this interface.
+//
+// Thread-safety: a backend is driven by exactly one device worker thread; Describe(),
+// Implementations(), ReadClocks(), Healthy() and the version getters may be called from
+// any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kerneleval/kernels/fused_add_rmsnorm.h"
+#include "kerneleval/v1/kerneleval.pb.h"
+
+namespace kerneleval::server {
+
+// Shape and parameters of one call of the operation.
+struct Problem {
+  DType dtype = DType::kBF16;
+  Mode mode = Mode::kOutput;
+  std::int64_t batch = 0;
+  std::int64_t hidden = 0;
+  float eps = 1e-6f;
+
+  std::size_t RowElements() const {
+    return static_cast<std::size_t>(batch) * static_cast<std::size_t>(hidden);
+  }
+  std::size_t RowBytes() const { return RowElements() * ElementSize(dtype); }
+  std::size_t WeightBytes() const { return static_cast<std::size_t>(hidden) * ElementSize(dtype); }
+};
+
+// Host-side inputs; the memory is owned by the caller and outlives the call.
+struct HostInputs {
+  const void* hidden_states = nullptr;
+  const void* residual = nullptr;
+  const void* weight = nullptr;
+};
+
+// Where the first call's results go (host memory owned by the caller, RowBytes() each).
+// residual_out is ignored for Mode::kOutput. Null pointers: results are not copied back.
+struct HostOutputs {
+  void* output = nullptr;
+  void* residual_out = nullptr;
+};
+
+struct AdaptiveOptions {
+  bool enabled = false;
+  std::uint32_t min_samples = 10;
+  std::uint32_t max_samples = 1000;
+  double target_relative_spread = 0.005;
+  double max_seconds = 5.0;
+};
+
+// How to time. Defaults are the benchmark defaults; Run uses warmup 0, repetitions 1, hot.
+struct MeasureOptions {
+  std::uint32_t warmup = 10;
+  std::uint32_t repetitions = 50;
+  AdaptiveOptions adaptive;
+  bool cold = true;             // flush caches before every timed call, outside the window
+  bool graph = false;           // CUDA-graph replay of graph_calls calls per sample
+  std::uint32_t graph_calls = 20;
+  bool rotate_inputs = false;   // rotate among input copies larger than the last-level cache
+  v1::Timer timer = v1::TIMER_UNSPECIFIED;  // unspecified = best available
+  // Polled between samples; returning true stops the measurement early.
+  std::function<bool()> should_stop;
+};
+
+struct Measurement {
+  std::vector<double> samples_seconds;  // per call
+  v1::Timer timer = v1::TIMER_UNSPECIFIED;
+  std::string timer_note;  // e.g. why CUPTI was not used
+  bool stopped_early = false;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // Name used in requests and labels: "cpu", "cpu:1", "cuda:0", ...
+  virtual const std::string& name() const = 0;
+  virtual v1::Device Describe() const = 0;
+  virtual std::vector<v1::Implementation> Implementations() const = 0;
+  bool HasImplementation(const std::string& impl) const;
+  std::string DefaultImplementation() const;
+
+  // One-time preparation before the device takes traffic: context creation, kernel
+  // module load, copy-bandwidth measurement. Readiness waits for it.
+  virtual absl::Status WarmUp() = 0;
+
+  // Runs `impl` once on `inputs` writing `outputs` (the result callers see), then times it
+  // under `options` on private copies. Inputs are never modified.
+  virtual absl::StatusOr<Measurement> Measure(const Problem& problem, const HostInputs& inputs,
+                                              const HostOutputs& outputs,
+                                              const std::string& impl,
+                                              const MeasureOptions& options) = 0;
+
+  // Device-to-device (or memcpy) copy bandwidth in bytes/s, read + write counted; measured
+  // during WarmUp (0 before).
+  virtual double MeasuredCopyBandwidth() const = 0;
+
+  // Clocks, power and throttle state now; `available` false where the device has none.
+  virtual v1::Clocks ReadClocks(bool* available) = 0;
+
+  // Versions for reports ("" when not applicable).
+  virtual std::string DriverVersion() const { return ""; }
+  virtual std::string RuntimeVersion() const { return ""; }
+  virtual std::string TimerStatus() const { return ""; }
+
+  // False after a device fault until the backend recovers.
+  virtual bool Healthy() const { return true; }
+};
+
+}  // namespace kerneleval::server

@@ -1,0 +1,47 @@
+// The benchmark engine: runs a suite's workloads for several implementations on one device
+// under one protocol, checks every result against the fp64 reference, and ranks them.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kerneleval/v1/kerneleval.pb.h"
+#include "server/backend.h"
+
+namespace kerneleval::server {
+
+struct BenchmarkPlan {
+  v1::SuiteDefinition suite;  // validated
+  std::vector<std::string> implementations;  // each available on the device
+  v1::Protocol protocol;  // resolved (defaults filled in)
+};
+
+// Receives every timed sample of an implementation (for the kernel-time histograms).
+using SampleObserver =
+    std::function<void(const std::string& implementation, const std::vector<double>& samples)>;
+
+struct DeviceRun {
+  std::vector<v1::WorkloadResult> results;
+  v1::Environment environment;
+  bool complete = true;
+};
+
+// Runs on the device's worker thread. `on_progress` is called once per workload with that
+// workload's results; `should_stop` is polled between samples and workloads (cancellation,
+// deadline, time cap). Failures of one implementation become results, not errors.
+DeviceRun RunSuiteOnDevice(Backend& backend, const BenchmarkPlan& plan,
+                           const std::function<void(const v1::BenchmarkProgress&)>& on_progress,
+                           const std::function<bool()>& should_stop,
+                           const SampleObserver& on_samples = nullptr);
+
+// Ranks passing results per (workload, device) by median latency and fills `vs_best`;
+// summarizes per (implementation, device): mean of medians, geometric-mean SOL, rank.
+// Failed results get rank 0 and make their implementation unranked.
+std::vector<v1::ImplementationSummary> RankResults(std::vector<v1::WorkloadResult>* results);
+
+// Static facts of this build and host for reports.
+std::string ServerVersion();
+std::string GitRevision();
+
+}  // namespace kerneleval::server

@@ -1,0 +1,200 @@
+#include "server/cpu_backend.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "server/sample_loop.h"
+
+namespace kerneleval::server {
+namespace {
+
+std::string CpuModelName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "unknown CPU";
+}
+
+std::size_t LastLevelCacheBytes() {
+  long bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (bytes <= 0) bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  // Unknown (some virtual machines report 0): assume a large server cache.
+  return bytes > 0 ? static_cast<std::size_t>(bytes) : std::size_t{64} << 20;
+}
+
+double Seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+}  // namespace
+
+std::vector<CpuImplementation> BuiltinCpuImplementations() {
+  return {
+      {"cpu_fused", "Fused add + RMSNorm on the host, one pass per row, fp32 accumulation",
+       [](const FusedAddRmsNormArgs& args, void*) { FusedAddRmsNormCpu(args); }},
+      {"cpu_unfused", "Two host passes (add, then RMSNorm), the sum rounded in between",
+       [](const FusedAddRmsNormArgs& args, void* scratch) { UnfusedAddRmsNormCpu(args, scratch); }},
+  };
+}
+
+CpuBackend::CpuBackend(std::string name, std::vector<CpuImplementation> impls,
+                       std::size_t copy_buffer_bytes)
+    : name_(std::move(name)),
+      impls_(std::move(impls)),
+      copy_buffer_bytes_(copy_buffer_bytes),
+      last_level_cache_bytes_(LastLevelCacheBytes()) {}
+
+v1::Device CpuBackend::Describe() const {
+  v1::Device d;
+  d.set_name(name_);
+  d.set_kind("cpu");
+  d.set_model(CpuModelName());
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages > 0 && page_size > 0) {
+    d.set_memory_bytes(static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size));
+  }
+  d.set_l2_cache_bytes(last_level_cache_bytes_);
+  d.set_measured_copy_bytes_per_second(copy_bandwidth_.load());
+  d.set_healthy(true);
+  return d;
+}
+
+std::vector<v1::Implementation> CpuBackend::Implementations() const {
+  std::vector<v1::Implementation> out;
+  for (std::size_t i = 0; i < impls_.size(); ++i) {
+    v1::Implementation impl;
+    impl.set_name(impls_[i].name);
+    impl.set_description(impls_[i].description);
+    impl.set_device_kind("cpu");
+    impl.set_is_default(i == 0);
+    out.push_back(std::move(impl));
+  }
+  return out;
+}
+
+const CpuImplementation* CpuBackend::Find(const std::string& impl) const {
+  for (const CpuImplementation& i : impls_) {
+    if (i.name == impl) return &i;
+  }
+  return nullptr;
+}
+
+absl::Status CpuBackend::WarmUp() {
+  // memcpy bandwidth, read + written bytes counted, best of five: the CPU's SOL reference.
+  std::vector<unsigned char> src(copy_buffer_bytes_, 1), dst(copy_buffer_bytes_, 0);
+  double best = 0;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    std::memcpy(dst.data(), src.data(), copy_buffer_bytes_);
+    const double s = Seconds(std::chrono::steady_clock::now() - t0);
+    if (s > 0) best = std::max(best, 2.0 * static_cast<double>(copy_buffer_bytes_) / s);
+  }
+  copy_bandwidth_.store(best);
+  flush_buffer_.assign(2 * last_level_cache_bytes_, 0);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Measurement> CpuBackend::Measure(const Problem& problem, const HostInputs& inputs,
+                                                const HostOutputs& outputs, const std::string& impl,
+                                                const MeasureOptions& options) {
+  const CpuImplementation* fn = Find(impl);
+  if (fn == nullptr) {
+    return absl::NotFoundError(absl::StrCat("implementation '", impl, "' is not available on ", name_));
+  }
+  if (options.timer != v1::TIMER_UNSPECIFIED && options.timer != v1::TIMER_HOST_CLOCK) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "protocol.timer: ", v1::Timer_Name(options.timer), " is not available on ", name_,
+        " (only TIMER_HOST_CLOCK)"));
+  }
+  if (options.graph) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("protocol.cuda_graph: graph replay needs a CUDA device, not ", name_));
+  }
+  const std::size_t row_bytes = problem.RowBytes();
+  const bool writes_residual = WritesResidual(problem.mode);
+
+  // Working set of one call: inputs, outputs, scratch. Rotation keeps enough copies that
+  // their total exceeds twice the last-level cache (at most 16).
+  std::size_t copies = 1;
+  if (options.rotate_inputs && row_bytes > 0) {
+    copies = std::clamp<std::size_t>(2 * last_level_cache_bytes_ / (3 * row_bytes) + 1, 1, 16);
+  }
+  struct Set {
+    std::vector<unsigned char> x, r, out, res, scratch;
+  };
+  std::vector<Set> sets(copies);
+  for (Set& s : sets) {
+    s.x.assign(static_cast<const unsigned char*>(inputs.hidden_states),
+               static_cast<const unsigned char*>(inputs.hidden_states) + row_bytes);
+    s.r.assign(static_cast<const unsigned char*>(inputs.residual),
+               static_cast<const unsigned char*>(inputs.residual) + row_bytes);
+    s.out.resize(row_bytes);
+    s.res.resize(writes_residual ? row_bytes : 0);
+    s.scratch.resize(row_bytes);
+  }
+
+  auto args_for = [&](Set& s) {
+    FusedAddRmsNormArgs a;
+    a.dtype = problem.dtype;
+    a.mode = problem.mode;
+    a.batch = problem.batch;
+    a.hidden = problem.hidden;
+    a.eps = problem.eps;
+    a.hidden_states = s.x.data();
+    a.residual = s.r.data();
+    a.weight = inputs.weight;
+    a.output = problem.mode == Mode::kInPlace ? s.x.data() : s.out.data();
+    a.residual_out = !writes_residual                ? nullptr
+                     : problem.mode == Mode::kInPlace ? s.r.data()
+                                                      : s.res.data();
+    return a;
+  };
+
+  // The result call, on pristine copies (in-place modes overwrite their inputs).
+  {
+    Set& s = sets[0];
+    const FusedAddRmsNormArgs a = args_for(s);
+    fn->run(a, s.scratch.data());
+    if (outputs.output != nullptr) std::memcpy(outputs.output, a.output, row_bytes);
+    if (writes_residual && outputs.residual_out != nullptr) {
+      std::memcpy(outputs.residual_out, a.residual_out, row_bytes);
+    }
+  }
+
+  std::size_t next = 0;
+  unsigned char flush_value = 0;
+  auto timed_call = [&]() -> absl::StatusOr<double> {
+    if (options.cold && !flush_buffer_.empty()) {
+      // Touch more than the last-level cache so the call starts with cold caches.
+      std::memset(flush_buffer_.data(), ++flush_value, flush_buffer_.size());
+    }
+    Set& s = sets[next];
+    next = (next + 1) % sets.size();
+    const FusedAddRmsNormArgs a = args_for(s);
+    const auto t0 = std::chrono::steady_clock::now();
+    fn->run(a, s.scratch.data());
+    return Seconds(std::chrono::steady_clock::now() - t0);
+  };
+  absl::StatusOr<Measurement> m = CollectSamples(options, timed_call);
+  if (m.ok()) m->timer = v1::TIMER_HOST_CLOCK;
+  return m;
+}
+
+v1::Clocks CpuBackend::ReadClocks(bool* available) {
+  *available = false;
+  return v1::Clocks();
+}
+
+}  // namespace kerneleval::server

@@ -1,0 +1,398 @@
+#include "server/cuda_backend.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "kerneleval/kernels/fused_add_rmsnorm_cuda.h"
+#include "server/cupti_timer.h"
+#include "server/nvml.h"
+#include "server/sample_loop.h"
+#include "server/sol.h"
+#include "server/status_macros.h"
+
+namespace kerneleval::server {
+namespace {
+
+std::string UuidString(const cudaUUID_t& uuid) {
+  const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
+  return absl::StrFormat(
+      "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
+      b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+}
+
+// Errors after which the context is unusable until the device is reset.
+bool IsStickyError(cudaError_t e) {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorAssert:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorUnknown:
+      return true;
+    default:
+      return false;
+  }
+}
+
+struct BufferSet {
+  DeviceBuffer x, r, out, res, scratch;
+};
+
+double Seconds(float ms) { return static_cast<double>(ms) * 1e-3; }
+
+}  // namespace
+
+std::vector<CudaImplementation> BuiltinCudaImplementations() {
+  return {
+      {"cuda_fused",
+       "kerneleval's fused kernel: latency path for small batches, 16-byte streaming path for "
+       "large ones",
+       false,
+       [](const FusedAddRmsNormArgs& a, void*, cudaStream_t s) {
+         return LaunchFusedAddRmsNorm(a, s);
+       }},
+      {"cuda_unfused", "Two kernels (add, then RMSNorm) as eager PyTorch runs them", true,
+       [](const FusedAddRmsNormArgs& a, void* scratch, cudaStream_t s) {
+         return LaunchUnfusedAddRmsNorm(a, scratch, s);
+       }},
+  };
+}
+
+int CudaBackend::DeviceCount() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    cudaGetLastError();  // clear: no driver or no device is not an error here
+    return 0;
+  }
+  return n;
+}
+
+CudaBackend::CudaBackend(int ordinal, std::vector<CudaImplementation> impls)
+    : ordinal_(ordinal), name_(absl::StrCat("cuda:", ordinal)), impls_(std::move(impls)) {
+  v1::Device& d = static_info_;
+  d.set_name(name_);
+  d.set_kind("cuda");
+  cudaDeviceProp prop{};
+  if (cudaGetDeviceProperties(&prop, ordinal_) == cudaSuccess) {
+    d.set_model(prop.name);
+    d.set_uuid(UuidString(prop.uuid));
+    d.set_sm_count(prop.multiProcessorCount);
+    d.set_memory_bytes(prop.totalGlobalMem);
+    d.set_l2_cache_bytes(static_cast<std::uint64_t>(prop.l2CacheSize));
+    d.set_compute_capability(absl::StrCat(prop.major, ".", prop.minor));
+  }
+  // CUDA 13 removed cudaDeviceProp::memoryClockRate; the attribute is the supported path.
+  int clock_khz = 0, bus_bits = 0;
+  cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, ordinal_);
+  cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, ordinal_);
+  d.set_memory_clock_khz(clock_khz);
+  d.set_memory_bus_width_bits(bus_bits);
+  d.set_peak_bytes_per_second(AttributePeakBytesPerSecond(clock_khz, bus_bits));
+  if (auto sheet = DatasheetPeakBytesPerSecond(d.model())) d.set_datasheet_bytes_per_second(*sheet);
+  cudaGetLastError();
+}
+
+v1::Device CudaBackend::Describe() const {
+  v1::Device d = static_info_;
+  d.set_measured_copy_bytes_per_second(copy_bandwidth_.load());
+  d.set_healthy(healthy_.load());
+  return d;
+}
+
+std::vector<v1::Implementation> CudaBackend::Implementations() const {
+  std::vector<v1::Implementation> out;
+  for (std::size_t i = 0; i < impls_.size(); ++i) {
+    v1::Implementation impl;
+    impl.set_name(impls_[i].name);
+    impl.set_description(impls_[i].description);
+    impl.set_device_kind("cuda");
+    impl.set_is_default(i == 0);
+    out.push_back(std::move(impl));
+  }
+  return out;
+}
+
+std::string CudaBackend::DriverVersion() const {
+  std::string v = Nvml::Get().DriverVersion();
+  if (!v.empty()) return v;
+  int d = 0;
+  cudaDriverGetVersion(&d);
+  return absl::StrCat("CUDA driver API ", d / 1000, ".", (d % 1000) / 10);
+}
+
+std::string CudaBackend::RuntimeVersion() const {
+  int r = 0;
+  cudaRuntimeGetVersion(&r);
+  return absl::StrCat(r / 1000, ".", (r % 1000) / 10);
+}
+
+std::string CudaBackend::TimerStatus() const { return CuptiKernelTimer::StatusText(); }
+
+v1::Clocks CudaBackend::ReadClocks(bool* available) {
+  v1::Clocks c;
+  *available = Nvml::Get().ReadClocks(static_info_.uuid(), &c);
+  return c;
+}
+
+absl::Status CudaBackend::WarmUp() {
+  KE_CUDA_RETURN_IF_ERROR(cudaSetDevice(ordinal_));
+  KE_CUDA_RETURN_IF_ERROR(cudaFree(nullptr));  // creates the primary context now
+  ASSIGN_OR_RETURN(stream_, CreateStream());
+  ASSIGN_OR_RETURN(flush_, DeviceBuffer::Allocate(2 * static_info_.l2_cache_bytes()));
+  CuptiKernelTimer::Initialize();  // failure is reported, not fatal: events remain
+  RETURN_IF_ERROR(MeasureCopyBandwidth());
+  // Load every implementation's module once so the first request does not pay for it.
+  const Problem p{DType::kBF16, Mode::kOutput, 1, 2048, 1e-6f};
+  std::vector<unsigned char> host(p.RowBytes(), 0), w(p.WeightBytes(), 0);
+  for (const CudaImplementation& impl : impls_) {
+    MeasureOptions o;
+    o.warmup = 0;
+    o.repetitions = 1;
+    o.cold = false;
+    o.timer = v1::TIMER_CUDA_EVENTS;
+    RETURN_IF_ERROR(
+        MeasureOnDevice(p, {host.data(), host.data(), w.data()}, {}, impl, o).status());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::MeasureCopyBandwidth() {
+  // Device-to-device copy, read + written bytes counted, best of five: the achievable
+  // streaming bandwidth (about 88% of the attribute peak on an H200).
+  std::size_t free_bytes = 0, total = 0;
+  KE_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total));
+  const std::size_t bytes = std::min<std::size_t>(std::size_t{1} << 30, free_bytes / 8);
+  ASSIGN_OR_RETURN(DeviceBuffer src, DeviceBuffer::Allocate(bytes));
+  ASSIGN_OR_RETURN(DeviceBuffer dst, DeviceBuffer::Allocate(bytes));
+  ASSIGN_OR_RETURN(CudaEvent start, CreateEvent());
+  ASSIGN_OR_RETURN(CudaEvent stop, CreateEvent());
+  KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(src.get(), 1, bytes, stream_.get()));
+  double best = 0;
+  for (int i = 0; i < 6; ++i) {
+    KE_CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream_.get()));
+    KE_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, stream_.get()));
+    KE_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.get(), stream_.get()));
+    KE_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.get()));
+    float ms = 0;
+    KE_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    if (i > 0 && ms > 0) best = std::max(best, 2.0 * static_cast<double>(bytes) / Seconds(ms));
+  }
+  copy_bandwidth_.store(best);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Measurement> CudaBackend::Measure(const Problem& problem, const HostInputs& inputs,
+                                                 const HostOutputs& outputs,
+                                                 const std::string& impl,
+                                                 const MeasureOptions& options) {
+  const CudaImplementation* found = nullptr;
+  for (const CudaImplementation& i : impls_) {
+    if (i.name == impl) found = &i;
+  }
+  if (found == nullptr) {
+    return absl::NotFoundError(absl::StrCat("implementation '", impl, "' is not available on ", name_));
+  }
+  if (!healthy_.load()) Recover();
+  if (!healthy_.load()) {
+    return absl::UnavailableError(absl::StrCat(name_, " is recovering from a CUDA fault"));
+  }
+  KE_CUDA_RETURN_IF_ERROR(cudaSetDevice(ordinal_));
+  absl::StatusOr<Measurement> m = MeasureOnDevice(problem, inputs, outputs, *found, options);
+  if (!m.ok()) {
+    // A sticky error poisons the context: report it, then reset and rebuild before the
+    // next job. Errors of the request itself (out of memory, bad timer) leave it healthy.
+    const cudaError_t sticky = cudaDeviceSynchronize();
+    if (IsStickyError(sticky) || IsStickyError(cudaGetLastError())) {
+      healthy_.store(false);
+      Recover();
+    }
+  }
+  return m;
+}
+
+void CudaBackend::Recover() {
+  stream_.Reset();
+  flush_ = DeviceBuffer();
+  cudaSetDevice(ordinal_);
+  cudaDeviceReset();
+  cudaGetLastError();
+  healthy_.store(WarmUp().ok());
+}
+
+absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
+                                                         const HostInputs& inputs,
+                                                         const HostOutputs& outputs,
+                                                         const CudaImplementation& impl,
+                                                         const MeasureOptions& options) {
+  cudaStream_t stream = stream_.get();
+  const std::size_t row_bytes = problem.RowBytes();
+  const bool writes_residual = WritesResidual(problem.mode);
+  const bool in_place = problem.mode == Mode::kInPlace;
+
+  // Timer: CUPTI where it works (kernel-only), except in graph replay, where the
+  // protocol is the peers' one (events around the replay, divided by the calls).
+  v1::Timer timer = options.timer;
+  if (timer == v1::TIMER_UNSPECIFIED) {
+    timer = !options.graph && CuptiKernelTimer::Available() ? v1::TIMER_CUPTI
+                                                             : v1::TIMER_CUDA_EVENTS;
+  }
+  if (timer == v1::TIMER_CUPTI && !CuptiKernelTimer::Available()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("protocol.timer: TIMER_CUPTI requested but ", CuptiKernelTimer::StatusText()));
+  }
+  if (timer != v1::TIMER_CUPTI && timer != v1::TIMER_CUDA_EVENTS) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("protocol.timer: ", v1::Timer_Name(timer), " is not available on ", name_));
+  }
+
+  // Input sets: one, or enough that rotating among them leaves nothing of a set in L2 by
+  // its next use (3x L2 in total), within a quarter of the free memory.
+  const std::size_t set_bytes = row_bytes * (2 + (in_place ? 0 : 1) +
+                                             (writes_residual && !in_place ? 1 : 0) +
+                                             (impl.needs_scratch ? 1 : 0));
+  std::size_t sets_wanted = 1;
+  if (options.rotate_inputs && set_bytes > 0) {
+    std::size_t free_bytes = 0, total = 0;
+    KE_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total));
+    const std::size_t by_l2 = 3 * static_info_.l2_cache_bytes() / set_bytes + 1;
+    const std::size_t by_memory = std::max<std::size_t>(1, free_bytes / 4 / set_bytes);
+    sets_wanted = std::clamp<std::size_t>(std::min(by_l2, by_memory), 1, 64);
+  }
+  ASSIGN_OR_RETURN(DeviceBuffer weight, DeviceBuffer::Allocate(problem.WeightBytes()));
+  KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(weight.get(), inputs.weight, problem.WeightBytes(),
+                                          cudaMemcpyHostToDevice, stream));
+  std::vector<BufferSet> sets(sets_wanted);
+  for (BufferSet& s : sets) {
+    ASSIGN_OR_RETURN(s.x, DeviceBuffer::Allocate(row_bytes));
+    ASSIGN_OR_RETURN(s.r, DeviceBuffer::Allocate(row_bytes));
+    if (!in_place) {
+      ASSIGN_OR_RETURN(s.out, DeviceBuffer::Allocate(row_bytes));
+    }
+    if (writes_residual && !in_place) {
+      ASSIGN_OR_RETURN(s.res, DeviceBuffer::Allocate(row_bytes));
+    }
+    if (impl.needs_scratch) {
+      ASSIGN_OR_RETURN(s.scratch, DeviceBuffer::Allocate(row_bytes));
+    }
+    KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(s.x.get(), inputs.hidden_states, row_bytes,
+                                            cudaMemcpyHostToDevice, stream));
+    KE_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(s.r.get(), inputs.residual, row_bytes, cudaMemcpyHostToDevice, stream));
+  }
+  auto args_for = [&](BufferSet& s) {
+    FusedAddRmsNormArgs a;
+    a.dtype = problem.dtype;
+    a.mode = problem.mode;
+    a.batch = problem.batch;
+    a.hidden = problem.hidden;
+    a.eps = problem.eps;
+    a.hidden_states = s.x.get();
+    a.residual = s.r.get();
+    a.weight = weight.get();
+    a.output = in_place ? s.x.get() : s.out.get();
+    a.residual_out = !writes_residual ? nullptr : in_place ? s.r.get() : s.res.get();
+    return a;
+  };
+  auto launch = [&](BufferSet& s) -> absl::Status {
+    KE_CUDA_RETURN_IF_ERROR(impl.launch(args_for(s), s.scratch.get(), stream));
+    return absl::OkStatus();
+  };
+
+  // The result call on pristine inputs; its outputs are what the caller sees.
+  {
+    BufferSet& s = sets.front();
+    if (!in_place) {
+      // Poisoned so that an element the kernel does not write cannot pass as correct.
+      KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.out.get(), 0xff, row_bytes, stream));
+      if (writes_residual) {
+        KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.res.get(), 0xff, row_bytes, stream));
+      }
+    }
+    RETURN_IF_ERROR(launch(s));
+    const FusedAddRmsNormArgs a = args_for(s);
+    if (outputs.output != nullptr) {
+      KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(outputs.output, a.output, row_bytes,
+                                              cudaMemcpyDeviceToHost, stream));
+    }
+    if (writes_residual && outputs.residual_out != nullptr) {
+      KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(outputs.residual_out, a.residual_out, row_bytes,
+                                              cudaMemcpyDeviceToHost, stream));
+    }
+    KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  }
+
+  ASSIGN_OR_RETURN(CudaEvent start, CreateEvent());
+  ASSIGN_OR_RETURN(CudaEvent stop, CreateEvent());
+  auto flush_l2 = [&]() -> absl::Status {
+    if (options.cold && flush_.bytes() > 0) {
+      KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(flush_.get(), ++flush_value_, flush_.bytes(), stream));
+    }
+    return absl::OkStatus();
+  };
+
+  // Graph replay: graph_calls launches (rotating sets) captured once, replayed per sample.
+  CudaGraphExec graph_exec;
+  const std::uint32_t calls = options.graph ? std::max<std::uint32_t>(1, options.graph_calls) : 1;
+  if (options.graph) {
+    KE_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    absl::Status captured = absl::OkStatus();
+    for (std::uint32_t k = 0; k < calls && captured.ok(); ++k) {
+      captured = launch(sets[k % sets.size()]);
+    }
+    cudaGraph_t raw = nullptr;
+    const cudaError_t end = cudaStreamEndCapture(stream, &raw);
+    CudaGraph graph(raw);
+    RETURN_IF_ERROR(captured);
+    KE_CUDA_RETURN_IF_ERROR(end);
+    cudaGraphExec_t exec = nullptr;
+    KE_CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&exec, graph.get(), 0));
+    graph_exec = CudaGraphExec(exec);
+  }
+
+  std::size_t next = 0;
+  auto timed_call = [&]() -> absl::StatusOr<double> {
+    RETURN_IF_ERROR(flush_l2());
+    BufferSet& s = sets[next];
+    next = (next + 1) % sets.size();
+    auto enqueue = [&]() -> absl::Status {
+      if (options.graph) {
+        KE_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph_exec.get(), stream));
+        return absl::OkStatus();
+      }
+      return launch(s);
+    };
+    if (timer == v1::TIMER_CUPTI) {
+      // The flush must be done before the window opens: CUPTI's span would include it if
+      // it ran as a kernel.
+      KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+      CuptiKernelTimer::Begin(ordinal_);
+      RETURN_IF_ERROR(enqueue());
+      KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+      ASSIGN_OR_RETURN(double span, CuptiKernelTimer::End(ordinal_));
+      return span / calls;
+    }
+    // Events: the flush memset runs ahead of the start event, so the host has queued the
+    // launch by the time the start event is reached.
+    KE_CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
+    RETURN_IF_ERROR(enqueue());
+    KE_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.get(), stream));
+    KE_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.get()));
+    float ms = 0;
+    KE_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    return Seconds(ms) / calls;
+  };
+  absl::StatusOr<Measurement> m = CollectSamples(options, timed_call);
+  if (m.ok()) m->timer = timer;
+  return m;
+}
+
+}  // namespace kerneleval::server

@@ -1,0 +1,67 @@
+// The CUDA backend: one GPU, one stream, owned by the device's worker thread. Times kernels
+// with CUPTI activity records where available, CUDA events otherwise; flushes L2 with a
+// memset of twice its size outside the timed window; replays CUDA graphs on request.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "server/backend.h"
+#include "server/cuda_resources.h"
+
+namespace kerneleval::server {
+
+struct CudaImplementation {
+  std::string name;
+  std::string description;
+  bool needs_scratch = false;
+  std::function<cudaError_t(const FusedAddRmsNormArgs&, void* scratch, cudaStream_t)> launch;
+};
+
+// cuda_fused (the default) and cuda_unfused (the two-kernel baseline).
+std::vector<CudaImplementation> BuiltinCudaImplementations();
+
+class CudaBackend final : public Backend {
+ public:
+  static int DeviceCount();  // 0 when the runtime finds no device or no driver
+
+  explicit CudaBackend(int ordinal,
+                       std::vector<CudaImplementation> impls = BuiltinCudaImplementations());
+
+  const std::string& name() const override { return name_; }
+  v1::Device Describe() const override;
+  std::vector<v1::Implementation> Implementations() const override;
+  absl::Status WarmUp() override;
+  absl::StatusOr<Measurement> Measure(const Problem& problem, const HostInputs& inputs,
+                                      const HostOutputs& outputs, const std::string& impl,
+                                      const MeasureOptions& options) override;
+  double MeasuredCopyBandwidth() const override { return copy_bandwidth_.load(); }
+  v1::Clocks ReadClocks(bool* available) override;
+  std::string DriverVersion() const override;
+  std::string RuntimeVersion() const override;
+  std::string TimerStatus() const override;
+  bool Healthy() const override { return healthy_.load(); }
+
+ private:
+  absl::StatusOr<Measurement> MeasureOnDevice(const Problem& problem, const HostInputs& inputs,
+                                              const HostOutputs& outputs,
+                                              const CudaImplementation& impl,
+                                              const MeasureOptions& options);
+  absl::Status MeasureCopyBandwidth();
+  // After a sticky CUDA error: reset the device, rebuild stream and buffers.
+  void Recover();
+
+  const int ordinal_;
+  const std::string name_;
+  std::vector<CudaImplementation> impls_;
+  v1::Device static_info_;
+  std::atomic<double> copy_bandwidth_{0};
+  std::atomic<bool> healthy_{true};
+  CudaStream stream_;
+  DeviceBuffer flush_;  // 2 x L2, memset before cold calls
+  unsigned char flush_value_ = 0;
+};
+
+}  // namespace kerneleval::server

@@ -1,0 +1,34 @@
+// Kernel-only durations from CUPTI activity records (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL).
+//
+// CUPTI's activity API is process-wide, so one collector serves every device; records are
+// sorted into per-device lists by deviceId. Between Begin() and End() a device's worker
+// launches the work to time and synchronizes; End() flushes CUPTI and returns the span from
+// the first kernel start to the last kernel end on that device (launch overhead excluded,
+// gaps between kernels included).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace kerneleval::server {
+
+class CuptiKernelTimer {
+ public:
+  // Enables kernel activity collection once per process. Returns the reason when CUPTI is
+  // unusable (library missing, profiling not permitted, ...); callers then fall back to
+  // CUDA events.
+  static absl::Status Initialize();
+  static bool Available();
+  // What Initialize() said, for reports.
+  static std::string StatusText();
+
+  // Drops records already collected for `device` (the device's ordinal).
+  static void Begin(int device);
+  // Flushes CUPTI and returns the kernel span in seconds since Begin(device), with the
+  // number of kernels seen. FAILED_PRECONDITION if no kernel was recorded.
+  static absl::StatusOr<double> End(int device, int* kernels = nullptr);
+};
+
+}  // namespace kerneleval::server

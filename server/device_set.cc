@@ -1,0 +1,50 @@
+#include "server/device_set.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace kerneleval::server {
+
+std::string DeviceKind(const std::string& device_name) {
+  return device_name.substr(0, device_name.find(':'));
+}
+
+std::string DeviceSet::Names() const {
+  std::vector<std::string> names;
+  for (const auto& w : workers_) names.push_back(w->name());
+  return absl::StrJoin(names, ", ");
+}
+
+absl::StatusOr<DeviceWorker*> DeviceSet::Find(const std::string& name, const char* field) const {
+  for (const auto& w : workers_) {
+    if (w->name() == name) return w.get();
+  }
+  return absl::NotFoundError(
+      absl::StrCat(field, ": device '", name, "' not found (available: ", Names(), ")"));
+}
+
+absl::StatusOr<DeviceWorker*> DeviceSet::LeastLoaded(const std::string& kind) const {
+  DeviceWorker* best = nullptr;
+  std::size_t best_load = 0;
+  for (const auto& w : workers_) {
+    if (!kind.empty() && DeviceKind(w->name()) != kind) continue;
+    if (!w->backend().Healthy()) continue;
+    const std::size_t load = w->load();
+    if (best == nullptr || load < best_load) {
+      best = w.get();
+      best_load = load;
+    }
+  }
+  if (best == nullptr) return absl::UnavailableError("no healthy device");
+  return best;
+}
+
+std::vector<DeviceWorker*> DeviceSet::OfKind(const std::string& kind) const {
+  std::vector<DeviceWorker*> out;
+  for (const auto& w : workers_) {
+    if (DeviceKind(w->name()) == kind) out.push_back(w.get());
+  }
+  return out;
+}
+
+}  // namespace kerneleval::server

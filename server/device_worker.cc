@@ -1,0 +1,76 @@
+#include "server/device_worker.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kerneleval::server {
+
+DeviceWorker::DeviceWorker(std::unique_ptr<Backend> backend, std::size_t capacity,
+                           DepthObserver on_depth)
+    : backend_(std::move(backend)), capacity_(capacity), on_depth_(std::move(on_depth)) {}
+
+DeviceWorker::~DeviceWorker() { Stop(); }
+
+void DeviceWorker::Start(std::function<void(const absl::Status&)> on_warm) {
+  thread_ = std::thread([this, on_warm = std::move(on_warm)] { Loop(on_warm); });
+}
+
+absl::Status DeviceWorker::Submit(Job job) {
+  std::size_t depth;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) {
+      return absl::UnavailableError(absl::StrCat("device ", name(), " is shutting down"));
+    }
+    if (queue_.size() >= capacity_) {
+      return absl::ResourceExhaustedError(absl::StrCat("queue of device ", name(), " is full (",
+                                                       capacity_, " jobs waiting)"));
+    }
+    queue_.push_back({std::move(job), std::chrono::steady_clock::now()});
+    depth = queue_.size();
+  }
+  cv_.notify_one();
+  if (on_depth_) on_depth_(depth);
+  return absl::OkStatus();
+}
+
+std::size_t DeviceWorker::load() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queue_.size() + (running_job_ ? 1 : 0);
+}
+
+void DeviceWorker::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
+  const absl::Status warm = backend_->WarmUp();
+  if (on_warm) on_warm(warm);
+  for (;;) {
+    Entry entry;
+    std::size_t depth;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      // Drain: accepted work runs even while stopping.
+      if (queue_.empty()) return;
+      entry = std::move(queue_.front());
+      queue_.pop_front();
+      depth = queue_.size();
+      running_job_ = true;
+    }
+    if (on_depth_) on_depth_(depth);
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                        entry.enqueued)
+                              .count();
+    entry.job(*backend_, waited);
+    std::lock_guard<std::mutex> lock(mu_);
+    running_job_ = false;
+  }
+}
+
+}  // namespace kerneleval::server

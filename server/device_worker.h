@@ -1,0 +1,68 @@
+// One worker thread per device, owning its backend, with a bounded FIFO queue. Jobs run one
+// at a time, so a benchmark job holds its device exclusively and timings are not disturbed
+// by other traffic.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "absl/status/status.h"
+#include "server/backend.h"
+
+namespace kerneleval::server {
+
+class DeviceWorker {
+ public:
+  // A job receives the backend and the seconds it waited in the queue.
+  using Job = std::function<void(Backend& backend, double queue_seconds)>;
+  // Called with the new queue depth whenever it changes (for metrics).
+  using DepthObserver = std::function<void(std::size_t depth)>;
+
+  DeviceWorker(std::unique_ptr<Backend> backend, std::size_t capacity,
+               DepthObserver on_depth = nullptr);
+  ~DeviceWorker();  // Stop()s: runs every accepted job, then joins.
+  DeviceWorker(const DeviceWorker&) = delete;
+  DeviceWorker& operator=(const DeviceWorker&) = delete;
+
+  // Starts the thread; the backend's WarmUp() runs on it first. `on_warm` is called from
+  // the worker thread with WarmUp's result.
+  void Start(std::function<void(const absl::Status&)> on_warm);
+
+  // RESOURCE_EXHAUSTED when the queue is full, UNAVAILABLE once stopping. Accepted jobs
+  // always run.
+  absl::Status Submit(Job job);
+
+  // Stops accepting, runs what was accepted, joins.
+  void Stop();
+
+  const Backend& backend() const { return *backend_; }
+  const std::string& name() const { return backend_->name(); }
+  std::size_t capacity() const { return capacity_; }
+  // Queued plus running jobs: what a least-loaded choice compares.
+  std::size_t load() const;
+
+ private:
+  struct Entry {
+    Job job;
+    std::chrono::steady_clock::time_point enqueued;
+  };
+  void Loop(std::function<void(const absl::Status&)> on_warm);
+
+  std::unique_ptr<Backend> backend_;
+  const std::size_t capacity_;
+  DepthObserver on_depth_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Entry> queue_;
+  bool running_job_ = false;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace kerneleval::server

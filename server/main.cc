@@ -1,0 +1,138 @@
+// kerneleval-server: flags, signals, and the server's lifetime. Everything else lives in
+// the library so that tests run the same server in-process.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "server/benchmark_engine.h"
+#include "server/server.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Installed layout first (bin/../share/kerneleval/suites), then the source tree's suites.
+std::string DefaultSuitesDir() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed = exe.parent_path().parent_path() / "share/kerneleval/suites";
+    if (fs::is_directory(installed, ec)) return installed.string();
+  }
+#ifdef KERNELEVAL_SOURCE_SUITES_DIR
+  if (fs::is_directory(KERNELEVAL_SOURCE_SUITES_DIR, ec)) return KERNELEVAL_SOURCE_SUITES_DIR;
+#endif
+  return "";
+}
+
+bool WritePortFile(const std::string& path, int grpc_port, int metrics_port) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << "{\"grpc_port\": " << grpc_port << ", \"metrics_port\": " << metrics_port << "}\n";
+    if (!out) return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  kerneleval::server::ServerOptions o;
+  o.suites_dir = DefaultSuitesDir();
+  std::string port_file, token_file;
+  double drain_seconds = 30;
+  std::uint64_t max_tensor_bytes = o.limits.max_tensor_bytes;
+
+  CLI::App app{"kerneleval-server: fused residual-add + RMSNorm evaluation service"};
+  app.set_version_flag("--version", kerneleval::server::ServerVersion() + " (" +
+                                        kerneleval::server::GitRevision() + ")");
+  app.add_option("--listen", o.listen, "gRPC listen address (port 0 picks a free port)")
+      ->capture_default_str();
+  app.add_option("--metrics-listen", o.metrics_listen,
+                 "Prometheus /metrics address; empty disables")
+      ->capture_default_str();
+  app.add_option("--device", o.device, "auto | cpu | cuda | cuda:N[,cuda:M...]")
+      ->capture_default_str();
+  app.add_option("--cpu-devices", o.cpu_devices,
+                 "Serve N CPU devices cpu:0..cpu:N-1 (stand-ins for several devices)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--suites-dir", o.suites_dir, "Directory of suite JSON files")
+      ->capture_default_str();
+  app.add_option("--max-message-bytes", o.max_message_bytes, "Largest gRPC message accepted or sent")
+      ->check(CLI::Range(1 << 20, 2147483647))
+      ->capture_default_str();
+  app.add_option("--max-tensor-bytes", max_tensor_bytes, "Largest tensor accepted")
+      ->capture_default_str();
+  app.add_option("--max-batch", o.limits.max_batch, "Largest batch accepted")->capture_default_str();
+  app.add_option("--max-repetitions", o.limits.max_repetitions, "Most timed calls per measurement")
+      ->capture_default_str();
+  app.add_option("--max-benchmark-seconds", o.limits.max_benchmark_seconds,
+                 "Wall-clock cap of one benchmark")
+      ->capture_default_str();
+  app.add_option("--queue-capacity", o.queue_capacity, "Jobs queued per device")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  app.add_option("--drain-seconds", drain_seconds, "Grace period for accepted work on SIGTERM")
+      ->capture_default_str();
+  app.add_option("--auth-token-file", token_file,
+                 "File holding the bearer token every RPC but health must present");
+  app.add_option("--tls-cert", o.tls_cert_file, "PEM server certificate chain (enables TLS)");
+  app.add_option("--tls-key", o.tls_key_file, "PEM server private key");
+  app.add_option("--tls-client-ca", o.tls_client_ca_file, "PEM CA that client certificates need");
+  app.add_option("--telemetry-seconds", o.nvml_sample_seconds, "GPU telemetry sampling interval")
+      ->capture_default_str();
+  app.add_option("--port-file", port_file,
+                 "Write {\"grpc_port\":N,\"metrics_port\":M} here once listening");
+  CLI11_PARSE(app, argc, argv);
+  o.limits.max_tensor_bytes = max_tensor_bytes;
+
+  if (!token_file.empty()) {
+    std::ifstream in(token_file);
+    std::string token;
+    std::getline(in, token);
+    o.auth_token = std::string(absl::StripAsciiWhitespace(token));
+    if (!in.good() && o.auth_token.empty()) {
+      std::cerr << "error: --auth-token-file: cannot read a token from '" << token_file << "'\n";
+      return 2;
+    }
+  }
+
+  // Signals are taken by sigwait below, so every thread starts with them blocked.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  auto server = kerneleval::server::KernelEvalServer::Start(o);
+  if (!server.ok()) {
+    std::cerr << "error: " << server.status().message() << "\n";
+    return 1;
+  }
+  std::cerr << "kerneleval-server " << kerneleval::server::ServerVersion() << " listening on port "
+            << (*server)->grpc_port() << ", metrics on port " << (*server)->metrics_port() << "\n";
+  if (!port_file.empty() &&
+      !WritePortFile(port_file, (*server)->grpc_port(), (*server)->metrics_port())) {
+    std::cerr << "error: --port-file: cannot write '" << port_file << "'\n";
+    return 1;
+  }
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::cerr << "kerneleval-server: signal " << sig << ", draining for up to " << drain_seconds
+            << " s\n";
+  (*server)->Shutdown(absl::Seconds(drain_seconds));
+  std::cerr << "kerneleval-server: stopped\n";
+  return 0;
+}

@@ -1,0 +1,37 @@
+// NVML, loaded at run time with dlopen("libnvidia-ml.so.1"): Debian ships neither nvml.h
+// nor the library, and a host without the driver simply has no clock data. Only the few
+// functions used here are declared. Reads only: clocks and limits are never set.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "kerneleval/v1/kerneleval.pb.h"
+
+namespace kerneleval::server {
+
+class Nvml {
+ public:
+  // The process-wide instance; Available() false when the library or a symbol is missing
+  // or nvmlInit fails.
+  static Nvml& Get();
+  bool Available() const { return available_; }
+  const std::string& status() const { return status_; }
+
+  std::string DriverVersion() const;
+  // Clocks, throttle reasons, temperature, power and memory in use of the GPU with this
+  // UUID ("GPU-xxxxxxxx-..."). False when the GPU is unknown to NVML.
+  bool ReadClocks(const std::string& uuid, v1::Clocks* out) const;
+
+ private:
+  Nvml();
+  bool available_ = false;
+  std::string status_;
+  struct Api;
+  Api* api_ = nullptr;  // leaked on purpose: NVML stays loaded for the process lifetime
+};
+
+// Names of the reasons set in an NVML clocks-event mask.
+void ThrottleReasonNames(std::uint64_t mask, v1::Clocks* out);
+
+}  // namespace kerneleval::server

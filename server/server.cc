@@ -1,0 +1,225 @@
+#include "server/server.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <prometheus/exposer.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/benchmark_engine.h"
+#include "server/device_factory.h"
+#include "server/kerneleval_service.h"
+#include "server/suites.h"
+
+namespace kerneleval::server {
+namespace {
+
+constexpr char kReadiness[] = "readiness";
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(flag, ": cannot read '", path, "'"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& o) {
+  if (o.tls_cert_file.empty() && o.tls_key_file.empty()) {
+    if (!o.tls_client_ca_file.empty()) {
+      return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  grpc::SslServerCredentialsOptions ssl;
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  auto key = ReadFile(o.tls_key_file, "--tls-key");
+  if (!key.ok()) return key.status();
+  auto cert = ReadFile(o.tls_cert_file, "--tls-cert");
+  if (!cert.ok()) return cert.status();
+  pair.private_key = *key;
+  pair.cert_chain = *cert;
+  ssl.pem_key_cert_pairs.push_back(pair);
+  if (!o.tls_client_ca_file.empty()) {
+    auto ca = ReadFile(o.tls_client_ca_file, "--tls-client-ca");
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *ca;
+    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  }
+  return grpc::SslServerCredentials(ssl);
+}
+
+}  // namespace
+
+struct KernelEvalServer::Impl {
+  ServerOptions options;
+  Metrics metrics;
+  DeviceSet devices;
+  ServiceState state;
+  std::unique_ptr<KernelEvalService> service;
+  std::unique_ptr<grpc::Server> grpc_server;
+  std::unique_ptr<prometheus::Exposer> exposer;
+  int grpc_port = 0;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::size_t warm_pending = 0;
+  std::size_t healthy_devices = 0;
+  bool shut_down = false;
+  std::thread telemetry;
+
+  void SetReady(bool ready) {
+    state.ready.store(ready);
+    metrics.SetReady(ready);
+    if (grpc_server != nullptr) {
+      grpc_server->GetHealthCheckService()->SetServingStatus(kReadiness, ready);
+      grpc_server->GetHealthCheckService()->SetServingStatus("kerneleval.v1.KernelEval", ready);
+    }
+  }
+
+  void OnWarm(DeviceWorker* worker, const absl::Status& status) {
+    v1::Device d = worker->backend().Describe();
+    d.set_queue_capacity(static_cast<std::uint32_t>(worker->capacity()));
+    d.set_healthy(status.ok());
+    metrics.SetDevice(d);
+    std::lock_guard<std::mutex> lock(mu);
+    if (status.ok()) ++healthy_devices;
+    if (--warm_pending == 0 && !shut_down && healthy_devices > 0) SetReady(true);
+    cv.notify_all();
+  }
+
+  // Samples clocks, power and memory of every device that has them.
+  void TelemetryLoop() {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!shut_down) {
+      lock.unlock();
+      for (const auto& w : devices.workers()) {
+        bool available = false;
+        const v1::Clocks c = const_cast<Backend&>(w->backend()).ReadClocks(&available);
+        if (available) metrics.SetClocks(w->name(), c);
+        metrics.SetDeviceHealthy(w->name(), w->backend().Healthy());
+      }
+      lock.lock();
+      cv.wait_for(lock, std::chrono::duration<double>(options.nvml_sample_seconds),
+                  [this] { return shut_down; });
+    }
+  }
+};
+
+KernelEvalServer::KernelEvalServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+KernelEvalServer::~KernelEvalServer() { Shutdown(absl::Seconds(5)); }
+
+absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
+    const ServerOptions& options, std::vector<std::unique_ptr<Backend>> backends) {
+  auto impl = std::make_unique<Impl>();
+  Impl* s = impl.get();
+  s->options = options;
+  if (backends.empty()) {
+    auto created = CreateBackends(options.device, options.cpu_devices);
+    if (!created.ok()) return created.status();
+    backends = std::move(*created);
+  }
+  if (backends.empty()) return absl::InvalidArgumentError("--device: no device to serve");
+
+  if (!options.suites_dir.empty()) {
+    auto suites = LoadSuiteDirectory(options.suites_dir);
+    if (!suites.ok()) return suites.status();
+    s->state.suites = std::move(*suites);
+  }
+  auto creds = Credentials(options);
+  if (!creds.ok()) return creds.status();
+
+  s->state.devices = &s->devices;
+  s->state.metrics = &s->metrics;
+  s->state.limits = options.limits;
+  s->state.auth_token = options.auth_token;
+  for (auto& b : backends) {
+    const std::string name = b->name();
+    Metrics* metrics = &s->metrics;
+    s->devices.Add(std::make_unique<DeviceWorker>(
+        std::move(b), options.queue_capacity,
+        [metrics, name](std::size_t depth) { metrics->SetQueueDepth(name, depth); }));
+  }
+  s->metrics.SetBuildInfo(ServerVersion(), GitRevision(),
+                          s->devices.workers().front()->backend().RuntimeVersion());
+  s->metrics.SetReady(false);
+
+  if (!options.metrics_listen.empty()) {
+    try {
+      s->exposer = std::make_unique<prometheus::Exposer>(options.metrics_listen);
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(
+          absl::StrCat("--metrics-listen: cannot listen on ", options.metrics_listen, ": ", e.what()));
+    }
+    s->exposer->RegisterCollectable(s->metrics.registry());
+  }
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  s->service = std::make_unique<KernelEvalService>(&s->state);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen, *creds, &s->grpc_port);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
+  builder.RegisterService(s->service.get());
+  s->grpc_server = builder.BuildAndStart();
+  if (s->grpc_server == nullptr || s->grpc_port == 0) {
+    return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", options.listen));
+  }
+  s->SetReady(false);
+
+  s->warm_pending = s->devices.workers().size();
+  for (const auto& w : s->devices.workers()) {
+    DeviceWorker* worker = w.get();
+    worker->Start([s, worker](const absl::Status& status) { s->OnWarm(worker, status); });
+  }
+  s->telemetry = std::thread([s] { s->TelemetryLoop(); });
+  return std::unique_ptr<KernelEvalServer>(new KernelEvalServer(std::move(impl)));
+}
+
+int KernelEvalServer::grpc_port() const { return impl_->grpc_port; }
+
+int KernelEvalServer::metrics_port() const {
+  if (impl_->exposer == nullptr) return 0;
+  const std::vector<int> ports = impl_->exposer->GetListeningPorts();
+  return ports.empty() ? 0 : ports.front();
+}
+
+bool KernelEvalServer::WaitUntilReady(absl::Duration timeout) {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  return impl_->cv.wait_for(lock, absl::ToChronoNanoseconds(timeout),
+                            [this] { return impl_->state.ready.load() || impl_->shut_down; }) &&
+         impl_->state.ready.load();
+}
+
+void KernelEvalServer::Shutdown(absl::Duration grace) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->shut_down) return;
+    impl_->shut_down = true;
+    impl_->SetReady(false);
+    impl_->state.draining.store(true);
+  }
+  impl_->cv.notify_all();
+  // Waits for RPCs in flight up to the grace period, then cancels what is left; queued
+  // jobs still run (cancelled benchmarks stop between samples) and answer their RPCs.
+  impl_->grpc_server->Shutdown(std::chrono::system_clock::now() +
+                               absl::ToChronoNanoseconds(grace));
+  for (const auto& w : impl_->devices.workers()) w->Stop();
+  impl_->grpc_server->Wait();
+  if (impl_->telemetry.joinable()) impl_->telemetry.join();
+}
+
+}  // namespace kerneleval::server

@@ -1,0 +1,56 @@
+// The kerneleval server: devices and their workers, the gRPC service with health and
+// reflection, and the Prometheus exposer, with readiness after warm-up and a graceful drain.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "server/backend.h"
+#include "server/request_validation.h"
+
+namespace kerneleval::server {
+
+struct ServerOptions {
+  std::string listen = "0.0.0.0:50051";
+  std::string metrics_listen = "0.0.0.0:9464";  // empty: no metrics endpoint
+  std::string device = "auto";  // auto | cpu | cuda | cuda:N[,cuda:M...]
+  int cpu_devices = 1;          // >1 serves cpu:0..cpu:N-1 (stand-ins for several devices)
+  std::string suites_dir;       // empty: no suites
+  // 16254 x 2048 bf16 is 66.6 MB per tensor, three of them in a request (200 MB).
+  int max_message_bytes = 512 << 20;
+  std::size_t queue_capacity = 64;
+  RequestLimits limits;
+  std::string auth_token;  // empty: no authentication
+  std::string tls_cert_file, tls_key_file, tls_client_ca_file;
+  double nvml_sample_seconds = 5;
+};
+
+class KernelEvalServer {
+ public:
+  // Builds and starts everything. `backends` empty: created from options.device.
+  static absl::StatusOr<std::unique_ptr<KernelEvalServer>> Start(
+      const ServerOptions& options, std::vector<std::unique_ptr<Backend>> backends = {});
+  ~KernelEvalServer();
+
+  int grpc_port() const;
+  int metrics_port() const;  // 0 when metrics are off
+
+  // True once every device has warmed up and readiness is SERVING.
+  bool WaitUntilReady(absl::Duration timeout);
+
+  // Readiness NOT_SERVING, new RPCs UNAVAILABLE, accepted work finishes within `grace`
+  // (RPCs still running then are cancelled), workers join. Idempotent.
+  void Shutdown(absl::Duration grace);
+
+  struct Impl;
+
+ private:
+  explicit KernelEvalServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kerneleval::server
