@@ -140,8 +140,9 @@ absl::StatusOr<Measurement> CpuBackend::Measure(const Problem& problem, const Ho
                static_cast<const unsigned char*>(inputs.hidden_states) + row_bytes);
     s.r.assign(static_cast<const unsigned char*>(inputs.residual),
                static_cast<const unsigned char*>(inputs.residual) + row_bytes);
-    s.out.resize(row_bytes);
-    s.res.resize(writes_residual ? row_bytes : 0);
+    // Poisoned (0xff is NaN in every dtype) so that an unwritten element fails the check.
+    s.out.assign(row_bytes, 0xff);
+    s.res.assign(writes_residual ? row_bytes : 0, 0xff);
     s.scratch.resize(row_bytes);
   }
 

@@ -147,7 +147,8 @@ absl::Status CudaBackend::WarmUp() {
   KE_CUDA_RETURN_IF_ERROR(cudaFree(nullptr));  // creates the primary context now
   ASSIGN_OR_RETURN(stream_, CreateStream());
   ASSIGN_OR_RETURN(flush_, DeviceBuffer::Allocate(2 * static_info_.l2_cache_bytes()));
-  CuptiKernelTimer::Initialize();  // failure is reported, not fatal: events remain
+  // Failure is reported in TimerStatus(), not fatal: CUDA events remain.
+  CuptiKernelTimer::Initialize().IgnoreError();
   RETURN_IF_ERROR(MeasureCopyBandwidth());
   // Load every implementation's module once so the first request does not pay for it.
   const Problem p{DType::kBF16, Mode::kOutput, 1, 2048, 1e-6f};

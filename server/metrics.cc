@@ -135,7 +135,7 @@ Metrics::Metrics()
                        .Help("Devices served, value 1")
                        .Register(*registry_)),
       device_sm_count_(BuildGauge()
-                           .Name("kerneleval_device_sm_count")
+                           .Name("kerneleval_device_multiprocessors")
                            .Help("Streaming multiprocessors of a GPU")
                            .Register(*registry_)),
       device_memory_(BuildGauge()

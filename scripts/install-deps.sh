@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what building and testing kerneleval needs on Debian 12 (bookworm). The CUDA
+# toolkit is optional: where /usr/local/cuda/bin/nvcc exists the CUDA parts build too.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git ca-certificates curl
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
+  prometheus-cpp-dev libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev
+  prometheus yamllint python3 python3-yaml clang-format
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,268 @@
+// Deliberately wrong implementations are caught by the correctness check and never ranked;
+// several devices are benchmarked at once; the queue bound and the drain hold.
+#include <atomic>
+#include <cstring>
+#include <set>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "kerneleval/kernels/half_types.h"
+#include "test_server.h"
+
+namespace kerneleval::testing {
+namespace {
+
+using server::CpuImplementation;
+
+// Runs the correct kernel, then damages the result the way a buggy kernel would.
+CpuImplementation Faulty(std::string name,
+                         std::function<void(const FusedAddRmsNormArgs&, void*)> run) {
+  return {std::move(name), "deliberately wrong (test only)", std::move(run)};
+}
+
+std::vector<CpuImplementation> WithFaultyImplementations() {
+  std::vector<CpuImplementation> impls = server::BuiltinCpuImplementations();
+  impls.push_back(Faulty("wrong_eps", [](const FusedAddRmsNormArgs& a, void*) {
+    FusedAddRmsNormArgs b = a;
+    b.eps = 1.0f;  // instead of 1e-6
+    FusedAddRmsNormCpu(b);
+  }));
+  impls.push_back(Faulty("skipped_rows", [](const FusedAddRmsNormArgs& a, void*) {
+    FusedAddRmsNormArgs b = a;
+    b.batch = a.batch - 1;  // the last row is never written
+    if (b.batch > 0) FusedAddRmsNormCpu(b);
+  }));
+  impls.push_back(Faulty("unwritten_tail", [](const FusedAddRmsNormArgs& a, void* scratch) {
+    // Computes everything into scratch, copies all but the last 3 elements.
+    FusedAddRmsNormArgs b = a;
+    b.output = scratch;
+    FusedAddRmsNormCpu(b);
+    const std::size_t n = static_cast<std::size_t>(a.batch * a.hidden);
+    const std::size_t keep = n > 3 ? n - 3 : 0;
+    std::memcpy(a.output, scratch, keep * ElementSize(a.dtype));
+  }));
+  impls.push_back(Faulty("nan_output", [](const FusedAddRmsNormArgs& a, void*) {
+    FusedAddRmsNormCpu(a);
+    StoreFromFloat(a.dtype, a.output, static_cast<std::size_t>(a.batch * a.hidden) / 2, NAN);
+  }));
+  return impls;
+}
+
+v1::BenchmarkReport RunBenchmark(client::KernelEvalClient& c, v1::BenchmarkRequest req) {
+  v1::BenchmarkReport report;
+  const grpc::Status s = c.Benchmark(req, [&](const v1::BenchmarkEvent& e) {
+    if (e.has_report()) report = e.report();
+  });
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  return report;
+}
+
+v1::SuiteDefinition SmallSuite(v1::DType dtype, std::vector<int> batches, int hidden) {
+  v1::SuiteDefinition s;
+  s.set_name("small");
+  s.set_dtype(dtype);
+  s.set_mode(v1::MODE_OUTPUT);
+  s.set_eps(1e-6);
+  s.add_axes()->set_name("batch_size");
+  v1::Axis* h = s.add_axes();
+  h->set_name("hidden_size");
+  h->set_is_const(true);
+  h->set_value(hidden);
+  for (int b : batches) (*s.add_workloads()->mutable_axes())["batch_size"] = b;
+  return s;
+}
+
+TEST(Ranking, WrongImplementationsAreCaughtAndNotRanked) {
+  std::vector<std::unique_ptr<server::Backend>> backends;
+  backends.push_back(std::make_unique<server::CpuBackend>("cpu", WithFaultyImplementations()));
+  TestServer t = StartServer(LoopbackOptions(), std::move(backends));
+  ASSERT_NE(t.client, nullptr);
+
+  v1::BenchmarkRequest req;
+  *req.mutable_custom_suite() = SmallSuite(v1::DTYPE_BF16, {1, 3, 257}, 2048);
+  req.mutable_protocol()->set_repetitions(2);
+  req.mutable_protocol()->set_warmup(0);
+  const v1::BenchmarkReport report = RunBenchmark(*t.client, req);
+  ASSERT_EQ(report.results_size(), 3 * 6);
+  for (const v1::WorkloadResult& r : report.results()) {
+    SCOPED_TRACE(r.workload() + " " + r.implementation());
+    const bool correct = r.implementation() == "cpu_fused" || r.implementation() == "cpu_unfused";
+    if (correct) {
+      EXPECT_EQ(r.status(), v1::RESULT_STATUS_PASSED) << r.correctness().detail();
+      EXPECT_GE(r.rank(), 1u);
+      EXPECT_LE(r.rank(), 2u);
+    } else {
+      EXPECT_EQ(r.status(), v1::RESULT_STATUS_INCORRECT);
+      EXPECT_FALSE(r.correctness().passed());
+      EXPECT_FALSE(r.correctness().detail().empty());
+      EXPECT_EQ(r.rank(), 0u);
+    }
+    if (r.implementation() == "nan_output") EXPECT_TRUE(r.correctness().has_nan());
+  }
+  for (const v1::ImplementationSummary& s : report.summaries()) {
+    const bool correct = s.implementation() == "cpu_fused" || s.implementation() == "cpu_unfused";
+    EXPECT_EQ(s.rank() > 0, correct) << s.implementation();
+    EXPECT_EQ(s.failed(), correct ? 0u : 3u) << s.implementation();
+  }
+}
+
+TEST(MultiDevice, BenchmarkOnAllDevicesReportsPerDevice) {
+  server::ServerOptions o = LoopbackOptions();
+  o.device = "cpu";
+  o.cpu_devices = 3;
+  TestServer t = StartServer(o);
+  ASSERT_NE(t.client, nullptr);
+  v1::ListDevicesResponse devices;
+  ASSERT_TRUE(t.client->ListDevices(&devices).ok());
+  ASSERT_EQ(devices.devices_size(), 3);
+  EXPECT_EQ(devices.devices(2).name(), "cpu:2");
+
+  v1::BenchmarkRequest req;
+  *req.mutable_custom_suite() = SmallSuite(v1::DTYPE_FP32, {2, 8}, 256);
+  req.set_all_devices(true);
+  req.add_implementations("cpu_fused");
+  req.mutable_protocol()->set_repetitions(2);
+  const v1::BenchmarkReport report = RunBenchmark(*t.client, req);
+  ASSERT_EQ(report.environments_size(), 3);
+  ASSERT_EQ(report.results_size(), 6);
+  std::set<std::string> seen;
+  for (const auto& r : report.results()) {
+    seen.insert(r.device());
+    EXPECT_EQ(r.status(), v1::RESULT_STATUS_PASSED);
+    EXPECT_EQ(r.rank(), 1u);  // ranked within its device
+  }
+  EXPECT_EQ(seen, (std::set<std::string>{"cpu:0", "cpu:1", "cpu:2"}));
+  EXPECT_EQ(report.summaries_size(), 3);
+
+  // A Run naming a device lands there.
+  v1::RunRequest run;
+  run.set_device("cpu:1");
+  for (v1::Tensor* tensor : {run.mutable_hidden_states(), run.mutable_residual()}) {
+    tensor->set_dtype(v1::DTYPE_FP32);
+    tensor->add_shape(1);
+    tensor->add_shape(4);
+    tensor->set_data(std::string(16, '\0'));
+  }
+  run.mutable_weight()->set_dtype(v1::DTYPE_FP32);
+  run.mutable_weight()->add_shape(4);
+  run.mutable_weight()->set_data(std::string(16, '\0'));
+  v1::RunResponse resp;
+  ASSERT_TRUE(t.client->Run(run, &resp).ok());
+  EXPECT_EQ(resp.device(), "cpu:1");
+}
+
+// An implementation that blocks until released: holds the device so that jobs queue up.
+struct Gate {
+  std::atomic<bool> open{false};
+  std::atomic<int> entered{0};
+};
+
+TEST(Admission, FullQueueIsResourceExhaustedAndAcceptedWorkIsNotLost) {
+  auto gate = std::make_shared<Gate>();
+  std::vector<CpuImplementation> impls = server::BuiltinCpuImplementations();
+  impls.insert(impls.begin(), {"gated", "waits for the test (test only)",
+                               [gate](const FusedAddRmsNormArgs& a, void*) {
+                                 ++gate->entered;
+                                 while (!gate->open.load()) {
+                                   std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                                 }
+                                 FusedAddRmsNormCpu(a);
+                               }});
+  std::vector<std::unique_ptr<server::Backend>> backends;
+  backends.push_back(std::make_unique<server::CpuBackend>("cpu", impls));
+  server::ServerOptions o = LoopbackOptions();
+  o.queue_capacity = 2;
+  TestServer t = StartServer(o, std::move(backends));
+  ASSERT_NE(t.client, nullptr);
+  // The gated implementation is the device default: the first Run holds the worker.
+
+  v1::RunRequest run;
+  for (v1::Tensor* tensor : {run.mutable_hidden_states(), run.mutable_residual()}) {
+    tensor->set_dtype(v1::DTYPE_FP32);
+    tensor->add_shape(2);
+    tensor->add_shape(4);
+    tensor->set_data(std::string(32, '\x01'));
+  }
+  run.mutable_weight()->set_dtype(v1::DTYPE_FP32);
+  run.mutable_weight()->add_shape(4);
+  run.mutable_weight()->set_data(std::string(16, '\x01'));
+
+  std::vector<std::thread> callers;
+  std::atomic<int> ok{0}, exhausted{0}, other{0};
+  auto call = [&] {
+    v1::RunResponse resp;
+    const grpc::Status s = t.client->Run(run, &resp);
+    if (s.ok()) {
+      ++ok;
+    } else if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      EXPECT_NE(s.error_message().find("queue of device cpu"), std::string::npos);
+      ++exhausted;
+    } else {
+      ++other;
+    }
+  };
+  callers.emplace_back(call);
+  while (gate->entered.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // One running, two queued: the fourth and fifth are refused.
+  for (int i = 0; i < 4; ++i) {
+    callers.emplace_back(call);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  gate->open = true;
+  for (auto& c : callers) c.join();
+  EXPECT_EQ(ok.load(), 3);
+  EXPECT_EQ(exhausted.load(), 2);
+  EXPECT_EQ(other.load(), 0);
+}
+
+TEST(Drain, ShutdownFinishesAcceptedWorkThenRefusesNewWork) {
+  auto gate = std::make_shared<Gate>();
+  gate->open = true;
+  std::vector<CpuImplementation> impls = server::BuiltinCpuImplementations();
+  impls.insert(impls.begin(), {"gated", "waits for the test (test only)",
+                               [gate](const FusedAddRmsNormArgs& a, void*) {
+                                 ++gate->entered;
+                                 while (!gate->open.load()) {
+                                   std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                                 }
+                                 FusedAddRmsNormCpu(a);
+                               }});
+  std::vector<std::unique_ptr<server::Backend>> backends;
+  backends.push_back(std::make_unique<server::CpuBackend>("cpu", impls));
+  TestServer t = StartServer(LoopbackOptions(), std::move(backends));
+  ASSERT_NE(t.client, nullptr);
+  gate->open = false;
+  const int entered_before = gate->entered.load();
+
+  v1::RunRequest run;
+  for (v1::Tensor* tensor : {run.mutable_hidden_states(), run.mutable_residual()}) {
+    tensor->set_dtype(v1::DTYPE_FP32);
+    tensor->add_shape(1);
+    tensor->add_shape(4);
+    tensor->set_data(std::string(16, '\x01'));
+  }
+  run.mutable_weight()->set_dtype(v1::DTYPE_FP32);
+  run.mutable_weight()->add_shape(4);
+  run.mutable_weight()->set_data(std::string(16, '\x01'));
+
+  grpc::Status in_flight;
+  std::thread caller([&] {
+    v1::RunResponse resp;
+    in_flight = t.client->Run(run, &resp);
+  });
+  while (gate->entered.load() == entered_before) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::thread stopper([&] { t.server->Shutdown(absl::Seconds(30)); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  gate->open = true;
+  caller.join();
+  stopper.join();
+  EXPECT_TRUE(in_flight.ok()) << in_flight.error_message();
+  v1::RunResponse resp;
+  EXPECT_FALSE(t.client->Run(run, &resp).ok());  // the server is gone
+}
+
+}  // namespace
+}  // namespace kerneleval::testing
