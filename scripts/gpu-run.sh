@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine from the repository root with bundle/gpu (scripts/gpu-bundle.sh):
+# the GPU tests, the project's benchmark through the real server and client (cold and
+# graph protocols, both suites, a back-to-back repeat), Nsight Compute as an independent
+# timer, and PyTorch eager / torch.compile on the same shapes. Results go to $OUT (or
+# ./gpu-results); results.md there is the entry for docs/results/.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bundle=bundle/gpu
+out=${OUT:-gpu-results}
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$PWD/$bundle/lib:${LD_LIBRARY_PATH:-}"
+bin="$bundle/bin"
+log="$out/results.md"
+: >"$log"
+say() { printf '%s\n' "$*" | tee -a "$log"; }
+section() { say ""; say "### $*"; say ""; }
+
+section "Machine"
+say '```'
+nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw \
+  --format=csv 2>&1 | tee -a "$log"
+say '```'
+
+section "GPU tests"
+for t in kernels_gpu_test service_gpu_test; do
+  "$bin/$t" --gtest_brief=1 >"$out/$t.log" 2>&1
+  say "- $t: exit $? ($(grep -E '^\[  (PASSED|FAILED)' "$out/$t.log" | tr '\n' ' '))"
+done
+
+section "Benchmarks through the service (kerneleval-server on cuda:0, kerneleval bench)"
+"$bin/kerneleval-server" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --device cuda:0 \
+  --suites-dir suites --port-file "$out/ports.json" 2>"$out/server.log" &
+server_pid=$!
+for _ in $(seq 1 600); do [ -s "$out/ports.json" ] && break; sleep 0.1; done
+port=$(sed -E 's/.*"grpc_port": *([0-9]+).*/\1/' "$out/ports.json")
+mport=$(sed -E 's/.*"metrics_port": *([0-9]+).*/\1/' "$out/ports.json")
+cli=("$bin/kerneleval" --target "127.0.0.1:$port" --deadline 600)
+for _ in $(seq 1 600); do "${cli[@]}" health --service readiness >/dev/null 2>&1 && break; sleep 0.2; done
+"${cli[@]}" devices | tee -a "$log"
+bench() {  # name, then bench flags
+  local name=$1
+  shift
+  say ""
+  say "#### $name: kerneleval bench $*"
+  say '```'
+  "${cli[@]}" bench "$@" --format json --out "$out/$name.json" >/dev/null 2>"$out/$name.err"
+  say "exit $?"
+  python3 scripts/summarize_report.py "$out/$name.json" | tee -a "$log"
+  say '```'
+}
+bench h2048_cold --suite fused_add_rmsnorm_h2048 --cold --repetitions 100
+bench h2048_cold_repeat --suite fused_add_rmsnorm_h2048 --cold --repetitions 100
+bench h2048_graph --suite fused_add_rmsnorm_h2048 --graph --graph-calls 50 --hot --rotate --repetitions 50
+bench h2048_events --suite fused_add_rmsnorm_h2048 --cold --timer events --repetitions 100
+bench liger_cold --suite liger_fused_add_rmsnorm --cold --repetitions 30 --measure-copy
+curl -s "127.0.0.1:$mport/metrics" >"$out/metrics.txt" 2>/dev/null ||
+  python3 -c "import urllib.request,sys;sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$mport/metrics').read().decode())" >"$out/metrics.txt"
+say "- metrics scrape: $(grep -c '^kerneleval_gpu_' "$out/metrics.txt") kerneleval_gpu_* series"
+kill -TERM "$server_pid"
+wait "$server_pid"
+say "- server exit after SIGTERM: $?"
+
+section "Independent timing: Nsight Compute gpu__time_duration (--clock-control none, caches flushed)"
+say '```'
+if command -v ncu >/dev/null; then
+  ncu --clock-control none --cache-control all --metrics gpu__time_duration.sum \
+    --csv "$bin/kerneleval-kernel-bench" --ncu >"$out/ncu.csv" 2>"$out/ncu.err"
+  say "exit $?"
+  python3 scripts/ncu_summary.py "$out/ncu.csv" | tee -a "$log"
+else
+  say "ncu not found"
+fi
+say '```'
+
+section "Kernel microbenchmark and PyTorch peers (same shapes, same protocols)"
+say '```'
+"$bin/kerneleval-kernel-bench" 2>&1 | tee -a "$log"
+PYTHONUNBUFFERED=1 python3 scripts/torch_peers.py --json "$out/torch.json" 2>&1 | tee -a "$log"
+say '```'
