@@ -110,8 +110,23 @@ class Backend {
   virtual std::string RuntimeVersion() const { return ""; }
   virtual std::string TimerStatus() const { return ""; }
 
-  // False after a device fault until the backend recovers.
+  // False after a device fault until Recover() succeeds.
   virtual bool Healthy() const { return true; }
+  // Rebuilds the device after a fault (context reset, buffers, warm-up). Called by the
+  // worker thread when Healthy() turned false; queued jobs wait for it.
+  virtual absl::Status Recover() { return absl::OkStatus(); }
+
+  // Set by the device worker; backends call ReportFault() the moment they find a fault,
+  // before the failed call answers its caller, so that readiness drops first.
+  void set_fault_listener(std::function<void()> listener) { fault_listener_ = std::move(listener); }
+
+ protected:
+  void ReportFault() const {
+    if (fault_listener_) fault_listener_();
+  }
+
+ private:
+  std::function<void()> fault_listener_;
 };
 
 }  // namespace kerneleval::server

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "kerneleval/kernels/fault_injection_cuda.h"
 #include "kerneleval/kernels/fused_add_rmsnorm_cuda.h"
 #include "server/cupti_timer.h"
 #include "server/nvml.h"
@@ -64,6 +65,14 @@ std::vector<CudaImplementation> BuiltinCudaImplementations() {
          return LaunchUnfusedAddRmsNorm(a, scratch, s);
        }},
   };
+}
+
+CudaImplementation FaultInjectionImplementation() {
+  return {"fault_illegal_address",
+          "Test only: faults with cudaErrorIllegalAddress to exercise device recovery", false,
+          [](const FusedAddRmsNormArgs&, void*, cudaStream_t s) {
+            return LaunchIllegalAddressFault(s);
+          }};
 }
 
 int CudaBackend::DeviceCount() {
@@ -202,31 +211,33 @@ absl::StatusOr<Measurement> CudaBackend::Measure(const Problem& problem, const H
   if (found == nullptr) {
     return absl::NotFoundError(absl::StrCat("implementation '", impl, "' is not available on ", name_));
   }
-  if (!healthy_.load()) Recover();
   if (!healthy_.load()) {
     return absl::UnavailableError(absl::StrCat(name_, " is recovering from a CUDA fault"));
   }
   KE_CUDA_RETURN_IF_ERROR(cudaSetDevice(ordinal_));
   absl::StatusOr<Measurement> m = MeasureOnDevice(problem, inputs, outputs, *found, options);
   if (!m.ok()) {
-    // A sticky error poisons the context: report it, then reset and rebuild before the
-    // next job. Errors of the request itself (out of memory, bad timer) leave it healthy.
+    // A sticky error poisons the context: the caller gets the error, and the worker
+    // resets and rebuilds the device (Recover) before the next job. Errors of the request
+    // itself (out of memory, a bad timer) leave it healthy.
     const cudaError_t sticky = cudaDeviceSynchronize();
     if (IsStickyError(sticky) || IsStickyError(cudaGetLastError())) {
       healthy_.store(false);
-      Recover();
+      ReportFault();
     }
   }
   return m;
 }
 
-void CudaBackend::Recover() {
+absl::Status CudaBackend::Recover() {
   stream_.Reset();
   flush_ = DeviceBuffer();
-  cudaSetDevice(ordinal_);
-  cudaDeviceReset();
-  cudaGetLastError();
-  healthy_.store(WarmUp().ok());
+  KE_CUDA_NO_THROW(cudaSetDevice(ordinal_));
+  KE_CUDA_NO_THROW(cudaDeviceReset());
+  KE_CUDA_NO_THROW(cudaGetLastError());
+  const absl::Status warm = WarmUp();
+  healthy_.store(warm.ok());
+  return warm;
 }
 
 absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,

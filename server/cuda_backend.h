@@ -23,6 +23,9 @@ struct CudaImplementation {
 // cuda_fused (the default) and cuda_unfused (the two-kernel baseline).
 std::vector<CudaImplementation> BuiltinCudaImplementations();
 
+// fault_illegal_address: test-only, writes through an invalid pointer (a sticky fault).
+CudaImplementation FaultInjectionImplementation();
+
 class CudaBackend final : public Backend {
  public:
   static int DeviceCount();  // 0 when the runtime finds no device or no driver
@@ -43,6 +46,7 @@ class CudaBackend final : public Backend {
   std::string RuntimeVersion() const override;
   std::string TimerStatus() const override;
   bool Healthy() const override { return healthy_.load(); }
+  absl::Status Recover() override;
 
  private:
   absl::StatusOr<Measurement> MeasureOnDevice(const Problem& problem, const HostInputs& inputs,
@@ -50,8 +54,6 @@ class CudaBackend final : public Backend {
                                               const CudaImplementation& impl,
                                               const MeasureOptions& options);
   absl::Status MeasureCopyBandwidth();
-  // After a sticky CUDA error: reset the device, rebuild stream and buffers.
-  void Recover();
 
   const int ordinal_;
   const std::string name_;

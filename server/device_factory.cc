@@ -21,17 +21,21 @@ void AddCpu(int cpu_devices, std::vector<std::unique_ptr<Backend>>* out) {
   }
 }
 
-absl::Status AddCuda(int ordinal, std::vector<std::unique_ptr<Backend>>* out) {
+absl::Status AddCuda(int ordinal, bool fault_injection,
+                     std::vector<std::unique_ptr<Backend>>* out) {
 #ifdef KERNELEVAL_HAVE_CUDA
   const int count = CudaDeviceCount();
   if (ordinal < 0 || ordinal >= count) {
     return absl::NotFoundError(absl::StrCat("--device: cuda:", ordinal, " not found (", count,
                                             " CUDA device(s) visible)"));
   }
-  out->push_back(std::make_unique<CudaBackend>(ordinal));
+  std::vector<CudaImplementation> impls = BuiltinCudaImplementations();
+  if (fault_injection) impls.push_back(FaultInjectionImplementation());
+  out->push_back(std::make_unique<CudaBackend>(ordinal, std::move(impls)));
   return absl::OkStatus();
 #else
   (void)ordinal;
+  (void)fault_injection;
   (void)out;
   return absl::FailedPreconditionError("--device: this build has no CUDA support");
 #endif
@@ -48,7 +52,14 @@ int CudaDeviceCount() {
 }
 
 absl::StatusOr<std::vector<std::unique_ptr<Backend>>> CreateBackends(const std::string& spec,
-                                                                     int cpu_devices) {
+                                                                     int cpu_devices,
+                                                                     bool fault_injection) {
+#ifndef KERNELEVAL_FAULT_INJECTION
+  if (fault_injection) {
+    return absl::FailedPreconditionError(
+        "--enable-fault-injection: this build does not allow fault injection");
+  }
+#endif
   std::vector<std::unique_ptr<Backend>> out;
   if (spec == "auto" || spec.empty()) {
     const int gpus = CudaDeviceCount();
@@ -56,7 +67,7 @@ absl::StatusOr<std::vector<std::unique_ptr<Backend>>> CreateBackends(const std::
       AddCpu(cpu_devices, &out);
     } else {
       for (int i = 0; i < gpus; ++i) {
-        if (absl::Status s = AddCuda(i, &out); !s.ok()) return s;
+        if (absl::Status s = AddCuda(i, fault_injection, &out); !s.ok()) return s;
       }
     }
     return out;
@@ -68,14 +79,14 @@ absl::StatusOr<std::vector<std::unique_ptr<Backend>>> CreateBackends(const std::
       const int gpus = CudaDeviceCount();
       if (gpus == 0) return absl::NotFoundError("--device: cuda requested but no GPU is visible");
       for (int i = 0; i < gpus; ++i) {
-        if (absl::Status s = AddCuda(i, &out); !s.ok()) return s;
+        if (absl::Status s = AddCuda(i, fault_injection, &out); !s.ok()) return s;
       }
     } else if (absl::StartsWith(part, "cuda:")) {
       int ordinal = -1;
       if (!absl::SimpleAtoi(part.substr(5), &ordinal)) {
         return absl::InvalidArgumentError(absl::StrCat("--device: bad device '", part, "'"));
       }
-      if (absl::Status s = AddCuda(ordinal, &out); !s.ok()) return s;
+      if (absl::Status s = AddCuda(ordinal, fault_injection, &out); !s.ok()) return s;
     } else {
       return absl::InvalidArgumentError(absl::StrCat(
           "--device: unknown device '", part, "' (auto, cpu, cuda, cuda:N)"));

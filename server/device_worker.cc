@@ -5,8 +5,15 @@
 namespace kerneleval::server {
 
 DeviceWorker::DeviceWorker(std::unique_ptr<Backend> backend, std::size_t capacity,
-                           DepthObserver on_depth)
-    : backend_(std::move(backend)), capacity_(capacity), on_depth_(std::move(on_depth)) {}
+                           DepthObserver on_depth, HealthObserver on_health)
+    : backend_(std::move(backend)),
+      capacity_(capacity),
+      on_depth_(std::move(on_depth)),
+      on_health_(std::move(on_health)) {
+  backend_->set_fault_listener([this] {
+    if (!fault_reported_.exchange(true) && on_health_) on_health_(false);
+  });
+}
 
 DeviceWorker::~DeviceWorker() { Stop(); }
 
@@ -47,6 +54,20 @@ void DeviceWorker::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void DeviceWorker::RecoverDevice() {
+  // The job that hit the fault has answered its caller; queued jobs wait until the device
+  // is rebuilt. Retries back off so that a dead device does not spin.
+  if (!fault_reported_.exchange(true) && on_health_) on_health_(false);
+  for (int attempt = 0; attempt < 5 && !backend_->Healthy(); ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));
+    backend_->Recover().IgnoreError();
+  }
+  if (backend_->Healthy()) {
+    fault_reported_.store(false);
+    if (on_health_) on_health_(true);
+  }
+}
+
 void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
   const absl::Status warm = backend_->WarmUp();
   if (on_warm) on_warm(warm);
@@ -68,6 +89,7 @@ void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
                                                         entry.enqueued)
                               .count();
     entry.job(*backend_, waited);
+    if (!backend_->Healthy()) RecoverDevice();
     std::lock_guard<std::mutex> lock(mu_);
     running_job_ = false;
   }

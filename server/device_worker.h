@@ -3,6 +3,7 @@
 // by other traffic.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -23,9 +24,12 @@ class DeviceWorker {
   using Job = std::function<void(Backend& backend, double queue_seconds)>;
   // Called with the new queue depth whenever it changes (for metrics).
   using DepthObserver = std::function<void(std::size_t depth)>;
+  // Called from the worker thread when the device turns unhealthy (false) and when it has
+  // recovered (true).
+  using HealthObserver = std::function<void(bool healthy)>;
 
   DeviceWorker(std::unique_ptr<Backend> backend, std::size_t capacity,
-               DepthObserver on_depth = nullptr);
+               DepthObserver on_depth = nullptr, HealthObserver on_health = nullptr);
   ~DeviceWorker();  // Stop()s: runs every accepted job, then joins.
   DeviceWorker(const DeviceWorker&) = delete;
   DeviceWorker& operator=(const DeviceWorker&) = delete;
@@ -53,10 +57,13 @@ class DeviceWorker {
     std::chrono::steady_clock::time_point enqueued;
   };
   void Loop(std::function<void(const absl::Status&)> on_warm);
+  void RecoverDevice();
 
   std::unique_ptr<Backend> backend_;
   const std::size_t capacity_;
   DepthObserver on_depth_;
+  HealthObserver on_health_;
+  std::atomic<bool> fault_reported_{false};
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Entry> queue_;

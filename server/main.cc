@@ -92,6 +92,8 @@ int main(int argc, char** argv) {
   app.add_option("--tls-client-ca", o.tls_client_ca_file, "PEM CA that client certificates need");
   app.add_option("--telemetry-seconds", o.nvml_sample_seconds, "GPU telemetry sampling interval")
       ->capture_default_str();
+  app.add_flag("--enable-fault-injection", o.enable_fault_injection,
+               "Register test-only implementations that fault on purpose (device recovery tests)");
   app.add_option("--port-file", port_file,
                  "Write {\"grpc_port\":N,\"metrics_port\":M} here once listening");
   CLI11_PARSE(app, argc, argv);
@@ -102,7 +104,7 @@ int main(int argc, char** argv) {
     std::string token;
     std::getline(in, token);
     o.auth_token = std::string(absl::StripAsciiWhitespace(token));
-    if (!in.good() && o.auth_token.empty()) {
+    if (o.auth_token.empty()) {  // never start open because the file held no token
       std::cerr << "error: --auth-token-file: cannot read a token from '" << token_file << "'\n";
       return 2;
     }

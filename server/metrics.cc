@@ -1,5 +1,7 @@
 #include "server/metrics.h"
 
+#include <mutex>
+
 #include "absl/strings/str_cat.h"
 
 namespace kerneleval::server {
@@ -10,11 +12,12 @@ using prometheus::BuildGauge;
 using prometheus::BuildHistogram;
 using prometheus::Histogram;
 
-// Request latency: 100 us .. 100 s, ~2.5x steps.
+// Request latency: 100 us .. 1000 s, ~2.5x steps. A Benchmark RPC (and its device job)
+// may run for many minutes (the scheduled benchmark allows 900 s).
 const Histogram::BucketBoundaries& RequestBuckets() {
   static const Histogram::BucketBoundaries b{1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2,
                                              2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1, 2.5, 5,
-                                             10, 25, 50, 100};
+                                             10, 25, 50, 100, 250, 500, 1000};
   return b;
 }
 
@@ -23,6 +26,18 @@ const Histogram::BucketBoundaries& KernelBuckets() {
   static const Histogram::BucketBoundaries b{5e-7, 1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4,
                                              2e-4, 5e-4, 1e-3, 1e-2, 0.1, 1};
   return b;
+}
+
+// Serializes RecordResult: it removes series, and another thread holding a reference
+// from Add() to a removed series would write freed memory.
+std::mutex& ResultMutex() {
+  static std::mutex mu;
+  return mu;
+}
+
+template <typename T>
+void RemoveIfPresent(prometheus::Family<T>& family, const prometheus::Labels& labels) {
+  if (family.Has(labels)) family.Remove(&family.Add(labels));
 }
 
 }  // namespace
@@ -244,14 +259,32 @@ void Metrics::RecordResult(const std::string& suite, const v1::WorkloadResult& r
                                   {"workload", r.workload()},
                                   {"implementation", r.implementation()},
                                   {"device", r.device()}};
+  std::lock_guard<std::mutex> lock(ResultMutex());
   bench_correct_.Add(labels).Set(r.correctness().passed() ? 1 : 0);
-  if (r.status() != v1::RESULT_STATUS_PASSED && r.status() != v1::RESULT_STATUS_INCORRECT) return;
-  bench_latency_.Add(labels).Set(r.latency().median_seconds());
-  bench_bandwidth_.Add(labels).Set(r.bytes_per_second());
-  for (const v1::SolFigure& f : r.sol()) {
+  // The gauges hold the latest run: figures this run does not have (a runtime error, or a
+  // peak it was not measured against) are removed rather than left from an earlier run.
+  const bool measured =
+      r.status() == v1::RESULT_STATUS_PASSED || r.status() == v1::RESULT_STATUS_INCORRECT;
+  if (measured) {
+    bench_latency_.Add(labels).Set(r.latency().median_seconds());
+    bench_bandwidth_.Add(labels).Set(r.bytes_per_second());
+  } else {
+    RemoveIfPresent(bench_latency_, labels);
+    RemoveIfPresent(bench_bandwidth_, labels);
+  }
+  for (v1::PeakSource source : {v1::PEAK_SOURCE_DEVICE_ATTRIBUTES, v1::PEAK_SOURCE_DATASHEET,
+                                v1::PEAK_SOURCE_MEASURED_COPY}) {
     prometheus::Labels l = labels;
-    l["peak"] = PeakLabel(f.source());
-    bench_sol_.Add(l).Set(f.sol_ratio());
+    l["peak"] = PeakLabel(source);
+    const v1::SolFigure* figure = nullptr;
+    for (const v1::SolFigure& f : r.sol()) {
+      if (f.source() == source) figure = &f;
+    }
+    if (measured && figure != nullptr) {
+      bench_sol_.Add(l).Set(figure->sol_ratio());
+    } else {
+      RemoveIfPresent(bench_sol_, l);
+    }
   }
 }
 
@@ -264,6 +297,12 @@ void Metrics::RecordSummary(const std::string& suite, const v1::ImplementationSu
 
 void Metrics::RecordBenchmarkRun(const std::string& suite, const std::string& device,
                                  const std::string& result, double unix_seconds) {
+  // Every outcome's series exists from a suite's first run on, at 0 until it happens, so
+  // that increase() sees the first increment of an outcome (a series that appears with
+  // value 1 has no earlier sample to increase from).
+  for (const char* outcome : {"complete", "incomplete", "error"}) {
+    benchmark_runs_.Add({{"suite", suite}, {"device", device}, {"result", outcome}});
+  }
   benchmark_runs_.Add({{"suite", suite}, {"device", device}, {"result", result}}).Increment();
   last_run_.Add({{"suite", suite}, {"device", device}}).Set(unix_seconds);
 }

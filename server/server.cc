@@ -74,6 +74,7 @@ struct KernelEvalServer::Impl {
   std::condition_variable cv;
   std::size_t warm_pending = 0;
   std::size_t healthy_devices = 0;
+  std::size_t recovering = 0;  // devices between a fault and their recovery
   bool shut_down = false;
   std::thread telemetry;
 
@@ -94,6 +95,21 @@ struct KernelEvalServer::Impl {
     std::lock_guard<std::mutex> lock(mu);
     if (status.ok()) ++healthy_devices;
     if (--warm_pending == 0 && !shut_down && healthy_devices > 0) SetReady(true);
+    cv.notify_all();
+  }
+
+  // A device fault takes the server out of readiness until the device is rebuilt, so that
+  // load balancers and probes stop sending work to a server that cannot do it.
+  void OnHealth(const std::string& device, bool healthy) {
+    metrics.SetDeviceHealthy(device, healthy);
+    std::lock_guard<std::mutex> lock(mu);
+    if (!healthy) {
+      ++recovering;
+      SetReady(false);
+    } else if (recovering > 0 && --recovering == 0 && warm_pending == 0 && !shut_down &&
+               healthy_devices > 0) {
+      SetReady(true);
+    }
     cv.notify_all();
   }
 
@@ -125,7 +141,8 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   Impl* s = impl.get();
   s->options = options;
   if (backends.empty()) {
-    auto created = CreateBackends(options.device, options.cpu_devices);
+    auto created =
+        CreateBackends(options.device, options.cpu_devices, options.enable_fault_injection);
     if (!created.ok()) return created.status();
     backends = std::move(*created);
   }
@@ -148,7 +165,8 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
     Metrics* metrics = &s->metrics;
     s->devices.Add(std::make_unique<DeviceWorker>(
         std::move(b), options.queue_capacity,
-        [metrics, name](std::size_t depth) { metrics->SetQueueDepth(name, depth); }));
+        [metrics, name](std::size_t depth) { metrics->SetQueueDepth(name, depth); },
+        [s, name](bool healthy) { s->OnHealth(name, healthy); }));
   }
   s->metrics.SetBuildInfo(ServerVersion(), GitRevision(),
                           s->devices.workers().front()->backend().RuntimeVersion());

@@ -27,6 +27,9 @@ struct ServerOptions {
   std::string auth_token;  // empty: no authentication
   std::string tls_cert_file, tls_key_file, tls_client_ca_file;
   double nvml_sample_seconds = 5;
+  // Registers test-only implementations that fault on purpose (CUDA: an illegal address).
+  // Refused unless the build allows it (KERNELEVAL_FAULT_INJECTION).
+  bool enable_fault_injection = false;
 };
 
 class KernelEvalServer {

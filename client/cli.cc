@@ -1,0 +1,214 @@
+#include "client/cli.h"
+
+#include <algorithm>
+#include <iostream>
+
+#include "client/push.h"
+
+namespace kerneleval::client::cli {
+namespace {
+
+void AddGlobalFlags(CLI::App* app, GlobalFlags* g) {
+  app->add_option("--target", g->targets, "Server address HOST:PORT (default localhost:50051)")
+      ->type_name("HOST:PORT");
+  app->add_option("--deadline", g->deadline_seconds, "Seconds per call; for bench, the whole run")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app->add_flag("--json", g->json, "Print responses as JSON (proto field names)");
+  app->add_option("--token", g->token, "Bearer token sent as `authorization` metadata")
+      ->envname("KERNELEVAL_TOKEN");
+  app->add_flag("--tls", g->tls, "Use TLS");
+  app->add_option("--tls-ca", g->tls_ca, "PEM file of root certificates")->check(CLI::ExistingFile);
+  auto* cert = app->add_option("--tls-cert", g->tls_cert, "PEM client certificate (mutual TLS)")
+                   ->check(CLI::ExistingFile);
+  auto* key = app->add_option("--tls-key", g->tls_key, "PEM client private key (mutual TLS)")
+                  ->check(CLI::ExistingFile);
+  cert->needs(key);
+  key->needs(cert);
+  app->add_option("--tls-server-name", g->tls_server_name,
+                  "Name to check against the server certificate");
+  app->add_option("--max-message-mib", g->max_message_mib,
+                  "Largest message sent or received, in MiB")
+      ->check(CLI::Range(int64_t{1}, int64_t{2047}))
+      ->capture_default_str();
+}
+
+void AddRunCommand(CLI::App* app, RunFlags* r) {
+  CLI::App* run = app->add_subcommand("run", "Run the operation once on random or given inputs");
+  auto* batch =
+      run->add_option("--batch", r->batch, "Rows of random inputs")->check(CLI::PositiveNumber);
+  auto* hidden = run->add_option("--hidden", r->hidden, "Columns of random inputs")
+                     ->check(CLI::PositiveNumber);
+  auto* dtype = run->add_option("--dtype", r->dtype, "Random inputs' dtype")
+                    ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
+                    ->capture_default_str();
+  auto* seed = run->add_option("--seed", r->seed, "Random inputs' seed")->capture_default_str();
+  auto* input =
+      run->add_option("--input", r->input, "safetensors file with hidden_states, residual, weight")
+          ->check(CLI::ExistingFile);
+  input->excludes(batch)->excludes(hidden)->excludes(dtype)->excludes(seed);
+  run->add_option("--mode", r->mode, "What the kernel writes")
+      ->check(CLI::IsMember({"output", "output_and_residual", "in_place"}))
+      ->capture_default_str();
+  run->add_option("--eps", r->eps, "RMSNorm epsilon (default 1e-6)")->check(CLI::PositiveNumber);
+  run->add_option("--device", r->device, "cpu, cuda:0, ... (default: least loaded)");
+  run->add_option("--impl", r->implementation, "Implementation (default: the device's)");
+  run->add_flag("--check", r->check, "Compare against the fp64 reference");
+  run->add_option("--warmup", r->warmup, "Untimed calls first")->capture_default_str();
+  run->add_option("--repetitions", r->repetitions, "Timed calls (1..1000)")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  run->add_option("--output", r->output, "Write output (and residual_out) as safetensors");
+}
+
+void AddBenchCommand(CLI::App* app, BenchFlags* b) {
+  CLI::App* bench = app->add_subcommand("bench", "Run a benchmark suite and print its report");
+  auto* suite = bench->add_option("--suite", b->suite, "Built-in suite name");
+  auto* file = bench->add_option("--suite-file", b->suite_file, "Custom suite (JSON file)")
+                   ->check(CLI::ExistingFile);
+  suite->excludes(file);
+  bench->add_option("--impl", b->implementations, "Implementation to rank (repeatable)")
+      ->allow_extra_args(false);
+  auto* device = bench->add_option("--device", b->device, "cpu, cuda:0, ...");
+  bench->add_flag("--all-devices", b->all_devices, "Every local device of --device's kind")
+      ->excludes(device);
+  bench->add_option("--warmup", b->warmup, "Untimed calls first (server default 10)");
+  auto* reps =
+      bench->add_option("--repetitions", b->repetitions, "Fixed timed calls (server default 50)");
+  auto* adaptive = bench->add_flag("--adaptive", b->adaptive,
+                                   "Stop at a relative spread instead of fixed repetitions");
+  adaptive->excludes(reps);
+  bench->add_option("--min-samples", b->min_samples, "Adaptive: at least (default 10)")
+      ->needs(adaptive);
+  bench->add_option("--max-samples", b->max_samples, "Adaptive: at most (default 1000)")
+      ->needs(adaptive);
+  bench
+      ->add_option("--target-spread", b->target_spread,
+                   "Adaptive: stop below this stddev/mean (default 0.005)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->needs(adaptive);
+  bench
+      ->add_option("--max-seconds", b->max_seconds,
+                   "Adaptive: seconds per workload x implementation (default 5)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(adaptive);
+  bench->add_option("--max-total-seconds", b->max_total_seconds, "Cap on the whole run")
+      ->check(CLI::NonNegativeNumber);
+  auto* hot = bench->add_flag("--hot", b->hot, "Do not flush caches between calls");
+  auto* cold = bench->add_flag("--cold", b->cold, "Flush caches before every call (default)");
+  hot->excludes(cold);
+  auto* graph = bench->add_flag("--graph", b->graph, "Time calls replayed from a CUDA graph");
+  bench->add_option("--graph-calls", b->graph_calls, "Calls per graph (default 20)")
+      ->check(CLI::PositiveNumber)
+      ->needs(graph);
+  bench->add_flag("--rotate", b->rotate, "Rotate among input copies larger than L2");
+  bench->add_option("--timer", b->timer, "Timer")
+      ->check(CLI::IsMember({"auto", "cupti", "events", "host"}))
+      ->capture_default_str();
+  bench->add_option("--seed", b->seed, "Input generation seed (server default 200)");
+  bench->add_flag("--measure-copy", b->measure_copy, "Also report SOL against a measured copy");
+  bench->add_option("--format", b->format, "Report format (default table)")
+      ->check(CLI::IsMember({"table", "json", "csv", "html"}));
+  bench->add_option("--out", b->out, "Write the report to this file");
+  bench
+      ->add_option("--concurrency", b->concurrency,
+                   "Targets benchmarked at once (several --target, or a name with many addresses)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  auto* push = bench->add_option("--pushgateway", b->pushgateway,
+                                 "Push each target's results to this Prometheus Pushgateway")
+                   ->type_name("http://HOST:PORT");
+  bench->add_option("--push-job", b->push_job, "Pushgateway job label")
+      ->capture_default_str()
+      ->needs(push);
+}
+
+absl::Status ValidateBenchFanOut(const CliConfig& config) {
+  const BenchFlags& b = config.bench;
+  if (config.global.targets.size() > 1 && b.format == "html") {
+    return absl::InvalidArgumentError("--format html: one target only");
+  }
+  if (!b.pushgateway.empty()) {
+    if (absl::StatusOr<PushgatewayAddress> url = ParsePushgatewayUrl(b.pushgateway); !url.ok()) {
+      return url.status();
+    }
+    if (!IsValidPushJob(b.push_job)) {
+      return absl::InvalidArgumentError("--push-job '" + b.push_job +
+                                        "': letters, digits and _ . : - only");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Validate(const CLI::App& app, CliConfig* config) {
+  for (const CLI::App* sub : app.get_subcommands()) config->command = sub->get_name();
+  if (config->global.targets.size() > 1 && config->command != "bench") {
+    return absl::InvalidArgumentError("--target: several targets are for bench only");
+  }
+  if (config->command == "bench") {
+    if (absl::Status status = ValidateBenchFanOut(*config); !status.ok()) return status;
+  }
+  if (config->global.targets.empty()) config->global.targets.push_back("localhost:50051");
+  if (config->command == "run" && config->run.input.empty() &&
+      (config->run.batch == 0 || config->run.hidden == 0)) {
+    return absl::InvalidArgumentError("run: give --input FILE, or --batch and --hidden");
+  }
+  if (config->command == "bench" && config->bench.suite.empty() &&
+      config->bench.suite_file.empty()) {
+    return absl::InvalidArgumentError("bench: give --suite NAME or --suite-file FILE");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::unique_ptr<CLI::App> BuildCliApp(CliConfig* config) {
+  auto app = std::make_unique<CLI::App>(
+      "kerneleval: evaluate fused residual-add + RMSNorm kernels on a kerneleval server",
+      "kerneleval");
+  // Global flags may also follow the subcommand: `kerneleval bench --suite x --json`.
+  app->fallthrough();
+  app->require_subcommand(1);
+  AddGlobalFlags(app.get(), &config->global);
+  app->add_subcommand("devices", "List the server's devices");
+  app->add_subcommand("suites", "List the built-in benchmark suites");
+  app->add_subcommand("implementations", "List implementations")
+      ->add_option("--device", config->implementations_device, "Only this device's");
+  app->add_subcommand("health", "grpc.health.v1 check; exit 0 when SERVING")
+      ->add_option("--service", config->health_service,
+                   "Service name, e.g. readiness (default: the whole server)");
+  app->add_subcommand("services", "List services through server reflection");
+  AddRunCommand(app.get(), &config->run);
+  AddBenchCommand(app.get(), &config->bench);
+  return app;
+}
+
+absl::Status ParseArgs(const std::vector<std::string>& args, CliConfig* config) {
+  std::unique_ptr<CLI::App> app = BuildCliApp(config);
+  // CLI11 consumes its argument vector from the back.
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app->parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return absl::InvalidArgumentError(e.what());
+  }
+  return Validate(*app, config);
+}
+
+int Main(int argc, char** argv) {
+  CliConfig config;
+  std::unique_ptr<CLI::App> app = BuildCliApp(&config);
+  try {
+    app->parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // Prints help (exit code 0) or the error with a usage hint.
+    return app->exit(e) == 0 ? kExitOk : kExitUsage;
+  }
+  if (absl::Status status = Validate(*app, &config); !status.ok()) {
+    std::cerr << "error: " << status.message() << "\nRun with --help for more information.\n";
+    return kExitUsage;
+  }
+  return RunCommand(config, std::cout, std::cerr);
+}
+
+}  // namespace kerneleval::client::cli

@@ -1,0 +1,107 @@
+// The `kerneleval` command line: argument parsing (no RPCs) and command execution.
+//
+// Parsing is separate so that tests, and checks of the arguments that scheduled jobs pass,
+// can validate an argument list without a server. Exit codes:
+//   0 ok; 1 RPC or I/O error ("error: CODE: message" on stderr); 2 usage error;
+//   3 the command completed but a result failed correctness (or, for bench, errored).
+// bench on several targets (see client/fanout.h): 1 if any target's RPC failed or a push to
+// the Pushgateway failed, else 3 if any result failed, else 0.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "absl/status/status.h"
+
+namespace kerneleval::client::cli {
+
+enum ExitCode : int { kExitOk = 0, kExitRpcError = 1, kExitUsage = 2, kExitIncorrect = 3 };
+
+struct GlobalFlags {
+  std::vector<std::string> targets;  // Repeatable for bench; one for the other commands.
+  double deadline_seconds = 300;
+  bool json = false;
+  std::string token;  // --token, else $KERNELEVAL_TOKEN.
+  bool tls = false;
+  std::string tls_ca, tls_cert, tls_key, tls_server_name;
+  int64_t max_message_mib = 1024;
+};
+
+struct RunFlags {
+  // Random inputs ...
+  int64_t batch = 0;
+  int64_t hidden = 0;
+  std::string dtype = "bf16";
+  uint64_t seed = 200;
+  // ... or tensors hidden_states, residual, weight from a safetensors file.
+  std::string input;
+  std::string mode = "output";
+  double eps = 0;  // 0 = the server's default (1e-6).
+  std::string device;
+  std::string implementation;
+  bool check = false;
+  uint32_t warmup = 0;
+  uint32_t repetitions = 1;
+  std::string output;  // Writes `output` (and `residual_out`) as safetensors.
+};
+
+// Zero / empty values mean "the server's default" (see the Protocol message).
+struct BenchFlags {
+  std::string suite;
+  std::string suite_file;
+  std::vector<std::string> implementations;
+  std::string device;
+  bool all_devices = false;
+  std::optional<uint32_t> warmup;       // unset: the server's default
+  std::optional<uint32_t> repetitions;  // unset: the server's default
+  bool adaptive = false;
+  uint32_t min_samples = 0;
+  uint32_t max_samples = 0;
+  double target_spread = 0;
+  double max_seconds = 0;
+  double max_total_seconds = 0;
+  bool hot = false;
+  bool cold = false;
+  bool graph = false;
+  uint32_t graph_calls = 0;
+  bool rotate = false;
+  std::string timer = "auto";
+  std::optional<uint64_t> seed;  // unset: the server's default
+  bool measure_copy = false;
+  std::string format;  // table | json | csv | html; empty = table (json with --json).
+  std::string out;     // Write the report here instead of stdout.
+  int concurrency = 4;  // Targets benchmarked at once.
+  std::string pushgateway;  // http://HOST:PORT: push each target's results there.
+  std::string push_job = "kerneleval-benchmark";
+};
+
+struct CliConfig {
+  GlobalFlags global;
+  std::string command;  // The chosen subcommand's name.
+  std::string implementations_device;
+  std::string health_service;
+  RunFlags run;
+  BenchFlags bench;
+};
+
+// Builds the parser; parsing writes into `*config`, which must outlive the app.
+std::unique_ptr<CLI::App> BuildCliApp(CliConfig* config);
+
+// Parses `args` (without the program name) and checks the cross-flag rules CLI11 cannot
+// express (one target except for bench; run needs --input or --batch and --hidden; bench needs exactly one of
+// --suite, --suite-file). INVALID_ARGUMENT with the parser's message on a usage error.
+absl::Status ParseArgs(const std::vector<std::string>& args, CliConfig* config);
+
+// Executes a parsed command against the server; returns an ExitCode.
+int RunCommand(const CliConfig& config, std::ostream& out, std::ostream& err);
+
+// argv in, exit code out: parse, print help or usage errors, run.
+int Main(int argc, char** argv);
+
+}  // namespace kerneleval::client::cli

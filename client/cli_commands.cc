@@ -1,0 +1,377 @@
+// Command execution for the CLI: builds requests from parsed flags, calls the client, formats.
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "client/cli.h"
+#include "client/fanout.h"
+#include "client/kerneleval_client.h"
+#include "client/push.h"
+#include "client/report_format.h"
+#include "client/safetensors.h"
+#include "client/tensors.h"
+#include "client/text_table.h"
+#include "server/suites.h"
+
+namespace kerneleval::client::cli {
+namespace {
+
+ClientOptions ToClientOptions(const GlobalFlags& g) {
+  ClientOptions options;
+  options.target = g.targets.empty() ? options.target : g.targets.front();
+  options.deadline_seconds = g.deadline_seconds;
+  options.max_message_bytes = g.max_message_mib << 20;
+  options.bearer_token = g.token;
+  options.tls = g.tls;
+  options.tls_ca_file = g.tls_ca;
+  options.tls_cert_file = g.tls_cert;
+  options.tls_key_file = g.tls_key;
+  options.tls_server_name = g.tls_server_name;
+  return options;
+}
+
+int RpcError(std::ostream& err, const grpc::Status& status) {
+  err << "error: " << absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()))
+      << ": " << status.error_message() << "\n";
+  return kExitRpcError;
+}
+
+int LocalError(std::ostream& err, const absl::Status& status, int code) {
+  err << "error: " << absl::StatusCodeToString(status.code()) << ": " << status.message() << "\n";
+  return code;
+}
+
+// Prints `message` as JSON or via `format` (a text formatter).
+template <typename Message, typename Format>
+int Print(const CliConfig& config, std::ostream& out, std::ostream& err, const Message& message,
+          Format format) {
+  if (!config.global.json) {
+    out << format(message);
+    return kExitOk;
+  }
+  absl::StatusOr<std::string> json = MessageToJson(message);
+  if (!json.ok()) return LocalError(err, json.status(), kExitRpcError);
+  out << *json << "\n";
+  return kExitOk;
+}
+
+absl::Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << text;
+  file.close();
+  if (!file) return absl::PermissionDeniedError("cannot write '" + path + "'");
+  return absl::OkStatus();
+}
+
+absl::Status BuildRunRequest(const RunFlags& flags, v1::RunRequest* request) {
+  const std::optional<v1::Mode> mode = ParseMode(flags.mode);
+  if (!mode) return absl::InvalidArgumentError("--mode: unknown mode " + flags.mode);
+  request->set_mode(*mode);
+  if (!flags.input.empty()) {
+    absl::StatusOr<SafetensorsFile> file = ReadSafetensors(flags.input);
+    if (!file.ok()) return file.status();
+    for (const char* name : {"hidden_states", "residual", "weight"}) {
+      if (file->tensors.count(name) == 0) {
+        return absl::InvalidArgumentError(flags.input + ": no tensor named " + name);
+      }
+    }
+    *request->mutable_hidden_states() = std::move(file->tensors["hidden_states"]);
+    *request->mutable_residual() = std::move(file->tensors["residual"]);
+    *request->mutable_weight() = std::move(file->tensors["weight"]);
+  } else {
+    const std::optional<v1::DType> dtype = ParseDType(flags.dtype);
+    if (!dtype) return absl::InvalidArgumentError("--dtype: unknown dtype " + flags.dtype);
+    // Three independent streams: hidden_states, residual, weight (as torch.randn would be).
+    *request->mutable_hidden_states() =
+        RandomTensor(*dtype, {flags.batch, flags.hidden}, flags.seed);
+    *request->mutable_residual() =
+        RandomTensor(*dtype, {flags.batch, flags.hidden}, flags.seed + 1);
+    *request->mutable_weight() = RandomTensor(*dtype, {flags.hidden}, flags.seed + 2);
+  }
+  if (flags.eps > 0) request->set_eps(flags.eps);
+  request->set_device(flags.device);
+  request->set_implementation(flags.implementation);
+  request->set_check_correctness(flags.check);
+  request->set_warmup(flags.warmup);
+  request->set_repetitions(flags.repetitions);
+  // Outputs cross the wire only when they are going to be saved.
+  request->set_omit_outputs(flags.output.empty());
+  return absl::OkStatus();
+}
+
+int RunRun(const CliConfig& config, const KernelEvalClient& client, std::ostream& out,
+           std::ostream& err) {
+  v1::RunRequest request;
+  if (absl::Status status = BuildRunRequest(config.run, &request); !status.ok()) {
+    return LocalError(err, status, kExitUsage);
+  }
+  v1::RunResponse response;
+  if (grpc::Status status = client.Run(request, &response); !status.ok()) {
+    return RpcError(err, status);
+  }
+  if (!config.run.output.empty()) {
+    SafetensorsFile file;
+    file.tensors["output"] = response.output();
+    if (response.has_residual_out() && !response.residual_out().data().empty()) {
+      file.tensors["residual_out"] = response.residual_out();
+    }
+    file.metadata = {{"device", response.device()},
+                     {"implementation", response.implementation()},
+                     {"mode", ModeName(request.mode())}};
+    if (absl::Status status = WriteSafetensors(config.run.output, file); !status.ok()) {
+      return LocalError(err, status, kExitRpcError);
+    }
+  }
+  // Tensor bytes are not for a terminal (they went to --output if asked for).
+  if (response.has_output()) response.mutable_output()->clear_data();
+  if (response.has_residual_out()) response.mutable_residual_out()->clear_data();
+  const int printed = Print(config, out, err, response, FormatRunResponse);
+  if (printed != kExitOk) return printed;
+  const v1::Correctness& c = response.correctness();
+  return c.checked() && !c.passed() ? kExitIncorrect : kExitOk;
+}
+
+absl::Status BuildBenchRequest(const BenchFlags& flags, v1::BenchmarkRequest* request) {
+  if (!flags.suite_file.empty()) {
+    std::ifstream file(flags.suite_file, std::ios::binary);
+    std::ostringstream text;
+    text << file.rdbuf();
+    if (!file) return absl::NotFoundError("cannot read '" + flags.suite_file + "'");
+    absl::StatusOr<v1::SuiteDefinition> suite =
+        server::ParseSuiteJson(text.str(), flags.suite_file);
+    if (!suite.ok()) return suite.status();
+    *request->mutable_custom_suite() = *std::move(suite);
+  } else {
+    request->set_suite(flags.suite);
+  }
+  for (const std::string& impl : flags.implementations) request->add_implementations(impl);
+  request->set_device(flags.device);
+  request->set_all_devices(flags.all_devices);
+  v1::Protocol* p = request->mutable_protocol();
+  if (flags.warmup) p->set_warmup(*flags.warmup);
+  if (flags.repetitions) p->set_repetitions(*flags.repetitions);
+  if (flags.adaptive) {
+    v1::AdaptiveStop* a = p->mutable_adaptive();
+    a->set_min_samples(flags.min_samples);
+    a->set_max_samples(flags.max_samples);
+    a->set_target_relative_spread(flags.target_spread);
+    a->set_max_seconds(flags.max_seconds);
+  }
+  p->set_cache(flags.hot ? v1::CACHE_MODE_HOT : v1::CACHE_MODE_COLD);
+  p->set_cuda_graph(flags.graph);
+  p->set_graph_calls(flags.graph_calls);
+  p->set_rotate_inputs(flags.rotate);
+  if (flags.timer == "cupti") p->set_timer(v1::TIMER_CUPTI);
+  if (flags.timer == "events") p->set_timer(v1::TIMER_CUDA_EVENTS);
+  if (flags.timer == "host") p->set_timer(v1::TIMER_HOST_CLOCK);
+  if (flags.seed) p->set_seed(*flags.seed);
+  p->set_measure_copy_bandwidth(flags.measure_copy);
+  p->set_max_total_seconds(flags.max_total_seconds);
+  return absl::OkStatus();
+}
+
+// A one-line bar redrawn in place; only used when stderr is a terminal.
+void DrawProgress(std::ostream& err, const v1::BenchmarkProgress& progress) {
+  constexpr int kWidth = 30;
+  const uint32_t done = progress.workload_index() + 1;
+  const uint32_t total = std::max<uint32_t>(progress.workload_count(), done);
+  const int filled = static_cast<int>(kWidth * static_cast<double>(done) / total);
+  err << "\r\033[K[" << std::string(filled, '#') << std::string(kWidth - filled, '.') << "] "
+      << done << "/" << total << " " << progress.workload();
+  if (!progress.device().empty()) err << " on " << progress.device();
+  err << std::flush;
+}
+
+double UnixNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Pushes every successful target's report; false (after saying why on `err`) if any failed.
+bool PushResults(const BenchFlags& flags, const std::vector<TargetResult>& results,
+                 std::ostream& err) {
+  absl::StatusOr<PushgatewayAddress> gateway = ParsePushgatewayUrl(flags.pushgateway);
+  if (!gateway.ok()) {
+    LocalError(err, gateway.status(), kExitRpcError);
+    return false;
+  }
+  bool ok = true;
+  size_t pushed = 0;
+  for (const TargetResult& r : results) {
+    if (!r.status.ok()) continue;
+    absl::Status status =
+        PushReport(*gateway, flags.push_job, r.target, r.report, r.finished_unix_seconds);
+    if (status.ok()) {
+      ++pushed;
+    } else {
+      err << "error: pushgateway: " << r.target << ": " << absl::StatusCodeToString(status.code())
+          << ": " << status.message() << "\n";
+      ok = false;
+    }
+  }
+  err << "pushed the results of " << pushed << " target" << (pushed == 1 ? "" : "s") << " to "
+      << flags.pushgateway << " (job " << flags.push_job << ")\n";
+  return ok;
+}
+
+// Writes `text` to --out or `out`; an exit code.
+int EmitReport(const BenchFlags& flags, const std::string& text, std::ostream& out,
+               std::ostream& err) {
+  if (flags.out.empty()) {
+    out << text;
+  } else if (absl::Status written = WriteText(flags.out, text); !written.ok()) {
+    return LocalError(err, written, kExitRpcError);
+  } else {
+    err << "wrote " << flags.out << "\n";
+  }
+  return kExitOk;
+}
+
+int RunBenchFanOut(const CliConfig& config, const std::vector<BenchTarget>& targets,
+                   const v1::BenchmarkRequest& request, ReportFormat format, std::ostream& out,
+                   std::ostream& err) {
+  const BenchFlags& flags = config.bench;
+  if (format == ReportFormat::kHtml) {
+    err << "error: --format html: one target only; " << config.global.targets.front()
+        << " stands for " << targets.size() << " targets\n";
+    return kExitUsage;
+  }
+  FanOutOptions options;
+  options.concurrency = flags.concurrency;
+  if (isatty(STDERR_FILENO) == 1) {
+    options.on_done = [&err](const TargetResult& r, size_t done, size_t total) {
+      err << "[" << done << "/" << total << "] " << r.target << ": " << StatusText(r.status)
+          << " (" << Fixed(r.seconds, 1) << " s)\n"
+          << std::flush;
+    };
+  }
+  const std::vector<TargetResult> results =
+      RunFanOut(targets, ToClientOptions(config.global), request, options);
+  for (const TargetResult& r : results) {
+    if (!r.status.ok()) err << "error: " << r.target << ": " << StatusText(r.status) << "\n";
+  }
+  absl::StatusOr<std::string> text = FormatFanOut(results, format);
+  if (!text.ok()) return LocalError(err, text.status(), kExitRpcError);
+  int code = EmitReport(flags, *text, out, err);
+  if (!flags.pushgateway.empty() && !PushResults(flags, results, err)) code = kExitRpcError;
+  if (code != kExitOk) return code;
+  return FanOutExitCode(results);
+}
+
+int RunBench(const CliConfig& config, const KernelEvalClient& client, std::ostream& out,
+             std::ostream& err) {
+  const BenchFlags& flags = config.bench;
+  v1::BenchmarkRequest request;
+  if (absl::Status status = BuildBenchRequest(flags, &request); !status.ok()) {
+    return LocalError(err, status, kExitUsage);
+  }
+  const std::string format_name =
+      !flags.format.empty() ? flags.format : (config.global.json ? "json" : "table");
+  const ReportFormat format = ParseReportFormat(format_name).value_or(ReportFormat::kTable);
+
+  // Several targets (or one name with several addresses): the fan-out. One: as always.
+  const std::vector<BenchTarget> targets = ExpandTargets(config.global.targets);
+  if (targets.size() > 1) return RunBenchFanOut(config, targets, request, format, out, err);
+
+  const bool show_progress = isatty(STDERR_FILENO) == 1;
+  bool drew = false;
+  v1::BenchmarkReport report;
+  grpc::Status status = client.Benchmark(request, [&](const v1::BenchmarkEvent& event) {
+    if (event.has_report()) report = event.report();
+    if (event.has_progress() && show_progress) {
+      DrawProgress(err, event.progress());
+      drew = true;
+    }
+  });
+  if (drew) err << "\r\033[K" << std::flush;
+  if (!status.ok()) return RpcError(err, status);
+
+  absl::StatusOr<std::string> text = FormatReport(report, format);
+  if (!text.ok()) return LocalError(err, text.status(), kExitRpcError);
+  if (const int code = EmitReport(flags, *text, out, err); code != kExitOk) return code;
+  if (!flags.pushgateway.empty()) {
+    TargetResult result;
+    result.target = client.options().target;
+    result.report = std::move(report);
+    result.finished_unix_seconds = UnixNow();
+    const bool pushed = PushResults(flags, {result}, err);
+    report = std::move(result.report);
+    if (!pushed) return kExitRpcError;
+  }
+  return HasFailedResult(report) ? kExitIncorrect : kExitOk;
+}
+
+int RunHealth(const CliConfig& config, const KernelEvalClient& client, std::ostream& out,
+              std::ostream& err) {
+  bool serving = false;
+  if (grpc::Status status = client.HealthCheck(config.health_service, &serving); !status.ok()) {
+    return RpcError(err, status);
+  }
+  const char* word = serving ? "SERVING" : "NOT_SERVING";
+  if (config.global.json) {
+    out << "{\"status\": \"" << word << "\"}\n";
+  } else {
+    out << word << "\n";
+  }
+  return serving ? kExitOk : kExitRpcError;
+}
+
+int RunServices(const CliConfig& config, const KernelEvalClient& client, std::ostream& out,
+                std::ostream& err) {
+  std::vector<std::string> services;
+  if (grpc::Status status = client.ListReflectionServices(&services); !status.ok()) {
+    return RpcError(err, status);
+  }
+  if (config.global.json) {
+    out << "[";
+    for (size_t i = 0; i < services.size(); ++i) {
+      out << (i ? ", " : "") << "\"" << services[i] << "\"";
+    }
+    out << "]\n";
+  } else {
+    for (const std::string& s : services) out << s << "\n";
+  }
+  return kExitOk;
+}
+
+
+}  // namespace
+
+int RunCommand(const CliConfig& config, std::ostream& out, std::ostream& err) {
+  std::unique_ptr<KernelEvalClient> client;
+  if (grpc::Status status = KernelEvalClient::Create(ToClientOptions(config.global), &client);
+      !status.ok()) {
+    err << "error: " << status.error_message() << "\n";
+    return kExitUsage;
+  }
+  const std::string& command = config.command;
+  if (command == "devices") {
+    v1::ListDevicesResponse response;
+    if (grpc::Status s = client->ListDevices(&response); !s.ok()) return RpcError(err, s);
+    return Print(config, out, err, response, FormatDevices);
+  }
+  if (command == "suites") {
+    v1::ListSuitesResponse response;
+    if (grpc::Status s = client->ListSuites(&response); !s.ok()) return RpcError(err, s);
+    return Print(config, out, err, response, FormatSuites);
+  }
+  if (command == "implementations") {
+    v1::ListImplementationsResponse response;
+    if (grpc::Status s = client->ListImplementations(config.implementations_device, &response);
+        !s.ok()) {
+      return RpcError(err, s);
+    }
+    return Print(config, out, err, response, FormatImplementations);
+  }
+  if (command == "health") return RunHealth(config, *client, out, err);
+  if (command == "services") return RunServices(config, *client, out, err);
+  if (command == "run") return RunRun(config, *client, out, err);
+  if (command == "bench") return RunBench(config, *client, out, err);
+  err << "error: unknown command '" << command << "'\n";
+  return kExitUsage;
+}
+
+}  // namespace kerneleval::client::cli

@@ -1,0 +1,42 @@
+// Publishing benchmark results to a Prometheus Pushgateway (`kerneleval bench --pushgateway`).
+//
+// Each target's report becomes one group, job=<job> and instance=<target>, holding the gauges
+// the server exports for its latest run (same names, help and labels as server/metrics.cc):
+// kerneleval_benchmark_latency_seconds, _bandwidth_bytes_per_second, _sol_ratio{peak},
+// _correct, _suite_mean_latency_seconds, _suite_sol_ratio, _last_run_timestamp_seconds.
+// A push replaces the group (HTTP PUT), so the gateway always holds each target's latest run.
+#pragma once
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "kerneleval/v1/kerneleval.pb.h"
+
+namespace kerneleval::client {
+
+namespace v1 = ::kerneleval::v1;
+
+struct PushgatewayAddress {
+  std::string host;  // With the scheme: "http://10.0.0.1", "https://[::1]".
+  std::string port;  // Default 80 / 443 by scheme.
+};
+
+// "http://HOST:PORT" or "https://HOST[:PORT]", optionally with a trailing '/'. Other paths,
+// other schemes and user info are INVALID_ARGUMENT.
+absl::StatusOr<PushgatewayAddress> ParsePushgatewayUrl(const std::string& url);
+
+// A job name the gateway can take as a URL path segment: [A-Za-z0-9_.:-]+.
+bool IsValidPushJob(const std::string& job);
+
+// The report's gauges in the Prometheus text format (what a push sends, before the gateway
+// adds job and instance). `unix_seconds` is the last-run timestamp.
+std::string RenderPushMetrics(const v1::BenchmarkReport& report, double unix_seconds);
+
+// Pushes the report's gauges to job=`job`, instance=`instance`. UNAVAILABLE naming the HTTP
+// status (or the transport error) when the gateway does not answer 2xx.
+absl::Status PushReport(const PushgatewayAddress& gateway, const std::string& job,
+                        const std::string& instance, const v1::BenchmarkReport& report,
+                        double unix_seconds);
+
+}  // namespace kerneleval::client

@@ -1,0 +1,65 @@
+// Rendering of service responses for people (tables, HTML) and for programs (JSON, CSV).
+//
+// Conventions shared by every format:
+// - Latency columns show the median unless named otherwise; units are picked per value in
+//   tables and fixed (microseconds) in CSV.
+// - SOL % is taken against the device-attribute peak when the server reports one, else against
+//   the first SOL figure; the figure's source is named beside it.
+// - Workloads appear in the server's order; within a workload, ranked results by rank, then
+//   unranked ones (failures) in the server's order.
+// All functions are pure and thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <google/protobuf/message.h>
+
+#include "absl/status/statusor.h"
+#include "kerneleval/v1/kerneleval.pb.h"
+
+namespace kerneleval::client {
+
+namespace v1 = ::kerneleval::v1;
+
+enum class ReportFormat { kTable, kJson, kCsv, kHtml };
+
+// "table" | "json" | "csv" | "html".
+std::optional<ReportFormat> ParseReportFormat(std::string_view name);
+
+// The proto3 JSON mapping with field names as in the .proto and every primitive field printed
+// (zeros included), so that consumers see a stable set of keys. Pretty-printed.
+absl::StatusOr<std::string> MessageToJson(const google::protobuf::Message& message);
+
+// The SOL figure a table shows: DEVICE_ATTRIBUTES when present, else the first; nullptr when
+// there are none.
+const v1::SolFigure* PreferredSol(const google::protobuf::RepeatedPtrField<v1::SolFigure>& figures);
+
+// Leaderboard-style text: one table per workload, the implementation summary, the
+// protocol, and one environment block per device.
+std::string FormatReportTable(const v1::BenchmarkReport& report);
+// Header row plus one row per workload x implementation (x device). Column names carry units.
+std::string FormatReportCsv(const v1::BenchmarkReport& report);
+// A self-contained page (inline CSS and SVG, no external assets): the tables above and a
+// log-log plot of median latency against the suite's var axis, one <polyline> per
+// implementation (per implementation x device when several devices ran).
+std::string FormatReportHtml(const v1::BenchmarkReport& report);
+// Dispatches on `format`; only kJson can fail.
+absl::StatusOr<std::string> FormatReport(const v1::BenchmarkReport& report, ReportFormat format);
+
+// One line for a progress event: "[3/7] batch_size=34 on cuda:0: fused 4.33 us, ...".
+std::string FormatProgress(const v1::BenchmarkProgress& progress);
+
+std::string FormatRunResponse(const v1::RunResponse& response);
+std::string FormatDevices(const v1::ListDevicesResponse& response);
+std::string FormatSuites(const v1::ListSuitesResponse& response);
+std::string FormatImplementations(const v1::ListImplementationsResponse& response);
+
+// Short names used across formats: "cupti", "cold", "device_attributes", "passed", ...
+std::string TimerName(v1::Timer timer);
+std::string CacheName(v1::CacheMode cache);
+std::string PeakSourceName(v1::PeakSource source);
+std::string ResultStatusName(v1::ResultStatus status);
+
+}  // namespace kerneleval::client

@@ -1,0 +1,50 @@
+// Pieces shared by the report formatters (report_format.cc, report_html.cc). Not installed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kerneleval/v1/kerneleval.pb.h"
+
+namespace kerneleval::client::report_internal {
+
+namespace v1 = ::kerneleval::v1;
+
+struct WorkloadGroup {
+  std::string name;
+  std::vector<const v1::WorkloadResult*> results;  // Ranked by rank, then unranked.
+};
+
+// Workloads in the order the server reported them.
+std::vector<WorkloadGroup> GroupByWorkload(const v1::BenchmarkReport& report);
+
+// The value of `axis` for a result: its var axes first, then the definition's const axes;
+// -1 when neither has it.
+int64_t AxisValue(const v1::BenchmarkReport& report, const v1::WorkloadResult& result,
+                  const std::string& axis);
+
+// The var axis to plot against: the one with the most distinct values across results
+// (batch_size on ties, as in the seed suites' primary sweep). Empty when no result has one.
+std::string PlotAxis(const v1::BenchmarkReport& report);
+
+// True when the results span more than one device, so tables need a device column.
+bool MultiDevice(const v1::BenchmarkReport& report);
+
+// "cold", "cold, graph x20", "hot, rotate" for the report's resolved protocol.
+std::string CacheText(const v1::Protocol& protocol);
+// One sentence describing the whole protocol.
+std::string ProtocolText(const v1::Protocol& protocol);
+// "PASS 3.9e-03", "FAIL 1.2e+00", "ERROR", "SKIPPED", "unchecked".
+std::string CorrectnessText(const v1::WorkloadResult& result);
+// 100 x the preferred figure's ratio; negative when there is none.
+double SolPercent(const google::protobuf::RepeatedPtrField<v1::SolFigure>& figures);
+// "vs #1" as "1.00x", "-" when unranked.
+std::string VsBestText(double vs_best);
+std::string RankText(uint32_t rank);
+// "4.81 TB/s" style.
+std::string FormatBandwidth(double bytes_per_second);
+// "%.6g".
+std::string Number(double value);
+
+}  // namespace kerneleval::client::report_internal

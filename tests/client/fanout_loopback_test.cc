@@ -1,0 +1,169 @@
+// `kerneleval bench` fanned out over three real servers on loopback ports, through the CLI
+// (argument parsing, the fan-out, the merged JSON and the exit code): one server gone before
+// the run, or shut down while its benchmark runs; the other two still report.
+#include <atomic>
+#include <chrono>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "client/cli.h"
+#include "test_server.h"
+
+namespace kerneleval {
+namespace {
+
+using testing::StartServer;
+using testing::TestServer;
+
+struct CliRun {
+  int code = -1;
+  std::string out, err;
+};
+
+CliRun RunCli(const std::vector<std::string>& args) {
+  client::cli::CliConfig config;
+  CliRun run;
+  const absl::Status parsed = client::cli::ParseArgs(args, &config);
+  EXPECT_TRUE(parsed.ok()) << parsed;
+  if (!parsed.ok()) return run;
+  std::ostringstream out, err;
+  run.code = client::cli::RunCommand(config, out, err);
+  run.out = out.str();
+  run.err = err.str();
+  return run;
+}
+
+std::vector<std::string> BenchArgs(const std::vector<std::string>& targets) {
+  std::vector<std::string> args;
+  for (const std::string& t : targets) {
+    args.push_back("--target");
+    args.push_back(t);
+  }
+  for (const char* a : {"--deadline", "120", "bench", "--suite", "fused_add_rmsnorm_h2048",
+                        "--warmup", "1", "--repetitions", "2", "--format", "json",
+                        "--concurrency", "3"}) {
+    args.push_back(a);
+  }
+  return args;
+}
+
+// Checks a good target's entry: OK with a complete, correct report of the suite.
+void ExpectGood(const nlohmann::json& entry, const std::string& target) {
+  EXPECT_EQ(entry["target"], target);
+  EXPECT_EQ(entry["status"], "OK");
+  ASSERT_TRUE(entry["report"].is_object());
+  EXPECT_EQ(entry["report"]["suite"], "fused_add_rmsnorm_h2048");
+  EXPECT_EQ(entry["report"]["complete"], true);
+  ASSERT_FALSE(entry["report"]["results"].empty());
+  for (const nlohmann::json& r : entry["report"]["results"]) {
+    EXPECT_EQ(r["status"], "RESULT_STATUS_PASSED") << r.dump();
+  }
+}
+
+TEST(FanOutLoopback, ServerGoneBeforeTheRun) {
+  TestServer a = StartServer();
+  TestServer b = StartServer();
+  TestServer c = StartServer();
+  ASSERT_TRUE(a.server && b.server && c.server);
+  const std::string gone = c.target();
+  c.client.reset();
+  c.server->Shutdown(absl::ZeroDuration());
+  c.server.reset();  // Its port now refuses connections.
+
+  const CliRun run = RunCli(BenchArgs({a.target(), gone, b.target()}));
+  EXPECT_EQ(run.code, client::cli::kExitRpcError) << run.err;
+  const nlohmann::json doc = nlohmann::json::parse(run.out);
+  ASSERT_EQ(doc["targets"].size(), 3u) << run.out;
+  ExpectGood(doc["targets"][0], a.target());
+  ExpectGood(doc["targets"][2], b.target());
+  EXPECT_EQ(doc["targets"][1]["target"], gone);
+  EXPECT_EQ(doc["targets"][1]["status"].get<std::string>().rfind("UNAVAILABLE: ", 0), 0u)
+      << doc["targets"][1]["status"];
+  EXPECT_TRUE(doc["targets"][1]["report"].is_null());
+  EXPECT_EQ(doc["summary"]["succeeded"], 2);
+  EXPECT_EQ(doc["summary"]["failed"], 1);
+  // Two servers x (cpu_fused, cpu_unfused) on "cpu".
+  EXPECT_EQ(doc["summary"]["implementations"].size(), 4u);
+  EXPECT_NE(run.err.find("error: " + gone + ": UNAVAILABLE: "), std::string::npos) << run.err;
+}
+
+// cpu_fused that, once armed, blocks until released (or 20 s pass) after saying so.
+struct Gate {
+  std::atomic<bool> armed{false}, entered{false}, released{false};
+};
+
+std::vector<server::CpuImplementation> GatedImplementations(Gate* gate) {
+  std::vector<server::CpuImplementation> impls = server::BuiltinCpuImplementations();
+  for (server::CpuImplementation& impl : impls) {
+    auto run = impl.run;
+    impl.run = [gate, run](const FusedAddRmsNormArgs& args, void* scratch) {
+      if (gate->armed.load()) {
+        gate->entered = true;
+        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        while (!gate->released.load() && std::chrono::steady_clock::now() < end) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+      }
+      run(args, scratch);
+    };
+  }
+  return impls;
+}
+
+TEST(FanOutLoopback, ServerShutDownMidRun) {
+  Gate gate;
+  std::vector<std::unique_ptr<server::Backend>> backends;
+  backends.push_back(std::make_unique<server::CpuBackend>("cpu", GatedImplementations(&gate)));
+  TestServer slow = StartServer(testing::LoopbackOptions(), std::move(backends));
+  TestServer a = StartServer();
+  TestServer b = StartServer();
+  ASSERT_TRUE(slow.server && a.server && b.server);
+  gate.armed = true;
+
+  CliRun run;
+  std::thread cli([&] { run = RunCli(BenchArgs({a.target(), slow.target(), b.target()})); });
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!gate.entered.load() && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(gate.entered.load());
+  // Shutdown cancels the running benchmark after the grace period, then joins the device
+  // worker, which the gate holds until released.
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    gate.released = true;
+  });
+  slow.server->Shutdown(absl::Milliseconds(200));
+  release.join();
+  cli.join();
+
+  EXPECT_EQ(run.code, client::cli::kExitRpcError) << run.err;
+  const nlohmann::json doc = nlohmann::json::parse(run.out);
+  ASSERT_EQ(doc["targets"].size(), 3u) << run.out;
+  ExpectGood(doc["targets"][0], a.target());
+  ExpectGood(doc["targets"][2], b.target());
+  const std::string status = doc["targets"][1]["status"];
+  EXPECT_TRUE(status.rfind("CANCELLED: ", 0) == 0 || status.rfind("UNAVAILABLE: ", 0) == 0)
+      << status;
+  EXPECT_TRUE(doc["targets"][1]["report"].is_null());
+  EXPECT_EQ(doc["summary"]["failed"], 1);
+}
+
+TEST(FanOutLoopback, SingleTargetOutputIsUnchanged) {
+  TestServer a = StartServer();
+  ASSERT_TRUE(a.server);
+  const CliRun run = RunCli(BenchArgs({a.target()}));
+  EXPECT_EQ(run.code, client::cli::kExitOk) << run.err;
+  const nlohmann::json doc = nlohmann::json::parse(run.out);
+  // The report itself, as before the fan-out existed.
+  EXPECT_FALSE(doc.contains("targets"));
+  EXPECT_EQ(doc["suite"], "fused_add_rmsnorm_h2048");
+}
+
+}  // namespace
+}  // namespace kerneleval

@@ -1,0 +1,249 @@
+// Report formatting of a hand-built report: every format shows every workload and
+// implementation, and the machine formats parse back.
+#include "client/report_format.h"
+
+#include <algorithm>
+#include <sstream>
+#include <string>
+
+#include <google/protobuf/util/json_util.h>
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+namespace kerneleval::client {
+namespace {
+
+size_t Count(const std::string& text, const std::string& needle) {
+  size_t count = 0;
+  for (size_t pos = text.find(needle); pos != std::string::npos;
+       pos = text.find(needle, pos + needle.size())) {
+    ++count;
+  }
+  return count;
+}
+
+v1::BenchmarkReport MakeReport() {
+  v1::BenchmarkReport report;
+  report.set_suite("fused_add_rmsnorm_h2048");
+  v1::SuiteDefinition* def = report.mutable_definition();
+  def->set_name("fused_add_rmsnorm_h2048");
+  def->set_dtype(v1::DTYPE_BF16);
+  def->set_mode(v1::MODE_OUTPUT);
+  v1::Axis* batch = def->add_axes();
+  batch->set_name("batch_size");
+  v1::Axis* hidden = def->add_axes();
+  hidden->set_name("hidden_size");
+  hidden->set_is_const(true);
+  hidden->set_value(2048);
+  report.mutable_protocol()->set_cache(v1::CACHE_MODE_COLD);
+  report.mutable_protocol()->set_cuda_graph(true);
+  report.mutable_protocol()->set_graph_calls(20);
+  report.mutable_protocol()->set_repetitions(50);
+
+  const char* impls[] = {"fused", "unfused"};
+  const int64_t batches[] = {1, 79, 16254};
+  for (int64_t b : batches) {
+    for (int i = 0; i < 2; ++i) {
+      v1::WorkloadResult* r = report.add_results();
+      r->set_workload("batch_size=" + std::to_string(b));
+      (*r->mutable_axes())["batch_size"] = b;
+      r->set_implementation(impls[i]);
+      r->set_device("cuda:0");
+      r->set_status(v1::RESULT_STATUS_PASSED);
+      r->set_timer(v1::TIMER_CUPTI);
+      const double median = 4e-6 * (1 + b / 100.0) * (i + 1);
+      r->mutable_latency()->set_samples(50);
+      r->mutable_latency()->set_median_seconds(median);
+      r->mutable_latency()->set_mean_seconds(median * 1.01);
+      r->mutable_latency()->set_min_seconds(median * 0.98);
+      r->mutable_latency()->set_p99_seconds(median * 1.1);
+      r->set_bytes_moved(static_cast<uint64_t>(3 * b * 2048 * 2 + 2048 * 2));
+      r->set_bytes_per_second(r->bytes_moved() / median);
+      v1::SolFigure* datasheet = r->add_sol();
+      datasheet->set_source(v1::PEAK_SOURCE_DATASHEET);
+      datasheet->set_peak_bytes_per_second(4.8e12);
+      datasheet->set_sol_ratio(0.5);
+      v1::SolFigure* attrs = r->add_sol();
+      attrs->set_source(v1::PEAK_SOURCE_DEVICE_ATTRIBUTES);
+      attrs->set_peak_bytes_per_second(4.814e12);
+      attrs->set_sol_ratio(0.68 / (i + 1));
+      r->mutable_correctness()->set_checked(true);
+      r->mutable_correctness()->set_passed(true);
+      r->mutable_correctness()->set_max_abs_error(3.9e-3);
+      r->set_rank(i + 1);
+      r->set_vs_best(i + 1.0);
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    v1::ImplementationSummary* s = report.add_summaries();
+    s->set_implementation(impls[i]);
+    s->set_device("cuda:0");
+    s->set_rank(i + 1);
+    s->set_mean_latency_seconds(5e-6 * (i + 1));
+    s->set_geomean_sol_ratio(0.6 / (i + 1));
+    s->set_vs_best(i + 1.0);
+    s->set_passed(3);
+  }
+  v1::Environment* env = report.add_environments();
+  env->mutable_device()->set_name("cuda:0");
+  env->mutable_device()->set_model("NVIDIA H200");
+  env->mutable_device()->set_uuid("GPU-1234");
+  env->set_driver_version("580.65");
+  env->set_cuda_runtime_version("13.0");
+  env->set_clocks_available(true);
+  env->mutable_clocks_before()->set_sm_mhz(1980);
+  env->mutable_clocks_after()->set_sm_mhz(1980);
+  env->set_server_version("0.1.0");
+  env->set_git_revision("abc123");
+  env->set_timestamp("2026-01-01T00:00:00Z");
+  env->set_cupti_status("CUPTI activity API");
+  report.set_wall_seconds(12.5);
+  report.set_complete(true);
+  return report;
+}
+
+TEST(ReportTable, ShowsEveryWorkloadImplementationAndEnvironment) {
+  const std::string table = FormatReportTable(MakeReport());
+  for (const char* needle : {"batch_size=1 ", "batch_size=79", "batch_size=16254", "fused",
+                             "unfused", "NVIDIA H200", "GPU-1234", "580.65", "abc123", "cupti",
+                             "cold, graph x20", "PASS 3.9e-03", "1.00x", "2.00x"}) {
+    EXPECT_NE(table.find(needle), std::string::npos) << needle << "\n" << table;
+  }
+  // SOL % uses the device-attribute figure (68.0), not the first one (50.0).
+  EXPECT_NE(table.find("68.0"), std::string::npos) << table;
+  EXPECT_EQ(table.find("50.0 "), std::string::npos) << table;
+  EXPECT_NE(table.find("4.04 us"), std::string::npos) << "batch 1 median in microseconds";
+}
+
+TEST(ReportCsv, HasHeaderAndOneRowPerWorkloadAndImplementation) {
+  const std::string csv = FormatReportCsv(MakeReport());
+  std::istringstream lines(csv);
+  std::string header;
+  std::getline(lines, header);
+  EXPECT_EQ(header.rfind("suite,workload,batch_size,hidden_size,", 0), 0u) << header;
+  EXPECT_NE(header.find("median_us"), std::string::npos);
+  EXPECT_NE(header.find("sol_percent"), std::string::npos);
+  const size_t columns = Count(header, ",") + 1;
+  size_t rows = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++rows;
+    EXPECT_EQ(Count(line, ",") + 1, columns) << line;
+    EXPECT_NE(line.find(",2048,"), std::string::npos) << "const hidden_size filled in: " << line;
+  }
+  EXPECT_EQ(rows, 6u);
+}
+
+TEST(ReportCsv, QuotesFieldsWithCommas) {
+  v1::BenchmarkReport report = MakeReport();
+  report.mutable_results(0)->set_status(v1::RESULT_STATUS_RUNTIME_ERROR);
+  report.mutable_results(0)->set_error("bad, \"very\" bad");
+  const std::string csv = FormatReportCsv(report);
+  EXPECT_NE(csv.find("\"bad, \"\"very\"\" bad\""), std::string::npos) << csv;
+}
+
+TEST(ReportJson, ParsesBackToTheSameReport) {
+  const v1::BenchmarkReport report = MakeReport();
+  absl::StatusOr<std::string> json = FormatReport(report, ReportFormat::kJson);
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_NE(json->find("\"bytes_moved\""), std::string::npos) << "proto field names kept";
+  EXPECT_NE(json->find("\"max_rel_error\""), std::string::npos) << "zero primitives printed";
+  v1::BenchmarkReport parsed;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(*json, &parsed).ok());
+  EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(parsed, report));
+}
+
+TEST(ReportHtml, IsSelfContainedWithOnePolylinePerImplementation) {
+  const std::string html = FormatReportHtml(MakeReport());
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  EXPECT_EQ(Count(html, "<svg"), 1u);
+  EXPECT_EQ(Count(html, "<polyline"), 2u);
+  EXPECT_NE(html.find("Scaling by batch_size"), std::string::npos);
+  EXPECT_NE(html.find(">16254<"), std::string::npos) << "x ticks label the workloads";
+  EXPECT_EQ(html.find("http://", html.find("</svg>")), std::string::npos) << "no external assets";
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+  for (const char* needle : {"batch_size=79", "fused", "unfused", "NVIDIA H200"}) {
+    EXPECT_NE(html.find(needle), std::string::npos) << needle;
+  }
+}
+
+TEST(ReportHtml, PlotsAgainstHiddenWhenHiddenIsTheVarAxis) {
+  v1::BenchmarkReport report = MakeReport();
+  int64_t hidden = 1024;
+  for (v1::WorkloadResult& r : *report.mutable_results()) {
+    r.mutable_axes()->clear();
+    (*r.mutable_axes())["hidden_size"] = hidden;
+    hidden *= 2;
+  }
+  const std::string html = FormatReportHtml(report);
+  EXPECT_NE(html.find("Scaling by hidden_size"), std::string::npos);
+}
+
+TEST(ReportHtml, EscapesNames) {
+  v1::BenchmarkReport report = MakeReport();
+  report.mutable_results(0)->set_implementation("<b>&x");
+  const std::string html = FormatReportHtml(report);
+  EXPECT_EQ(html.find("<b>&x"), std::string::npos);
+  EXPECT_NE(html.find("&lt;b&gt;&amp;x"), std::string::npos);
+}
+
+TEST(ReportTable, MarksIncorrectResultsAndUnranked) {
+  v1::BenchmarkReport report = MakeReport();
+  v1::WorkloadResult* r = report.mutable_results(1);
+  r->set_status(v1::RESULT_STATUS_INCORRECT);
+  r->mutable_correctness()->set_passed(false);
+  r->mutable_correctness()->set_max_abs_error(1.5);
+  r->mutable_correctness()->set_detail("output[3]: got 1, expected 2.5");
+  r->set_rank(0);
+  r->set_vs_best(0);
+  const std::string table = FormatReportTable(report);
+  EXPECT_NE(table.find("FAIL 1.5e+00"), std::string::npos) << table;
+  EXPECT_NE(table.find("output[3]: got 1, expected 2.5"), std::string::npos) << table;
+}
+
+TEST(RunFormat, ShowsLatencySolAndCorrectness) {
+  v1::RunResponse response;
+  response.set_device("cpu");
+  response.set_implementation("cpu_fused");
+  response.set_timer(v1::TIMER_HOST_CLOCK);
+  response.mutable_latency()->set_median_seconds(2.5e-3);
+  response.set_bytes_moved(1 << 20);
+  response.set_bytes_per_second(4.2e11);
+  v1::SolFigure* sol = response.add_sol();
+  sol->set_source(v1::PEAK_SOURCE_MEASURED_COPY);
+  sol->set_peak_bytes_per_second(1e11);
+  sol->set_sol_ratio(0.25);
+  response.mutable_correctness()->set_checked(true);
+  response.mutable_correctness()->set_passed(true);
+  const std::string text = FormatRunResponse(response);
+  for (const char* needle :
+       {"cpu_fused", "host", "2.50 ms", "420.0 GB/s", "25.0 %", "measured_copy", "PASS"}) {
+    EXPECT_NE(text.find(needle), std::string::npos) << needle << "\n" << text;
+  }
+}
+
+TEST(ListFormats, ShowEveryEntry) {
+  v1::ListDevicesResponse devices;
+  devices.add_devices()->set_name("cuda:0");
+  devices.add_devices()->set_name("cpu");
+  const std::string d = FormatDevices(devices);
+  EXPECT_NE(d.find("cuda:0"), std::string::npos);
+  EXPECT_NE(d.find("cpu"), std::string::npos);
+
+  v1::ListSuitesResponse suites;
+  *suites.add_suites() = MakeReport().definition();
+  EXPECT_NE(FormatSuites(suites).find("hidden_size=2048"), std::string::npos);
+
+  v1::ListImplementationsResponse impls;
+  impls.add_implementations()->set_name("fused");
+  EXPECT_NE(FormatImplementations(impls).find("fused"), std::string::npos);
+}
+
+TEST(ReportFormat, ParsesNames) {
+  EXPECT_EQ(ParseReportFormat("csv"), ReportFormat::kCsv);
+  EXPECT_EQ(ParseReportFormat("html"), ReportFormat::kHtml);
+  EXPECT_FALSE(ParseReportFormat("xml").has_value());
+}
+
+}  // namespace
+}  // namespace kerneleval::client
