@@ -9,7 +9,9 @@ namespace kerneleval::client::cli {
 namespace {
 
 void AddGlobalFlags(CLI::App* app, GlobalFlags* g) {
-  app->add_option("--target", g->targets, "Server address HOST:PORT (default localhost:50051)")
+  app->add_option("--target", g->targets,
+                  "Server address HOST:PORT (default localhost:50051). bench: repeatable, and a "
+                  "name with several addresses means each of them")
       ->type_name("HOST:PORT");
   app->add_option("--deadline", g->deadline_seconds, "Seconds per call; for bench, the whole run")
       ->check(CLI::PositiveNumber)
@@ -69,9 +71,9 @@ void AddBenchCommand(CLI::App* app, BenchFlags* b) {
   suite->excludes(file);
   bench->add_option("--impl", b->implementations, "Implementation to rank (repeatable)")
       ->allow_extra_args(false);
-  auto* device = bench->add_option("--device", b->device, "cpu, cuda:0, ...");
-  bench->add_flag("--all-devices", b->all_devices, "Every local device of --device's kind")
-      ->excludes(device);
+  bench->add_option("--device", b->device, "cpu, cuda:0, ...");
+  bench->add_flag("--all-devices", b->all_devices,
+                  "Every local device of --device's kind (GPUs when --device is not given)");
   bench->add_option("--warmup", b->warmup, "Untimed calls first (server default 10)");
   auto* reps =
       bench->add_option("--repetitions", b->repetitions, "Fixed timed calls (server default 50)");
@@ -115,8 +117,9 @@ void AddBenchCommand(CLI::App* app, BenchFlags* b) {
                    "Targets benchmarked at once (several --target, or a name with many addresses)")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
-  auto* push = bench->add_option("--pushgateway", b->pushgateway,
-                                 "Push each target's results to this Prometheus Pushgateway")
+  auto* push = bench
+                   ->add_option("--pushgateway", b->pushgateway,
+                                "Push each target's results to this Prometheus Pushgateway")
                    ->type_name("http://HOST:PORT");
   bench->add_option("--push-job", b->push_job, "Pushgateway job label")
       ->capture_default_str()

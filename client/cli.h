@@ -74,9 +74,9 @@ struct BenchFlags {
   std::string timer = "auto";
   std::optional<uint64_t> seed;  // unset: the server's default
   bool measure_copy = false;
-  std::string format;  // table | json | csv | html; empty = table (json with --json).
-  std::string out;     // Write the report here instead of stdout.
-  int concurrency = 4;  // Targets benchmarked at once.
+  std::string format;       // table | json | csv | html; empty = table (json with --json).
+  std::string out;          // Write the report here instead of stdout.
+  int concurrency = 4;      // Targets benchmarked at once.
   std::string pushgateway;  // http://HOST:PORT: push each target's results there.
   std::string push_job = "kerneleval-benchmark";
 };
@@ -94,8 +94,9 @@ struct CliConfig {
 std::unique_ptr<CLI::App> BuildCliApp(CliConfig* config);
 
 // Parses `args` (without the program name) and checks the cross-flag rules CLI11 cannot
-// express (one target except for bench; run needs --input or --batch and --hidden; bench needs exactly one of
-// --suite, --suite-file). INVALID_ARGUMENT with the parser's message on a usage error.
+// express (one target except for bench; run needs --input or --batch and --hidden; bench needs
+// exactly one of --suite, --suite-file; a valid --pushgateway URL and --push-job).
+// INVALID_ARGUMENT with the parser's message on a usage error.
 absl::Status ParseArgs(const std::vector<std::string>& args, CliConfig* config);
 
 // Executes a parsed command against the server; returns an ExitCode.

@@ -186,8 +186,7 @@ void DrawProgress(std::ostream& err, const v1::BenchmarkProgress& progress) {
 }
 
 double UnixNow() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // Pushes every successful target's report; false (after saying why on `err`) if any failed.
@@ -243,8 +242,8 @@ int RunBenchFanOut(const CliConfig& config, const std::vector<BenchTarget>& targ
   options.concurrency = flags.concurrency;
   if (isatty(STDERR_FILENO) == 1) {
     options.on_done = [&err](const TargetResult& r, size_t done, size_t total) {
-      err << "[" << done << "/" << total << "] " << r.target << ": " << StatusText(r.status)
-          << " (" << Fixed(r.seconds, 1) << " s)\n"
+      err << "[" << done << "/" << total << "] " << r.target << ": " << StatusText(r.status) << " ("
+          << Fixed(r.seconds, 1) << " s)\n"
           << std::flush;
     };
   }
@@ -336,7 +335,6 @@ int RunServices(const CliConfig& config, const KernelEvalClient& client, std::os
   }
   return kExitOk;
 }
-
 
 }  // namespace
 

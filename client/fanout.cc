@@ -58,8 +58,8 @@ std::vector<SummaryRow> SummaryRows(const std::vector<TargetResult>& results) {
     if (!r.status.ok()) continue;
     for (const v1::ImplementationSummary& s : r.report.summaries()) {
       const v1::Environment* env = FindEnvironment(r.report, s.device());
-      rows.push_back({r.target, env ? env->hostname() : "", s.device(),
-                      env ? env->device().model() : "", &s});
+      rows.push_back(
+          {r.target, env ? env->hostname() : "", s.device(), env ? env->device().model() : "", &s});
     }
   }
   return rows;
@@ -67,7 +67,7 @@ std::vector<SummaryRow> SummaryRows(const std::vector<TargetResult>& results) {
 
 size_t CountFailed(const std::vector<TargetResult>& results) {
   return static_cast<size_t>(std::count_if(results.begin(), results.end(),
-                                            [](const TargetResult& r) { return !r.status.ok(); }));
+                                           [](const TargetResult& r) { return !r.status.ok(); }));
 }
 
 absl::StatusOr<std::string> FormatJson(const std::vector<TargetResult>& results) {
@@ -133,8 +133,7 @@ std::string FormatTable(const std::vector<TargetResult>& results) {
                    "geomean SOL %", "passed/failed"});
   for (const SummaryRow& row : SummaryRows(results)) {
     table.AddRow({row.target, row.device, row.model.empty() ? "-" : row.model,
-                  row.summary->implementation(),
-                  FormatSeconds(row.summary->mean_latency_seconds()),
+                  row.summary->implementation(), FormatSeconds(row.summary->mean_latency_seconds()),
                   row.summary->geomean_sol_ratio() > 0
                       ? Fixed(100 * row.summary->geomean_sol_ratio(), 1)
                       : "-",
@@ -195,8 +194,7 @@ std::optional<HostPort> SplitHostPort(std::string_view target) {
   std::string_view rest;
   if (!target.empty() && target.front() == '[') {
     const size_t close = target.find(']');
-    if (close == std::string_view::npos || close + 1 >= target.size() ||
-        target[close + 1] != ':') {
+    if (close == std::string_view::npos || close + 1 >= target.size() || target[close + 1] != ':') {
       return std::nullopt;
     }
     hp.host = std::string(target.substr(1, close - 1));
@@ -288,8 +286,7 @@ std::vector<BenchTarget> ExpandTargets(const std::vector<std::string>& targets,
 }
 
 std::vector<TargetResult> RunFanOut(const std::vector<BenchTarget>& targets,
-                                    const ClientOptions& base,
-                                    const v1::BenchmarkRequest& request,
+                                    const ClientOptions& base, const v1::BenchmarkRequest& request,
                                     const FanOutOptions& options) {
   std::vector<TargetResult> results(targets.size());
   std::atomic<size_t> next{0};
@@ -312,8 +309,7 @@ std::vector<TargetResult> RunFanOut(const std::vector<BenchTarget>& targets,
           if (event.has_report()) result.report = event.report();
         });
       }
-      result.seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       result.finished_unix_seconds =
           std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
               .count();
@@ -333,9 +329,8 @@ std::vector<TargetResult> RunFanOut(const std::vector<BenchTarget>& targets,
 
 std::string StatusText(const grpc::Status& status) {
   if (status.ok()) return "OK";
-  return absl::StrCat(
-      absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())), ": ",
-      status.error_message());
+  return absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code())),
+                      ": ", status.error_message());
 }
 
 bool HasFailedResult(const v1::BenchmarkReport& report) {

@@ -66,7 +66,7 @@ std::vector<BenchTarget> ExpandTargets(const std::vector<std::string>& targets,
 
 struct TargetResult {
   std::string target;
-  grpc::Status status;  // The Benchmark RPC's status (or the channel's, if it failed).
+  grpc::Status status;         // The Benchmark RPC's status (or the channel's, if it failed).
   v1::BenchmarkReport report;  // Meaningful only when status is OK.
   double seconds = 0;          // Wall time of the call.
   double finished_unix_seconds = 0;
@@ -82,8 +82,7 @@ struct FanOutOptions {
 // channel built from `base` (target replaced; the deadline applies to each target's call).
 // A failing target does not stop the others. Results come back in `targets` order.
 std::vector<TargetResult> RunFanOut(const std::vector<BenchTarget>& targets,
-                                    const ClientOptions& base,
-                                    const v1::BenchmarkRequest& request,
+                                    const ClientOptions& base, const v1::BenchmarkRequest& request,
                                     const FanOutOptions& options = {});
 
 // "OK" or "CODE: message".

@@ -64,8 +64,7 @@ std::shared_ptr<prometheus::Registry> BuildRegistry(const v1::BenchmarkReport& r
                        .Help("Unix time at which the latest run of a suite finished")
                        .Register(*registry);
 
-  const std::string suite =
-      !report.suite().empty() ? report.suite() : report.definition().name();
+  const std::string suite = !report.suite().empty() ? report.suite() : report.definition().name();
   for (const v1::WorkloadResult& r : report.results()) {
     if (r.status() == v1::RESULT_STATUS_SKIPPED) continue;
     const prometheus::Labels labels{{"suite", suite},
@@ -118,8 +117,8 @@ std::string Base64Url(const std::string& in) {
     out += kAlphabet[(v >> 12) & 63];
     out += "==";
   } else if (i + 2 == in.size()) {
-    const unsigned v = (static_cast<unsigned char>(in[i]) << 16) |
-                       (static_cast<unsigned char>(in[i + 1]) << 8);
+    const unsigned v =
+        (static_cast<unsigned char>(in[i]) << 16) | (static_cast<unsigned char>(in[i + 1]) << 8);
     out += kAlphabet[(v >> 18) & 63];
     out += kAlphabet[(v >> 12) & 63];
     out += kAlphabet[(v >> 6) & 63];
@@ -190,7 +189,8 @@ absl::Status PushReport(const PushgatewayAddress& gateway, const std::string& jo
                         double unix_seconds) {
   std::shared_ptr<prometheus::Registry> registry = BuildRegistry(report, unix_seconds);
   // The instance travels base64-encoded: a target may hold ':' '[' ']' or '/'.
-  prometheus::Gateway gw{gateway.host, gateway.port, job, {{"instance@base64", Base64Url(instance)}}};
+  prometheus::Gateway gw{
+      gateway.host, gateway.port, job, {{"instance@base64", Base64Url(instance)}}};
   gw.RegisterCollectable(registry);
   const int code = gw.Push();
   if (code >= 200 && code < 300) return absl::OkStatus();

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds kerneleval for the GPU (sm_90a, sm_100a) and gathers the binaries with every shared
 # library they need that is not part of glibc, libstdc++ or the NVIDIA driver into
-# bundle/gpu, so that they run on a GPU machine that has no gRPC, protobuf or Abseil.
-# Then: scripts/gpu-run.sh there, from the repository root.
+# bundle/gpu (and bundle/gpu.tgz), so that they run on a GPU machine that has no gRPC,
+# protobuf or Abseil. Then: scripts/gpu-run.sh there, from the repository root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build-gpu}
@@ -24,4 +24,7 @@ done | sort -u | while read -r lib; do
   name=$(basename "$lib")
   [[ "$name" =~ $skip ]] || cp -L "$lib" "$bundle/lib/"
 done
-du -sh "$bundle"
+# Stripped and compressed, the bundle travels well under the 64 MiB a device call carries.
+strip --strip-unneeded "$bundle"/bin/* "$bundle"/lib/* 2>/dev/null || true
+tar -C bundle -czf bundle/gpu.tgz gpu
+du -sh "$bundle" bundle/gpu.tgz

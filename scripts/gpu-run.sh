@@ -7,6 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle=bundle/gpu
+if [ ! -d "$bundle" ] && [ -f bundle/gpu.tgz ]; then tar -C bundle -xzf bundle/gpu.tgz; fi
 out=${OUT:-gpu-results}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/$bundle/lib:${LD_LIBRARY_PATH:-}"
@@ -28,9 +29,10 @@ for t in kernels_gpu_test service_gpu_test; do
   say "- $t: exit $? ($(grep -E '^\[  (PASSED|FAILED)' "$out/$t.log" | tr '\n' ' '))"
 done
 
-section "Benchmarks through the service (kerneleval-server on cuda:0, kerneleval bench)"
-"$bin/kerneleval-server" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --device cuda:0 \
-  --suites-dir suites --port-file "$out/ports.json" 2>"$out/server.log" &
+section "Benchmarks through the service (kerneleval-server on cuda:0 and every GPU, kerneleval bench)"
+"$bin/kerneleval-server" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --device cuda \
+  --suites-dir suites --port-file "$out/ports.json" --enable-fault-injection --telemetry-seconds 1 \
+  2>"$out/server.log" &
 server_pid=$!
 for _ in $(seq 1 600); do [ -s "$out/ports.json" ] && break; sleep 0.1; done
 port=$(sed -E 's/.*"grpc_port": *([0-9]+).*/\1/' "$out/ports.json")
@@ -49,11 +51,31 @@ bench() {  # name, then bench flags
   python3 scripts/summarize_report.py "$out/$name.json" | tee -a "$log"
   say '```'
 }
-bench h2048_cold --suite fused_add_rmsnorm_h2048 --cold --repetitions 100
-bench h2048_cold_repeat --suite fused_add_rmsnorm_h2048 --cold --repetitions 100
-bench h2048_graph --suite fused_add_rmsnorm_h2048 --graph --graph-calls 50 --hot --rotate --repetitions 50
-bench h2048_events --suite fused_add_rmsnorm_h2048 --cold --timer events --repetitions 100
-bench liger_cold --suite liger_fused_add_rmsnorm --cold --repetitions 30 --measure-copy
+d0=(--device cuda:0)
+bench h2048_cold --suite fused_add_rmsnorm_h2048 "${d0[@]}" --cold --repetitions 100
+bench h2048_cold_repeat --suite fused_add_rmsnorm_h2048 "${d0[@]}" --cold --repetitions 100
+# Graph replay as the peers measure it (inputs stay in L2 where they fit), and with
+# rotation so that large batches stream from HBM on every call.
+bench h2048_graph --suite fused_add_rmsnorm_h2048 "${d0[@]}" --graph --graph-calls 50 --hot --repetitions 50
+bench h2048_graph_rotate --suite fused_add_rmsnorm_h2048 "${d0[@]}" --graph --graph-calls 50 --hot --rotate --repetitions 50
+bench h2048_events --suite fused_add_rmsnorm_h2048 "${d0[@]}" --cold --timer events --repetitions 100
+bench liger_cold --suite liger_fused_add_rmsnorm "${d0[@]}" --cold --repetitions 30 --measure-copy
+# Every local GPU at once, through the same client path the scheduled CronJob uses.
+bench h2048_all_devices --suite fused_add_rmsnorm_h2048 --all-devices --repetitions 30
+
+section "Device fault and recovery (test-only fault injection)"
+say '```'
+"${cli[@]}" run --device cuda:0 --impl fault_illegal_address --batch 4 --hidden 2048 2>&1 | tee -a "$log"
+say "fault run exit: ${PIPESTATUS[0]}"
+"${cli[@]}" health --service readiness 2>&1 | tee -a "$log"
+for i in $(seq 1 100); do
+  "${cli[@]}" health --service readiness >/dev/null 2>&1 && { say "readiness SERVING again after ~$((i / 5)) s"; break; }
+  sleep 0.2
+done
+"${cli[@]}" run --device cuda:0 --batch 79 --hidden 2048 --check --repetitions 10 2>&1 | tee -a "$log"
+say "run after recovery exit: ${PIPESTATUS[0]}"
+say '```'
+say "- server log: $(grep -c . "$out/server.log") lines; recovery: $(grep 'recovery attempt' "$out/server.log" | tr '\n' ' ')"
 curl -s "127.0.0.1:$mport/metrics" >"$out/metrics.txt" 2>/dev/null ||
   python3 -c "import urllib.request,sys;sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$mport/metrics').read().decode())" >"$out/metrics.txt"
 say "- metrics scrape: $(grep -c '^kerneleval_gpu_' "$out/metrics.txt") kerneleval_gpu_* series"
@@ -65,9 +87,13 @@ section "Independent timing: Nsight Compute gpu__time_duration (--clock-control 
 say '```'
 if command -v ncu >/dev/null; then
   ncu --clock-control none --cache-control all --metrics gpu__time_duration.sum \
-    --csv "$bin/kerneleval-kernel-bench" --ncu >"$out/ncu.csv" 2>"$out/ncu.err"
+    --csv "$bin/kerneleval-kernel-bench" --ncu --no-unfused >"$out/ncu.csv" 2>"$out/ncu.err"
   say "exit $?"
   python3 scripts/ncu_summary.py "$out/ncu.csv" | tee -a "$log"
+  say "(same, --cache-control none: caches left warm)"
+  ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
+    --csv "$bin/kerneleval-kernel-bench" --ncu --no-unfused >"$out/ncu-warm.csv" 2>/dev/null
+  python3 scripts/ncu_summary.py "$out/ncu-warm.csv" | tee -a "$log"
 else
   say "ncu not found"
 fi

@@ -60,10 +60,10 @@ struct MeasureOptions {
   std::uint32_t warmup = 10;
   std::uint32_t repetitions = 50;
   AdaptiveOptions adaptive;
-  bool cold = true;             // flush caches before every timed call, outside the window
-  bool graph = false;           // CUDA-graph replay of graph_calls calls per sample
+  bool cold = true;    // flush caches before every timed call, outside the window
+  bool graph = false;  // CUDA-graph replay of graph_calls calls per sample
   std::uint32_t graph_calls = 20;
-  bool rotate_inputs = false;   // rotate among input copies larger than the last-level cache
+  bool rotate_inputs = false;  // rotate among input copies larger than the last-level cache
   v1::Timer timer = v1::TIMER_UNSPECIFIED;  // unspecified = best available
   // Polled between samples; returning true stops the measurement early.
   std::function<bool()> should_stop;
@@ -94,8 +94,7 @@ class Backend {
   // Runs `impl` once on `inputs` writing `outputs` (the result callers see), then times it
   // under `options` on private copies. Inputs are never modified.
   virtual absl::StatusOr<Measurement> Measure(const Problem& problem, const HostInputs& inputs,
-                                              const HostOutputs& outputs,
-                                              const std::string& impl,
+                                              const HostOutputs& outputs, const std::string& impl,
                                               const MeasureOptions& options) = 0;
 
   // Device-to-device (or memcpy) copy bandwidth in bytes/s, read + write counted; measured

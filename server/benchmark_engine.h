@@ -12,9 +12,9 @@
 namespace kerneleval::server {
 
 struct BenchmarkPlan {
-  v1::SuiteDefinition suite;  // validated
+  v1::SuiteDefinition suite;                 // validated
   std::vector<std::string> implementations;  // each available on the device
-  v1::Protocol protocol;  // resolved (defaults filled in)
+  v1::Protocol protocol;                     // resolved (defaults filled in)
 };
 
 // Receives every timed sample of an implementation (for the kernel-time histograms).

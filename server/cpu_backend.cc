@@ -111,12 +111,13 @@ absl::StatusOr<Measurement> CpuBackend::Measure(const Problem& problem, const Ho
                                                 const MeasureOptions& options) {
   const CpuImplementation* fn = Find(impl);
   if (fn == nullptr) {
-    return absl::NotFoundError(absl::StrCat("implementation '", impl, "' is not available on ", name_));
+    return absl::NotFoundError(
+        absl::StrCat("implementation '", impl, "' is not available on ", name_));
   }
   if (options.timer != v1::TIMER_UNSPECIFIED && options.timer != v1::TIMER_HOST_CLOCK) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "protocol.timer: ", v1::Timer_Name(options.timer), " is not available on ", name_,
-        " (only TIMER_HOST_CLOCK)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("protocol.timer: ", v1::Timer_Name(options.timer), " is not available on ",
+                     name_, " (only TIMER_HOST_CLOCK)"));
   }
   if (options.graph) {
     return absl::InvalidArgumentError(
@@ -157,7 +158,7 @@ absl::StatusOr<Measurement> CpuBackend::Measure(const Problem& problem, const Ho
     a.residual = s.r.data();
     a.weight = inputs.weight;
     a.output = problem.mode == Mode::kInPlace ? s.x.data() : s.out.data();
-    a.residual_out = !writes_residual                ? nullptr
+    a.residual_out = !writes_residual                 ? nullptr
                      : problem.mode == Mode::kInPlace ? s.r.data()
                                                       : s.res.data();
     return a;

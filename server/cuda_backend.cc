@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "kerneleval/kernels/fault_injection_cuda.h"
 #include "kerneleval/kernels/fused_add_rmsnorm_cuda.h"
+#include "kerneleval/kernels/l2_flush_cuda.h"
 #include "server/cupti_timer.h"
 #include "server/nvml.h"
 #include "server/sample_loop.h"
@@ -19,9 +20,9 @@ namespace {
 
 std::string UuidString(const cudaUUID_t& uuid) {
   const auto* b = reinterpret_cast<const unsigned char*>(uuid.bytes);
-  return absl::StrFormat(
-      "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0], b[1],
-      b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+  return absl::StrFormat("GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                         b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+                         b[12], b[13], b[14], b[15]);
 }
 
 // Errors after which the context is unusable until the device is reset.
@@ -72,7 +73,8 @@ CudaImplementation FaultInjectionImplementation() {
           "Test only: faults with cudaErrorIllegalAddress to exercise device recovery", false,
           [](const FusedAddRmsNormArgs&, void*, cudaStream_t s) {
             return LaunchIllegalAddressFault(s);
-          }};
+          },
+          /*faults_on_purpose=*/true};
 }
 
 int CudaBackend::DeviceCount() {
@@ -124,6 +126,7 @@ std::vector<v1::Implementation> CudaBackend::Implementations() const {
     impl.set_description(impls_[i].description);
     impl.set_device_kind("cuda");
     impl.set_is_default(i == 0);
+    impl.set_test_only(impls_[i].faults_on_purpose);
     out.push_back(std::move(impl));
   }
   return out;
@@ -156,6 +159,8 @@ absl::Status CudaBackend::WarmUp() {
   KE_CUDA_RETURN_IF_ERROR(cudaFree(nullptr));  // creates the primary context now
   ASSIGN_OR_RETURN(stream_, CreateStream());
   ASSIGN_OR_RETURN(flush_, DeviceBuffer::Allocate(2 * static_info_.l2_cache_bytes()));
+  ASSIGN_OR_RETURN(flush_sink_, DeviceBuffer::Allocate(sizeof(unsigned)));
+  KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(flush_.get(), 0, flush_.bytes(), stream_.get()));
   // Failure is reported in TimerStatus(), not fatal: CUDA events remain.
   CuptiKernelTimer::Initialize().IgnoreError();
   RETURN_IF_ERROR(MeasureCopyBandwidth());
@@ -163,13 +168,13 @@ absl::Status CudaBackend::WarmUp() {
   const Problem p{DType::kBF16, Mode::kOutput, 1, 2048, 1e-6f};
   std::vector<unsigned char> host(p.RowBytes(), 0), w(p.WeightBytes(), 0);
   for (const CudaImplementation& impl : impls_) {
+    if (impl.faults_on_purpose) continue;
     MeasureOptions o;
     o.warmup = 0;
     o.repetitions = 1;
     o.cold = false;
     o.timer = v1::TIMER_CUDA_EVENTS;
-    RETURN_IF_ERROR(
-        MeasureOnDevice(p, {host.data(), host.data(), w.data()}, {}, impl, o).status());
+    RETURN_IF_ERROR(MeasureOnDevice(p, {host.data(), host.data(), w.data()}, {}, impl, o).status());
   }
   return absl::OkStatus();
 }
@@ -209,7 +214,8 @@ absl::StatusOr<Measurement> CudaBackend::Measure(const Problem& problem, const H
     if (i.name == impl) found = &i;
   }
   if (found == nullptr) {
-    return absl::NotFoundError(absl::StrCat("implementation '", impl, "' is not available on ", name_));
+    return absl::NotFoundError(
+        absl::StrCat("implementation '", impl, "' is not available on ", name_));
   }
   if (!healthy_.load()) {
     return absl::UnavailableError(absl::StrCat(name_, " is recovering from a CUDA fault"));
@@ -232,6 +238,7 @@ absl::StatusOr<Measurement> CudaBackend::Measure(const Problem& problem, const H
 absl::Status CudaBackend::Recover() {
   stream_.Reset();
   flush_ = DeviceBuffer();
+  flush_sink_ = DeviceBuffer();
   KE_CUDA_NO_THROW(cudaSetDevice(ordinal_));
   KE_CUDA_NO_THROW(cudaDeviceReset());
   KE_CUDA_NO_THROW(cudaGetLastError());
@@ -254,8 +261,8 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
   // protocol is the peers' one (events around the replay, divided by the calls).
   v1::Timer timer = options.timer;
   if (timer == v1::TIMER_UNSPECIFIED) {
-    timer = !options.graph && CuptiKernelTimer::Available() ? v1::TIMER_CUPTI
-                                                             : v1::TIMER_CUDA_EVENTS;
+    timer =
+        !options.graph && CuptiKernelTimer::Available() ? v1::TIMER_CUPTI : v1::TIMER_CUDA_EVENTS;
   }
   if (timer == v1::TIMER_CUPTI && !CuptiKernelTimer::Available()) {
     return absl::FailedPreconditionError(
@@ -268,9 +275,9 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
 
   // Input sets: one, or enough that rotating among them leaves nothing of a set in L2 by
   // its next use (3x L2 in total), within a quarter of the free memory.
-  const std::size_t set_bytes = row_bytes * (2 + (in_place ? 0 : 1) +
-                                             (writes_residual && !in_place ? 1 : 0) +
-                                             (impl.needs_scratch ? 1 : 0));
+  const std::size_t set_bytes =
+      row_bytes * (2 + (in_place ? 0 : 1) + (writes_residual && !in_place ? 1 : 0) +
+                   (impl.needs_scratch ? 1 : 0));
   std::size_t sets_wanted = 1;
   if (options.rotate_inputs && set_bytes > 0) {
     std::size_t free_bytes = 0, total = 0;
@@ -332,8 +339,8 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
     RETURN_IF_ERROR(launch(s));
     const FusedAddRmsNormArgs a = args_for(s);
     if (outputs.output != nullptr) {
-      KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(outputs.output, a.output, row_bytes,
-                                              cudaMemcpyDeviceToHost, stream));
+      KE_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(outputs.output, a.output, row_bytes, cudaMemcpyDeviceToHost, stream));
     }
     if (writes_residual && outputs.residual_out != nullptr) {
       KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(outputs.residual_out, a.residual_out, row_bytes,
@@ -346,7 +353,9 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
   ASSIGN_OR_RETURN(CudaEvent stop, CreateEvent());
   auto flush_l2 = [&]() -> absl::Status {
     if (options.cold && flush_.bytes() > 0) {
-      KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(flush_.get(), ++flush_value_, flush_.bytes(), stream));
+      KE_CUDA_RETURN_IF_ERROR(LaunchL2Flush(flush_.get(), flush_.bytes(),
+                                            static_cast<unsigned*>(flush_sink_.get()),
+                                            static_info_.sm_count(), stream));
     }
     return absl::OkStatus();
   };
@@ -386,13 +395,14 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
       // The flush must be done before the window opens: CUPTI's span would include it if
       // it ran as a kernel.
       KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-      CuptiKernelTimer::Begin(ordinal_);
-      RETURN_IF_ERROR(enqueue());
-      KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-      ASSIGN_OR_RETURN(double span, CuptiKernelTimer::End(ordinal_));
+      ASSIGN_OR_RETURN(double span, CuptiKernelTimer::TimeKernels(ordinal_, [&]() -> absl::Status {
+                         RETURN_IF_ERROR(enqueue());
+                         KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+                         return absl::OkStatus();
+                       }));
       return span / calls;
     }
-    // Events: the flush memset runs ahead of the start event, so the host has queued the
+    // Events: the flush kernel runs ahead of the start event, so the host has queued the
     // launch by the time the start event is reached.
     KE_CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
     RETURN_IF_ERROR(enqueue());

@@ -1,6 +1,6 @@
 // The CUDA backend: one GPU, one stream, owned by the device's worker thread. Times kernels
-// with CUPTI activity records where available, CUDA events otherwise; flushes L2 with a
-// memset of twice its size outside the timed window; replays CUDA graphs on request.
+// with CUPTI activity records where available, CUDA events otherwise; flushes L2 by reading
+// twice its size outside the timed window; replays CUDA graphs on request.
 #pragma once
 
 #include <atomic>
@@ -18,6 +18,7 @@ struct CudaImplementation {
   std::string description;
   bool needs_scratch = false;
   std::function<cudaError_t(const FusedAddRmsNormArgs&, void* scratch, cudaStream_t)> launch;
+  bool faults_on_purpose = false;  // test-only: never launched by WarmUp
 };
 
 // cuda_fused (the default) and cuda_unfused (the two-kernel baseline).
@@ -62,8 +63,8 @@ class CudaBackend final : public Backend {
   std::atomic<double> copy_bandwidth_{0};
   std::atomic<bool> healthy_{true};
   CudaStream stream_;
-  DeviceBuffer flush_;  // 2 x L2, memset before cold calls
-  unsigned char flush_value_ = 0;
+  DeviceBuffer flush_;       // 2 x L2, read before cold calls
+  DeviceBuffer flush_sink_;  // the flush kernel's never-taken store
 };
 
 }  // namespace kerneleval::server

@@ -23,11 +23,11 @@ inline absl::Status CudaStatus(cudaError_t err, const char* call, const char* fi
                                           : absl::InternalError(msg);
 }
 
-#define KE_CUDA_RETURN_IF_ERROR(call)                                                     \
-  do {                                                                                    \
-    ::absl::Status ke_cuda_status_ = ::kerneleval::server::CudaStatus((call), #call,      \
-                                                                      __FILE__, __LINE__); \
-    if (!ke_cuda_status_.ok()) return ke_cuda_status_;                                    \
+#define KE_CUDA_RETURN_IF_ERROR(call)                                        \
+  do {                                                                       \
+    ::absl::Status ke_cuda_status_ =                                         \
+        ::kerneleval::server::CudaStatus((call), #call, __FILE__, __LINE__); \
+    if (!ke_cuda_status_.ok()) return ke_cuda_status_;                       \
   } while (false)
 
 // For destructors: errors are ignored (there is no one to tell), the handle is dropped.

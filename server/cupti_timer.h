@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -24,11 +25,18 @@ class CuptiKernelTimer {
   // What Initialize() said, for reports.
   static std::string StatusText();
 
-  // Drops records already collected for `device` (the device's ordinal).
+  // Runs `launch_and_sync` (which must synchronize its stream) inside a measurement window
+  // and returns the span of the kernels it ran on `device` (the ordinal), in seconds.
+  // Windows of different devices are serialized: CUPTI's flush is process-wide, and
+  // concurrent flushes were seen to lose records (H200 x2, both GPUs timing at once).
+  // FAILED_PRECONDITION if no kernel was recorded.
+  static absl::StatusOr<double> TimeKernels(int device,
+                                            const std::function<absl::Status()>& launch_and_sync,
+                                            int* kernels = nullptr);
+
+ private:
   static void Begin(int device);
-  // Flushes CUPTI and returns the kernel span in seconds since Begin(device), with the
-  // number of kernels seen. FAILED_PRECONDITION if no kernel was recorded.
-  static absl::StatusOr<double> End(int device, int* kernels = nullptr);
+  static absl::StatusOr<double> End(int device, int* kernels);
 };
 
 }  // namespace kerneleval::server

@@ -88,8 +88,8 @@ absl::StatusOr<std::vector<std::unique_ptr<Backend>>> CreateBackends(const std::
       }
       if (absl::Status s = AddCuda(ordinal, fault_injection, &out); !s.ok()) return s;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--device: unknown device '", part, "' (auto, cpu, cuda, cuda:N)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--device: unknown device '", part, "' (auto, cpu, cuda, cuda:N)"));
     }
   }
   return out;

@@ -1,15 +1,19 @@
 #include "server/device_worker.h"
 
+#include <iostream>
+
 #include "absl/strings/str_cat.h"
 
 namespace kerneleval::server {
 
 DeviceWorker::DeviceWorker(std::unique_ptr<Backend> backend, std::size_t capacity,
-                           DepthObserver on_depth, HealthObserver on_health)
+                           DepthObserver on_depth, HealthObserver on_health,
+                           std::function<void()> on_failed)
     : backend_(std::move(backend)),
       capacity_(capacity),
       on_depth_(std::move(on_depth)),
-      on_health_(std::move(on_health)) {
+      on_health_(std::move(on_health)),
+      on_failed_(std::move(on_failed)) {
   backend_->set_fault_listener([this] {
     if (!fault_reported_.exchange(true) && on_health_) on_health_(false);
   });
@@ -22,21 +26,20 @@ void DeviceWorker::Start(std::function<void(const absl::Status&)> on_warm) {
 }
 
 absl::Status DeviceWorker::Submit(Job job) {
-  std::size_t depth;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) {
       return absl::UnavailableError(absl::StrCat("device ", name(), " is shutting down"));
     }
     if (queue_.size() >= capacity_) {
-      return absl::ResourceExhaustedError(absl::StrCat("queue of device ", name(), " is full (",
-                                                       capacity_, " jobs waiting)"));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("queue of device ", name(), " is full (", capacity_, " jobs waiting)"));
     }
     queue_.push_back({std::move(job), std::chrono::steady_clock::now()});
-    depth = queue_.size();
+    // Reported under the lock so that a late report cannot overwrite a newer depth.
+    if (on_depth_) on_depth_(queue_.size());
   }
   cv_.notify_one();
-  if (on_depth_) on_depth_(depth);
   return absl::OkStatus();
 }
 
@@ -60,11 +63,18 @@ void DeviceWorker::RecoverDevice() {
   if (!fault_reported_.exchange(true) && on_health_) on_health_(false);
   for (int attempt = 0; attempt < 5 && !backend_->Healthy(); ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));
-    backend_->Recover().IgnoreError();
+    const absl::Status s = backend_->Recover();
+    std::cerr << "kerneleval-server: " << name() << " fault: recovery attempt " << attempt + 1
+              << ": " << (s.ok() ? "device rebuilt" : s.ToString()) << "\n";
   }
   if (backend_->Healthy()) {
     fault_reported_.store(false);
     if (on_health_) on_health_(true);
+  } else {
+    std::cerr << "kerneleval-server: " << name()
+              << " could not be rebuilt in this process; liveness turns NOT_SERVING so that the "
+                 "orchestrator restarts the server\n";
+    if (on_failed_) on_failed_();
   }
 }
 
@@ -73,7 +83,6 @@ void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
   if (on_warm) on_warm(warm);
   for (;;) {
     Entry entry;
-    std::size_t depth;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
@@ -81,13 +90,11 @@ void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
       if (queue_.empty()) return;
       entry = std::move(queue_.front());
       queue_.pop_front();
-      depth = queue_.size();
+      if (on_depth_) on_depth_(queue_.size());
       running_job_ = true;
     }
-    if (on_depth_) on_depth_(depth);
-    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                        entry.enqueued)
-                              .count();
+    const double waited =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - entry.enqueued).count();
     entry.job(*backend_, waited);
     if (!backend_->Healthy()) RecoverDevice();
     std::lock_guard<std::mutex> lock(mu_);

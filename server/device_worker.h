@@ -29,7 +29,8 @@ class DeviceWorker {
   using HealthObserver = std::function<void(bool healthy)>;
 
   DeviceWorker(std::unique_ptr<Backend> backend, std::size_t capacity,
-               DepthObserver on_depth = nullptr, HealthObserver on_health = nullptr);
+               DepthObserver on_depth = nullptr, HealthObserver on_health = nullptr,
+               std::function<void()> on_failed = nullptr);
   ~DeviceWorker();  // Stop()s: runs every accepted job, then joins.
   DeviceWorker(const DeviceWorker&) = delete;
   DeviceWorker& operator=(const DeviceWorker&) = delete;
@@ -63,6 +64,7 @@ class DeviceWorker {
   const std::size_t capacity_;
   DepthObserver on_depth_;
   HealthObserver on_health_;
+  std::function<void()> on_failed_;  // recovery gave up
   std::atomic<bool> fault_reported_{false};
   mutable std::mutex mu_;
   std::condition_variable cv_;

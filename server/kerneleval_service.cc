@@ -29,12 +29,23 @@ bool DeadlinePassed(const grpc::CallbackServerContext* context) {
 }
 
 std::string CodeName(grpc::StatusCode code) {
-  static const char* const kNames[] = {
-      "OK",           "CANCELLED",          "UNKNOWN",           "INVALID_ARGUMENT",
-      "DEADLINE_EXCEEDED", "NOT_FOUND",     "ALREADY_EXISTS",    "PERMISSION_DENIED",
-      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED",    "OUT_OF_RANGE",
-      "UNIMPLEMENTED", "INTERNAL",          "UNAVAILABLE",       "DATA_LOSS",
-      "UNAUTHENTICATED"};
+  static const char* const kNames[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
   const int i = static_cast<int>(code);
   return i >= 0 && i < 17 ? kNames[i] : "UNKNOWN";
 }
@@ -60,7 +71,8 @@ absl::Status Admit(const ServiceState& state, const grpc::CallbackServerContext*
     }
     const std::string value(it->second.data(), it->second.size());
     const std::string prefix = "Bearer ";
-    if (value.rfind(prefix, 0) != 0 || !TokensEqual(value.substr(prefix.size()), state.auth_token)) {
+    if (value.rfind(prefix, 0) != 0 ||
+        !TokensEqual(value.substr(prefix.size()), state.auth_token)) {
       return absl::PermissionDeniedError("the bearer token is not valid for this server");
     }
   }
@@ -102,11 +114,12 @@ grpc::Status ExecuteRun(ServiceState* state, Backend& backend, double queue_seco
                         v1::RunResponse* response, const Problem& problem,
                         const std::string& impl) {
   state->metrics->ObserveQueueWait(backend.name(), queue_seconds);
-  if (context->IsCancelled()) return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled while queued");
+  if (context->IsCancelled())
+    return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled while queued");
   if (DeadlinePassed(context)) {
     return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
-                        absl::StrCat("deadline passed after ", queue_seconds,
-                                     " s in the queue of ", backend.name(), "; not started"));
+                        absl::StrCat("deadline passed after ", queue_seconds, " s in the queue of ",
+                                     backend.name(), "; not started"));
   }
   const auto t0 = Clock::now();
   const bool writes_residual = WritesResidual(problem.mode);
@@ -138,7 +151,8 @@ grpc::Status ExecuteRun(ServiceState* state, Backend& backend, double queue_seco
   response->set_timer(m->timer);
   const SampleStats stats = ComputeStats(m->samples_seconds);
   ToProto(stats, response->mutable_latency());
-  const std::uint64_t bytes = BytesMoved(problem.dtype, problem.mode, problem.batch, problem.hidden);
+  const std::uint64_t bytes =
+      BytesMoved(problem.dtype, problem.mode, problem.batch, problem.hidden);
   response->set_bytes_moved(bytes);
   if (stats.median > 0) response->set_bytes_per_second(static_cast<double>(bytes) / stats.median);
   for (v1::SolFigure& f : SolFigures(bytes, stats.median, DevicePeaks(backend.Describe()))) {
@@ -153,7 +167,8 @@ grpc::Status ExecuteRun(ServiceState* state, Backend& backend, double queue_seco
                              inputs.hidden_states, inputs.residual, inputs.weight, ref_out.data(),
                              writes_residual ? ref_res.data() : nullptr);
     const v1::Tolerance tol = ResolveTolerance(problem.dtype, v1::Tolerance());
-    v1::Correctness c = CheckAgainstReference(problem.dtype, outputs.output, ref_out.data(), n, tol);
+    v1::Correctness c =
+        CheckAgainstReference(problem.dtype, outputs.output, ref_out.data(), n, tol);
     if (writes_residual) {
       c = MergeCorrectness(
           c, CheckAgainstReference(problem.dtype, outputs.residual_out, ref_res.data(), n, tol));
@@ -227,8 +242,8 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<v1::BenchmarkEven
         if (s.name() == req.suite()) found = &s;
       }
       if (found == nullptr) {
-        return absl::NotFoundError(absl::StrCat("suite: '", req.suite(), "' not found (available: ",
-                                                absl::StrJoin(names, ", "), ")"));
+        return absl::NotFoundError(absl::StrCat(
+            "suite: '", req.suite(), "' not found (available: ", absl::StrJoin(names, ", "), ")"));
       }
       plan_.suite = *found;
       named_suite_ = true;
@@ -274,8 +289,9 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<v1::BenchmarkEven
       return absl::DeadlineExceededError("deadline passed before the benchmark could start");
     }
 
-    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(plan_.protocol.max_total_seconds()));
+    deadline_ =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(plan_.protocol.max_total_seconds()));
     runs_.resize(devices.size());
     pending_jobs_ = devices.size();
     for (std::size_t i = 0; i < devices.size(); ++i) {
@@ -284,7 +300,7 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<v1::BenchmarkEven
         plan.implementations.assign(req.implementations().begin(), req.implementations().end());
       } else {
         for (const auto& impl : devices[i]->backend().Implementations()) {
-          plan.implementations.push_back(impl.name());
+          if (!impl.test_only()) plan.implementations.push_back(impl.name());
         }
       }
       const absl::Status submitted = devices[i]->Submit(
@@ -332,8 +348,8 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<v1::BenchmarkEven
       return absl::OkStatus();
     }
     if (p.cuda_graph()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("protocol.cuda_graph: graph replay needs a CUDA device, not ", backend.name()));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "protocol.cuda_graph: graph replay needs a CUDA device, not ", backend.name()));
     }
     if (p.timer() != v1::TIMER_UNSPECIFIED && p.timer() != v1::TIMER_HOST_CLOCK) {
       return absl::InvalidArgumentError(absl::StrCat("protocol.timer: ", v1::Timer_Name(p.timer()),
@@ -412,8 +428,17 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<v1::BenchmarkEven
     }
     const double now = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
     for (const v1::Environment& env : report.environments()) {
-      m->RecordBenchmarkRun(report.suite(), env.device().name(),
-                            report.complete() ? "complete" : "incomplete", now);
+      const std::string& device = env.device().name();
+      bool errored = false;
+      for (const v1::WorkloadResult& r : report.results()) {
+        errored =
+            errored || (r.device() == device && r.status() == v1::RESULT_STATUS_RUNTIME_ERROR);
+      }
+      m->RecordBenchmarkRun(report.suite(), device,
+                            errored             ? "error"
+                            : report.complete() ? "complete"
+                                                : "incomplete",
+                            now);
     }
   }
 
@@ -489,8 +514,8 @@ grpc::ServerUnaryReactor* KernelEvalService::Run(grpc::CallbackServerContext* co
   if (impl.empty()) {
     impl = (*device)->backend().DefaultImplementation();
   } else if (!(*device)->backend().HasImplementation(impl)) {
-    return fail(absl::NotFoundError(absl::StrCat("implementation: '", impl,
-                                                 "' is not available on ", (*device)->name())));
+    return fail(absl::NotFoundError(
+        absl::StrCat("implementation: '", impl, "' is not available on ", (*device)->name())));
   }
   if (DeadlinePassed(context)) {
     return fail(absl::DeadlineExceededError("deadline passed before the request was queued"));
@@ -576,8 +601,8 @@ grpc::ServerUnaryReactor* KernelEvalService::ListImplementations(
       }
     }
   }
-  FinishUnary(state_, reactor, "ListImplementations", ToGrpcStatus(s), t0,
-              request->ByteSizeLong(), response->ByteSizeLong());
+  FinishUnary(state_, reactor, "ListImplementations", ToGrpcStatus(s), t0, request->ByteSizeLong(),
+              response->ByteSizeLong());
   return reactor;
 }
 

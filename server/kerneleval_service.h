@@ -27,8 +27,8 @@ class KernelEvalService final : public v1::KernelEval::CallbackService {
  public:
   explicit KernelEvalService(ServiceState* state) : state_(state) {}
 
-  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context,
-                                const v1::RunRequest* request, v1::RunResponse* response) override;
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context, const v1::RunRequest* request,
+                                v1::RunResponse* response) override;
   grpc::ServerWriteReactor<v1::BenchmarkEvent>* Benchmark(
       grpc::CallbackServerContext* context, const v1::BenchmarkRequest* request) override;
   grpc::ServerUnaryReactor* ListSuites(grpc::CallbackServerContext* context,

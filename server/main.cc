@@ -69,12 +69,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--suites-dir", o.suites_dir, "Directory of suite JSON files")
       ->capture_default_str();
-  app.add_option("--max-message-bytes", o.max_message_bytes, "Largest gRPC message accepted or sent")
+  app.add_option("--max-message-bytes", o.max_message_bytes,
+                 "Largest gRPC message accepted or sent")
       ->check(CLI::Range(1 << 20, 2147483647))
       ->capture_default_str();
   app.add_option("--max-tensor-bytes", max_tensor_bytes, "Largest tensor accepted")
       ->capture_default_str();
-  app.add_option("--max-batch", o.limits.max_batch, "Largest batch accepted")->capture_default_str();
+  app.add_option("--max-batch", o.limits.max_batch, "Largest batch accepted")
+      ->capture_default_str();
   app.add_option("--max-repetitions", o.limits.max_repetitions, "Most timed calls per measurement")
       ->capture_default_str();
   app.add_option("--max-benchmark-seconds", o.limits.max_benchmark_seconds,

@@ -15,16 +15,16 @@ using prometheus::Histogram;
 // Request latency: 100 us .. 1000 s, ~2.5x steps. A Benchmark RPC (and its device job)
 // may run for many minutes (the scheduled benchmark allows 900 s).
 const Histogram::BucketBoundaries& RequestBuckets() {
-  static const Histogram::BucketBoundaries b{1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2,
-                                             2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1, 2.5, 5,
-                                             10, 25, 50, 100, 250, 500, 1000};
+  static const Histogram::BucketBoundaries b{1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2,
+                                             5e-2, 0.1,    0.25, 0.5,  1,      2.5,  5,    10,
+                                             25,   50,     100,  250,  500,    1000};
   return b;
 }
 
 // Kernel samples: 500 ns .. 1 s; the h2048 suite spans ~1 us to ~50 us on an H200.
 const Histogram::BucketBoundaries& KernelBuckets() {
-  static const Histogram::BucketBoundaries b{5e-7, 1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 1e-4,
-                                             2e-4, 5e-4, 1e-3, 1e-2, 0.1, 1};
+  static const Histogram::BucketBoundaries b{5e-7, 1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5,
+                                             1e-4, 2e-4, 5e-4, 1e-3, 1e-2, 0.1,  1};
   return b;
 }
 
@@ -198,7 +198,9 @@ Metrics::Metrics()
                  .Help("1 while the readiness health status is SERVING")
                  .Register(*registry_)) {}
 
-void Metrics::RpcStarted(const std::string& method) { inflight_.Add({{"method", method}}).Increment(); }
+void Metrics::RpcStarted(const std::string& method) {
+  inflight_.Add({{"method", method}}).Increment();
+}
 
 void Metrics::RpcFinished(const std::string& method, const std::string& code, double seconds,
                           std::size_t received_bytes, std::size_t sent_bytes) {
@@ -224,7 +226,8 @@ void Metrics::SetDevice(const v1::Device& d) {
       {v1::PEAK_SOURCE_DATASHEET, d.datasheet_bytes_per_second()},
       {v1::PEAK_SOURCE_MEASURED_COPY, d.measured_copy_bytes_per_second()}};
   for (const auto& [source, value] : peaks) {
-    if (value > 0) device_peak_.Add({{"device", d.name()}, {"source", PeakLabel(source)}}).Set(value);
+    if (value > 0)
+      device_peak_.Add({{"device", d.name()}, {"source", PeakLabel(source)}}).Set(value);
   }
   device_healthy_.Add({{"device", d.name()}}).Set(d.healthy() ? 1 : 0);
   queue_capacity_.Add({{"device", d.name()}}).Set(d.queue_capacity());
@@ -260,7 +263,12 @@ void Metrics::RecordResult(const std::string& suite, const v1::WorkloadResult& r
                                   {"implementation", r.implementation()},
                                   {"device", r.device()}};
   std::lock_guard<std::mutex> lock(ResultMutex());
-  bench_correct_.Add(labels).Set(r.correctness().passed() ? 1 : 0);
+  // A result that never ran has no verdict: its failure shows in benchmark_runs_total.
+  if (r.status() == v1::RESULT_STATUS_RUNTIME_ERROR) {
+    RemoveIfPresent(bench_correct_, labels);
+  } else {
+    bench_correct_.Add(labels).Set(r.correctness().passed() ? 1 : 0);
+  }
   // The gauges hold the latest run: figures this run does not have (a runtime error, or a
   // peak it was not measured against) are removed rather than left from an earlier run.
   const bool measured =

@@ -22,8 +22,8 @@ absl::Status Invalid(const std::string& field, const std::string& what) {
 
 // Checks one tensor alone: dtype set, rank, positive dimensions, element count without
 // overflow, byte length. Returns the element count.
-absl::StatusOr<std::uint64_t> CheckTensor(const v1::Tensor& t, const std::string& field,
-                                          int rank, const RequestLimits& limits) {
+absl::StatusOr<std::uint64_t> CheckTensor(const v1::Tensor& t, const std::string& field, int rank,
+                                          const RequestLimits& limits) {
   ASSIGN_OR_RETURN(DType dtype, DTypeFromProto(t.dtype(), (field + ".dtype").c_str()));
   if (t.shape_size() != rank) {
     return Invalid(field + ".shape",
@@ -43,8 +43,8 @@ absl::StatusOr<std::uint64_t> CheckTensor(const v1::Tensor& t, const std::string
   }
   const std::uint64_t expected = elements * ElementSize(dtype);
   if (expected > limits.max_tensor_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(field, ": ", ShapeString(t), " is ",
-                                                     expected, " bytes, over the server limit of ",
+    return absl::ResourceExhaustedError(absl::StrCat(field, ": ", ShapeString(t), " is ", expected,
+                                                     " bytes, over the server limit of ",
                                                      limits.max_tensor_bytes));
   }
   if (t.data().size() != expected) {
@@ -121,24 +121,24 @@ absl::StatusOr<Problem> ValidateRunRequest(const v1::RunRequest& request,
 
   RETURN_IF_ERROR(CheckTensor(x, "hidden_states", 2, limits).status());
   if (r.dtype() != x.dtype()) {
-    return Invalid("residual.dtype", absl::StrCat(v1::DType_Name(r.dtype()),
-                                                  " does not match hidden_states.dtype ",
-                                                  v1::DType_Name(x.dtype())));
+    return Invalid("residual.dtype",
+                   absl::StrCat(v1::DType_Name(r.dtype()), " does not match hidden_states.dtype ",
+                                v1::DType_Name(x.dtype())));
   }
   if (w.dtype() != x.dtype()) {
-    return Invalid("weight.dtype", absl::StrCat(v1::DType_Name(w.dtype()),
-                                                " does not match hidden_states.dtype ",
-                                                v1::DType_Name(x.dtype())));
+    return Invalid("weight.dtype",
+                   absl::StrCat(v1::DType_Name(w.dtype()), " does not match hidden_states.dtype ",
+                                v1::DType_Name(x.dtype())));
   }
   if (r.shape_size() != 2 || r.shape(0) != x.shape(0) || r.shape(1) != x.shape(1)) {
-    return Invalid("residual.shape", absl::StrCat(ShapeString(r),
-                                                  " does not match hidden_states.shape ",
-                                                  ShapeString(x)));
+    return Invalid(
+        "residual.shape",
+        absl::StrCat(ShapeString(r), " does not match hidden_states.shape ", ShapeString(x)));
   }
   RETURN_IF_ERROR(CheckTensor(r, "residual", 2, limits).status());
   if (w.shape_size() != 1 || w.shape(0) != x.shape(1)) {
-    return Invalid("weight.shape", absl::StrCat(ShapeString(w), " must be [hidden] = [",
-                                                x.shape(1), "]"));
+    return Invalid("weight.shape",
+                   absl::StrCat(ShapeString(w), " must be [hidden] = [", x.shape(1), "]"));
   }
   RETURN_IF_ERROR(CheckTensor(w, "weight", 1, limits).status());
 
@@ -148,8 +148,9 @@ absl::StatusOr<Problem> ValidateRunRequest(const v1::RunRequest& request,
   p.batch = x.shape(0);
   p.hidden = x.shape(1);
   if (p.batch > limits.max_batch) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "hidden_states.shape[0]: batch ", p.batch, " is over the server limit of ", limits.max_batch));
+    return absl::ResourceExhaustedError(absl::StrCat("hidden_states.shape[0]: batch ", p.batch,
+                                                     " is over the server limit of ",
+                                                     limits.max_batch));
   }
   if (p.hidden > limits.max_hidden) {
     return absl::ResourceExhaustedError(absl::StrCat("hidden_states.shape[1]: hidden ", p.hidden,
@@ -162,7 +163,11 @@ absl::StatusOr<Problem> ValidateRunRequest(const v1::RunRequest& request,
     if (!std::isfinite(eps) || eps <= 0) {
       return Invalid("eps", absl::StrCat("must be finite and > 0, got ", eps));
     }
-    if (eps > 1e30) return Invalid("eps", absl::StrCat("must fit in fp32, got ", eps));
+    // The kernels compute in fp32: the value must neither overflow nor round to 0 there.
+    const float eps32 = static_cast<float>(eps);
+    if (!std::isfinite(eps32) || eps > 1e30 || !(eps32 > 0)) {
+      return Invalid("eps", absl::StrCat("must be representable in fp32 and > 0 there, got ", eps));
+    }
   }
   p.eps = static_cast<float>(eps);
   if (request.repetitions() > limits.max_repetitions) {
@@ -170,8 +175,8 @@ absl::StatusOr<Problem> ValidateRunRequest(const v1::RunRequest& request,
                                                limits.max_repetitions));
   }
   if (request.warmup() > limits.max_warmup) {
-    return Invalid("warmup", absl::StrCat(request.warmup(), " is over the maximum ",
-                                          limits.max_warmup));
+    return Invalid("warmup",
+                   absl::StrCat(request.warmup(), " is over the maximum ", limits.max_warmup));
   }
   return p;
 }
@@ -198,8 +203,9 @@ absl::StatusOr<v1::Protocol> ResolveProtocol(const v1::Protocol& requested,
     if (a->min_samples() == 0) a->set_min_samples(10);
     if (a->max_samples() == 0) a->set_max_samples(1000);
     if (a->max_samples() > limits.max_repetitions) {
-      return Invalid("protocol.adaptive.max_samples",
-                     absl::StrCat(a->max_samples(), " is over the maximum ", limits.max_repetitions));
+      return Invalid(
+          "protocol.adaptive.max_samples",
+          absl::StrCat(a->max_samples(), " is over the maximum ", limits.max_repetitions));
     }
     if (a->min_samples() > a->max_samples()) {
       return Invalid("protocol.adaptive.min_samples",

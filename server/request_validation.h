@@ -21,7 +21,6 @@ struct RequestLimits {
   double max_benchmark_seconds = 3600;
 };
 
-
 absl::StatusOr<DType> DTypeFromProto(v1::DType dtype, const char* field);
 v1::DType DTypeToProto(DType dtype);
 absl::StatusOr<Mode> ModeFromProto(v1::Mode mode, const char* field);

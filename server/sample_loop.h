@@ -12,7 +12,7 @@ namespace kerneleval::server {
 // `timed_call` performs one sample's work and returns its duration in seconds (per call).
 // Warm-up calls go through the same function and are discarded. Stops early, with
 // `stopped_early` set, when options.should_stop says so.
-absl::StatusOr<Measurement> CollectSamples(const MeasureOptions& options,
-                                           const std::function<absl::StatusOr<double>()>& timed_call);
+absl::StatusOr<Measurement> CollectSamples(
+    const MeasureOptions& options, const std::function<absl::StatusOr<double>()>& timed_call);
 
 }  // namespace kerneleval::server

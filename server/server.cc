@@ -166,7 +166,11 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
     s->devices.Add(std::make_unique<DeviceWorker>(
         std::move(b), options.queue_capacity,
         [metrics, name](std::size_t depth) { metrics->SetQueueDepth(name, depth); },
-        [s, name](bool healthy) { s->OnHealth(name, healthy); }));
+        [s, name](bool healthy) { s->OnHealth(name, healthy); },
+        [s] {
+          // Liveness (the whole-server status) fails: a restart is the remaining remedy.
+          s->grpc_server->GetHealthCheckService()->SetServingStatus("", false);
+        }));
   }
   s->metrics.SetBuildInfo(ServerVersion(), GitRevision(),
                           s->devices.workers().front()->backend().RuntimeVersion());
@@ -176,8 +180,8 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
     try {
       s->exposer = std::make_unique<prometheus::Exposer>(options.metrics_listen);
     } catch (const std::exception& e) {
-      return absl::UnavailableError(
-          absl::StrCat("--metrics-listen: cannot listen on ", options.metrics_listen, ": ", e.what()));
+      return absl::UnavailableError(absl::StrCat("--metrics-listen: cannot listen on ",
+                                                 options.metrics_listen, ": ", e.what()));
     }
     s->exposer->RegisterCollectable(s->metrics.registry());
   }
@@ -217,9 +221,9 @@ int KernelEvalServer::metrics_port() const {
 
 bool KernelEvalServer::WaitUntilReady(absl::Duration timeout) {
   std::unique_lock<std::mutex> lock(impl_->mu);
-  return impl_->cv.wait_for(lock, absl::ToChronoNanoseconds(timeout),
-                            [this] { return impl_->state.ready.load() || impl_->shut_down; }) &&
-         impl_->state.ready.load();
+  return impl_->cv.wait_for(lock, absl::ToChronoNanoseconds(timeout), [this] {
+    return impl_->state.ready.load() || impl_->shut_down;
+  }) && impl_->state.ready.load();
 }
 
 void KernelEvalServer::Shutdown(absl::Duration grace) {
@@ -233,8 +237,7 @@ void KernelEvalServer::Shutdown(absl::Duration grace) {
   impl_->cv.notify_all();
   // Waits for RPCs in flight up to the grace period, then cancels what is left; queued
   // jobs still run (cancelled benchmarks stop between samples) and answer their RPCs.
-  impl_->grpc_server->Shutdown(std::chrono::system_clock::now() +
-                               absl::ToChronoNanoseconds(grace));
+  impl_->grpc_server->Shutdown(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(grace));
   for (const auto& w : impl_->devices.workers()) w->Stop();
   impl_->grpc_server->Wait();
   if (impl_->telemetry.joinable()) impl_->telemetry.join();

@@ -17,9 +17,9 @@ namespace kerneleval::server {
 struct ServerOptions {
   std::string listen = "0.0.0.0:50051";
   std::string metrics_listen = "0.0.0.0:9464";  // empty: no metrics endpoint
-  std::string device = "auto";  // auto | cpu | cuda | cuda:N[,cuda:M...]
-  int cpu_devices = 1;          // >1 serves cpu:0..cpu:N-1 (stand-ins for several devices)
-  std::string suites_dir;       // empty: no suites
+  std::string device = "auto";                  // auto | cpu | cuda | cuda:N[,cuda:M...]
+  int cpu_devices = 1;     // >1 serves cpu:0..cpu:N-1 (stand-ins for several devices)
+  std::string suites_dir;  // empty: no suites
   // 16254 x 2048 bf16 is 66.6 MB per tensor, three of them in a request (200 MB).
   int max_message_bytes = 512 << 20;
   std::size_t queue_capacity = 64;

@@ -7,10 +7,10 @@
 #define KE_CONCAT_INNER_(a, b) a##b
 #define KE_CONCAT_(a, b) KE_CONCAT_INNER_(a, b)
 
-#define RETURN_IF_ERROR(expr)                  \
-  do {                                         \
-    ::absl::Status ke_status_ = (expr);        \
-    if (!ke_status_.ok()) return ke_status_;   \
+#define RETURN_IF_ERROR(expr)                \
+  do {                                       \
+    ::absl::Status ke_status_ = (expr);      \
+    if (!ke_status_.ok()) return ke_status_; \
   } while (false)
 
 #define ASSIGN_OR_RETURN(lhs, expr) \

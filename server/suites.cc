@@ -394,7 +394,8 @@ absl::StatusOr<json> ParseJsonText(std::string_view text) {
   json root;
   try {
     root = json::parse(text.begin(), text.end(), callback);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error (malformed text) and out_of_range (a number beyond double) alike.
     // e.what() reads "[json.exception.parse_error.101] parse error at line L, column C: ...".
     absl::string_view what(e.what());
     if (const std::size_t end = what.find("] "); end != absl::string_view::npos) {
@@ -586,7 +587,10 @@ absl::Status ValidateSuite(const v1::SuiteDefinition& suite, std::string_view fi
     return Invalid(Join(field, "mode"),
                    absl::StrCat("unknown mode ", static_cast<int>(suite.mode())));
   }
-  if (!std::isfinite(suite.eps()) || suite.eps() < 0) {
+  // The kernels compute in fp32: an eps that rounds to 0 or overflows there is refused too.
+  if (!std::isfinite(suite.eps()) || suite.eps() < 0 ||
+      (suite.eps() > 0 &&
+       !(static_cast<float>(suite.eps()) > 0 && std::isfinite(static_cast<float>(suite.eps()))))) {
     return Invalid(Join(field, "eps"), absl::StrCat("must be finite and > 0 (0 = default ",
                                                     kDefaultEps, "), got ", suite.eps()));
   }

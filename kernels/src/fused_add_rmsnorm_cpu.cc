@@ -34,9 +34,9 @@ const char* ModeName(Mode mode) {
 
 std::uint64_t BytesMoved(DType dtype, Mode mode, std::int64_t batch, std::int64_t hidden) {
   const std::uint64_t row_tensors = WritesResidual(mode) ? 4 : 3;
-  const auto elements = row_tensors * static_cast<std::uint64_t>(batch) *
-                            static_cast<std::uint64_t>(hidden) +
-                        static_cast<std::uint64_t>(hidden);
+  const auto elements =
+      row_tensors * static_cast<std::uint64_t>(batch) * static_cast<std::uint64_t>(hidden) +
+      static_cast<std::uint64_t>(hidden);
   return elements * ElementSize(dtype);
 }
 
@@ -85,14 +85,15 @@ void NormalizeRows(const FusedAddRmsNormArgs& args, const void* sum_src) {
   auto* out = static_cast<S*>(args.output);
   auto* res_out = static_cast<S*>(args.residual_out);
   std::vector<float> weight(hidden);
-  for (std::size_t i = 0; i < hidden; ++i) weight[i] = T::Load(static_cast<const S*>(args.weight)[i]);
+  for (std::size_t i = 0; i < hidden; ++i)
+    weight[i] = T::Load(static_cast<const S*>(args.weight)[i]);
   std::vector<float> sum(hidden);
   for (std::int64_t row = 0; row < args.batch; ++row) {
     const std::size_t base = static_cast<std::size_t>(row) * hidden;
     float sum_sq = 0.f;
     for (std::size_t i = 0; i < hidden; ++i) {
-      const float s = pre != nullptr ? T::Load(pre[base + i])
-                                     : T::Load(x[base + i]) + T::Load(r[base + i]);
+      const float s =
+          pre != nullptr ? T::Load(pre[base + i]) : T::Load(x[base + i]) + T::Load(r[base + i]);
       sum[i] = s;
       sum_sq += s * s;
     }

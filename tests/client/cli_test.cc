@@ -152,9 +152,9 @@ TEST(CliParse, UsageErrors) {
       {"--target", "a:1", "--target", "b:2", "devices"},  // several targets: bench only
       {"--target", "a:1", "--target", "b:2", "run", "--batch", "1", "--hidden", "8"},
       {"bench", "--suite", "x", "--concurrency", "0"},
-      {"bench", "--suite", "x", "--push-job", "j"},  // needs --pushgateway
-      {"bench", "--suite", "x", "--pushgateway", "127.0.0.1:9091"},       // no scheme
-      {"bench", "--suite", "x", "--pushgateway", "http://h:1/a/b"},       // a path
+      {"bench", "--suite", "x", "--push-job", "j"},                  // needs --pushgateway
+      {"bench", "--suite", "x", "--pushgateway", "127.0.0.1:9091"},  // no scheme
+      {"bench", "--suite", "x", "--pushgateway", "http://h:1/a/b"},  // a path
       {"bench", "--suite", "x", "--pushgateway", "http://h:1", "--push-job", "a/b"},
       {"--target", "a:1", "--target", "b:2", "bench", "--suite", "x", "--format", "html"},
   };

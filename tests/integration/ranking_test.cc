@@ -1,10 +1,10 @@
 // Deliberately wrong implementations are caught by the correctness check and never ranked;
 // several devices are benchmarked at once; the queue bound and the drain hold.
 #include <atomic>
-#include <cstring>
-#include <set>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <set>
 #include <thread>
 
 #include "kerneleval/kernels/half_types.h"

@@ -33,7 +33,7 @@ class ServiceGpuTest : public ::testing::Test {
 TestServer* ServiceGpuTest::server_ = nullptr;
 
 v1::Tensor Random(v1::DType dtype, std::vector<std::int64_t> shape, std::mt19937_64& rng) {
-  const DType d = dtype == v1::DTYPE_BF16 ? DType::kBF16
+  const DType d = dtype == v1::DTYPE_BF16   ? DType::kBF16
                   : dtype == v1::DTYPE_FP16 ? DType::kFP16
                                             : DType::kFP32;
   std::size_t n = 1;

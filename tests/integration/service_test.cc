@@ -172,10 +172,9 @@ TEST_F(ServiceTest, EveryValidationErrorHasItsCodeAndNamesTheField) {
        grpc::StatusCode::INVALID_ARGUMENT, "hidden_states.shape[0]"},
       {"negative dimension", [](RunRequest* r) { r->mutable_hidden_states()->set_shape(1, -8); },
        grpc::StatusCode::INVALID_ARGUMENT, "hidden_states.shape[1]"},
-      {"eps zero", [](RunRequest* r) { r->set_eps(0); }, grpc::StatusCode::INVALID_ARGUMENT,
+      {"eps zero", [](RunRequest* r) { r->set_eps(0); }, grpc::StatusCode::INVALID_ARGUMENT, "eps"},
+      {"eps negative", [](RunRequest* r) { r->set_eps(-1e-6); }, grpc::StatusCode::INVALID_ARGUMENT,
        "eps"},
-      {"eps negative", [](RunRequest* r) { r->set_eps(-1e-6); },
-       grpc::StatusCode::INVALID_ARGUMENT, "eps"},
       {"eps NaN", [](RunRequest* r) { r->set_eps(std::nan("")); },
        grpc::StatusCode::INVALID_ARGUMENT, "eps"},
       {"eps inf", [](RunRequest* r) { r->set_eps(INFINITY); }, grpc::StatusCode::INVALID_ARGUMENT,
@@ -370,8 +369,7 @@ TEST_F(ServiceTest, ReflectionListsTheService) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_NE(std::find(services.begin(), services.end(), "kerneleval.v1.KernelEval"),
             services.end());
-  EXPECT_NE(std::find(services.begin(), services.end(), "grpc.health.v1.Health"),
-            services.end());
+  EXPECT_NE(std::find(services.begin(), services.end(), "grpc.health.v1.Health"), services.end());
 }
 
 TEST_F(ServiceTest, DiscoveryListsDevicesSuitesAndImplementations) {

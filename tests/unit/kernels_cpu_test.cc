@@ -1,10 +1,10 @@
 // The CPU implementation against the fp64 reference on awkward shapes, every dtype and mode.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <algorithm>
 #include <cstring>
-#include <string>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -97,7 +97,8 @@ TEST_P(CpuVsReference, MatchesFp64Reference) {
     EXPECT_EQ(r, r_before) << "residual was modified";
   }
   if (c.mode == Mode::kOutput) {
-    EXPECT_TRUE(std::all_of(res_out.begin(), res_out.end(), [](std::uint8_t b) { return b == 0xff; }));
+    EXPECT_TRUE(
+        std::all_of(res_out.begin(), res_out.end(), [](std::uint8_t b) { return b == 0xff; }));
   }
 }
 
@@ -113,8 +114,9 @@ TEST_P(CpuVsReference, UnfusedBaselineWithinTolerance) {
                            ref_out.data(), ref_res.data());
   const std::size_t bytes = n * ElementSize(c.dtype);
   std::vector<std::uint8_t> out(bytes, 0xff), res_out(bytes, 0xff), scratch(bytes);
-  FusedAddRmsNormArgs args{c.dtype, c.mode, c.batch, c.hidden, 1e-6f, x.data(), r.data(),
-                           w.data(), out.data(), WritesResidual(c.mode) ? res_out.data() : nullptr};
+  FusedAddRmsNormArgs args{
+      c.dtype,  c.mode,   c.batch,  c.hidden,   1e-6f,
+      x.data(), r.data(), w.data(), out.data(), WritesResidual(c.mode) ? res_out.data() : nullptr};
   if (c.mode == Mode::kInPlace) {
     args.output = x.data();
     args.residual_out = r.data();
@@ -135,8 +137,8 @@ std::vector<Case> AllCases() {
 
 std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
-  return std::string(DTypeName(c.dtype)) + "_" + ModeName(c.mode) + "_b" +
-         std::to_string(c.batch) + "_h" + std::to_string(c.hidden);
+  return std::string(DTypeName(c.dtype)) + "_" + ModeName(c.mode) + "_b" + std::to_string(c.batch) +
+         "_h" + std::to_string(c.hidden);
 }
 
 INSTANTIATE_TEST_SUITE_P(AwkwardShapes, CpuVsReference, ::testing::ValuesIn(AllCases()), CaseName);
@@ -147,7 +149,7 @@ TEST(HalfConversion, RoundsToNearestEven) {
   EXPECT_EQ(FloatToBf16(1.01171875f), 0x3f82);  // halfway between 0x3f81 and 0x3f82: even
   EXPECT_EQ(FloatToFp16(1.0f), 0x3c00);
   EXPECT_EQ(FloatToFp16(65504.f), 0x7bff);
-  EXPECT_EQ(FloatToFp16(65520.f), 0x7c00);           // rounds to inf
+  EXPECT_EQ(FloatToFp16(65520.f), 0x7c00);                 // rounds to inf
   EXPECT_EQ(FloatToFp16(5.960464477539063e-08f), 0x0001);  // smallest subnormal
   EXPECT_EQ(FloatToFp16(-2.0f), 0xc000);
   for (std::uint32_t h = 0; h < 0x7c00; ++h) {  // every finite positive fp16 round-trips

@@ -44,7 +44,7 @@ struct FusedAddRmsNormArgs {
   const void* residual = nullptr;       // [batch, hidden]
   const void* weight = nullptr;         // [hidden]
   void* output = nullptr;               // [batch, hidden]; == hidden_states for kInPlace
-  void* residual_out = nullptr;         // [batch, hidden]; nullptr for kOutput; == residual for kInPlace
+  void* residual_out = nullptr;  // [batch, hidden]; nullptr for kOutput; == residual for kInPlace
 };
 
 // Host implementation: fp32 arithmetic, one rounding per element. Pointers are host memory.

@@ -56,9 +56,9 @@ inline std::uint16_t FloatToFp16(float f) {
   std::memcpy(&bits, &f, sizeof(bits));
   const std::uint16_t sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
   const std::uint32_t abs = bits & 0x7fffffffu;
-  if (abs > 0x7f800000u) return sign | 0x7e00u;            // NaN
-  if (abs >= 0x477ff000u) return sign | 0x7c00u;           // rounds to >= 65520: inf
-  if (abs < 0x33000001u) return sign;                      // < half the smallest subnormal
+  if (abs > 0x7f800000u) return sign | 0x7e00u;   // NaN
+  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds to >= 65520: inf
+  if (abs < 0x33000001u) return sign;             // < half the smallest subnormal
   std::int32_t exp = static_cast<std::int32_t>(abs >> 23) - 127 + 15;
   std::uint32_t mant = (abs & 0x7fffffu) | 0x800000u;
   int shift = 13;

@@ -1,0 +1,530 @@
+// Kernel microbenchmark for tuning: the fused kernel (and, with --sweep, its tuning variants)
+// and the unfused two-kernel baseline on one device, under two protocols:
+//   cold   L2 flushed before every call (cudaMemsetAsync of 2x the L2 size, or a read of it
+//          with --flush=read), CUDA events around the single call, median of --reps.
+//   graph  --graph-calls calls captured in one CUDA graph, replayed; per-call time, median of
+//          the replays. Inputs rotate over enough copies to exceed the L2 when one call's
+//          bytes are over half of it; smaller batches stay in L2, as in a model's graph.
+// Bandwidth counts each declared tensor once (BytesMoved); the peak is memory clock x bus
+// width x 2 from the device attributes.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fused_add_rmsnorm_tuning.h"
+#include "kerneleval/kernels/fused_add_rmsnorm.h"
+#include "kerneleval/kernels/fused_add_rmsnorm_cuda.h"
+#include "kerneleval/kernels/half_types.h"
+
+namespace kerneleval {
+namespace {
+
+#define BENCH_CHECK(call)                                                  \
+  do {                                                                     \
+    const cudaError_t bench_err = (call);                                  \
+    if (bench_err != cudaSuccess) {                                        \
+      std::fprintf(stderr, "%s at %s:%d: %s\n", #call, __FILE__, __LINE__, \
+                   cudaGetErrorName(bench_err));                           \
+      std::exit(1);                                                        \
+    }                                                                      \
+  } while (0)
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes) { BENCH_CHECK(cudaMalloc(&ptr_, bytes)); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& other) noexcept : ptr_(std::exchange(other.ptr_, nullptr)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    std::swap(ptr_, other.ptr_);
+    return *this;
+  }
+  ~DeviceBuffer() {
+    if (ptr_ != nullptr) cudaFree(ptr_);
+  }
+  void* get() const { return ptr_; }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+class Stream {
+ public:
+  Stream() { BENCH_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream() { cudaStreamDestroy(stream_); }
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+class Event {
+ public:
+  Event() { BENCH_CHECK(cudaEventCreate(&event_)); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  Event(Event&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+  ~Event() {
+    if (event_ != nullptr) cudaEventDestroy(event_);
+  }
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+class Graph {
+ public:
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+  ~Graph() {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+    if (graph_ != nullptr) cudaGraphDestroy(graph_);
+  }
+  // Captures `body` on `stream` and instantiates it.
+  void Capture(cudaStream_t stream, const std::function<void()>& body) {
+    BENCH_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    body();
+    BENCH_CHECK(cudaStreamEndCapture(stream, &graph_));
+    BENCH_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+  }
+  cudaGraphExec_t exec() const { return exec_; }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+struct Options {
+  DType dtype = DType::kBF16;
+  Mode mode = Mode::kOutput;
+  std::int64_t hidden = 2048;
+  std::vector<std::int64_t> batches = {1, 6, 34, 64, 79, 12383, 16254};
+  int reps = 100;
+  int graph_calls = 50;
+  int graph_replays = 20;
+  bool read_flush = false;
+  bool sweep = false;
+  bool unfused = true;
+  bool ncu = false;  // launches only, for a profiler that times each kernel itself
+};
+
+struct Device {
+  int id = 0;
+  std::string name;
+  int sms = 0;
+  std::size_t l2_bytes = 0;
+  double peak_gbps = 0;  // memory clock x bus width x 2 (DDR) / 8
+};
+
+Device QueryDevice() {
+  Device d;
+  BENCH_CHECK(cudaGetDevice(&d.id));
+  cudaDeviceProp prop;
+  BENCH_CHECK(cudaGetDeviceProperties(&prop, d.id));
+  d.name = prop.name;
+  int value = 0;
+  BENCH_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrMultiProcessorCount, d.id));
+  d.sms = value;
+  BENCH_CHECK(cudaDeviceGetAttribute(&value, cudaDevAttrL2CacheSize, d.id));
+  d.l2_bytes = static_cast<std::size_t>(value);
+  int clock_khz = 0;
+  int bus_bits = 0;
+  BENCH_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, d.id));
+  BENCH_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, d.id));
+  d.peak_gbps = static_cast<double>(clock_khz) * 1e3 * bus_bits / 8 * 2 / 1e9;
+  return d;
+}
+
+// Roughly standard normal values from a hash of the index (sum of four uniforms), written
+// as the dtype: random data without a host round trip for 100 MB tensors.
+__global__ void FillRandom(void* data, std::int64_t n, DType dtype, std::uint64_t seed) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::uint64_t z = seed + 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(i + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    const float u =
+        static_cast<float>((z & 0xffff) + ((z >> 16) & 0xffff) + ((z >> 32) & 0xffff) + (z >> 48)) *
+        (1.f / 65536.f);
+    const float v = (u - 2.f) * 1.7320508f;
+    switch (dtype) {
+      case DType::kBF16:
+        static_cast<__nv_bfloat16*>(data)[i] = __float2bfloat16_rn(v);
+        break;
+      case DType::kFP16:
+        static_cast<__half*>(data)[i] = __float2half_rn(v);
+        break;
+      case DType::kFP32:
+        static_cast<float*>(data)[i] = v;
+        break;
+    }
+  }
+}
+
+void Fill(void* data, std::int64_t n, DType dtype, std::uint64_t seed, cudaStream_t stream) {
+  FillRandom<<<1024, 256, 0, stream>>>(data, n, dtype, seed);
+  BENCH_CHECK(cudaGetLastError());
+}
+
+// Reads the whole buffer, leaving clean lines in L2 (the memset flush leaves dirty ones that
+// the timed kernel then has to write back). The store never happens for memset-zero data.
+__global__ void ReadFlush(const uint4* data, std::size_t n, unsigned* sink) {
+  unsigned acc = 0;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const uint4 v = data[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x12345678u) *sink = acc;
+}
+
+// One input set: what a single call touches.
+struct Set {
+  DeviceBuffer x, r, out, res;
+};
+
+struct Workload {
+  std::int64_t batch = 0;
+  std::vector<Set> sets;
+  DeviceBuffer weight;
+  DeviceBuffer scratch;
+
+  FusedAddRmsNormArgs Args(const Options& o, int set) const {
+    FusedAddRmsNormArgs a;
+    a.dtype = o.dtype;
+    a.mode = o.mode;
+    a.batch = batch;
+    a.hidden = o.hidden;
+    a.eps = 1e-6f;
+    const Set& s = sets[static_cast<std::size_t>(set) % sets.size()];
+    a.hidden_states = s.x.get();
+    a.residual = s.r.get();
+    a.weight = weight.get();
+    a.output = s.out.get();
+    a.residual_out = WritesResidual(o.mode) ? s.res.get() : nullptr;
+    if (o.mode == Mode::kInPlace) {
+      a.output = s.x.get();
+      a.residual_out = s.r.get();
+    }
+    return a;
+  }
+};
+
+using LaunchFn = std::function<cudaError_t(const FusedAddRmsNormArgs&, cudaStream_t)>;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+struct Timing {
+  double cold_us = 0;
+  double cold_min_us = 0;
+  double graph_us = 0;
+};
+
+Timing Measure(const Options& o, const Device& dev, const Workload& w, const LaunchFn& launch,
+               DeviceBuffer& flush, DeviceBuffer& sink, cudaStream_t stream) {
+  Timing t;
+  const std::size_t flush_bytes = 2 * dev.l2_bytes;
+  constexpr int kWarmup = 5;
+  std::vector<Event> start(o.reps), stop(o.reps);
+  for (int i = -kWarmup; i < o.reps; ++i) {
+    if (o.read_flush) {
+      ReadFlush<<<dev.sms * 4, 512, 0, stream>>>(static_cast<const uint4*>(flush.get()),
+                                                 flush_bytes / 16,
+                                                 static_cast<unsigned*>(sink.get()));
+      BENCH_CHECK(cudaGetLastError());
+    } else {
+      BENCH_CHECK(cudaMemsetAsync(flush.get(), i & 0xff, flush_bytes, stream));
+    }
+    // The flush keeps the GPU busy for tens of microseconds, long enough for the host to
+    // enqueue the call: host launch overhead stays outside the events.
+    if (i >= 0) BENCH_CHECK(cudaEventRecord(start[i].get(), stream));
+    BENCH_CHECK(launch(w.Args(o, 0), stream));
+    if (i >= 0) BENCH_CHECK(cudaEventRecord(stop[i].get(), stream));
+  }
+  BENCH_CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> cold(o.reps);
+  for (int i = 0; i < o.reps; ++i) {
+    float ms = 0;
+    BENCH_CHECK(cudaEventElapsedTime(&ms, start[i].get(), stop[i].get()));
+    cold[i] = ms * 1e3;
+  }
+  t.cold_us = Median(cold);
+  t.cold_min_us = *std::min_element(cold.begin(), cold.end());
+
+  Graph graph;
+  graph.Capture(stream, [&] {
+    for (int i = 0; i < o.graph_calls; ++i) BENCH_CHECK(launch(w.Args(o, i), stream));
+  });
+  BENCH_CHECK(cudaGraphLaunch(graph.exec(), stream));
+  BENCH_CHECK(cudaGraphLaunch(graph.exec(), stream));
+  std::vector<Event> gs(o.graph_replays), ge(o.graph_replays);
+  for (int i = 0; i < o.graph_replays; ++i) {
+    BENCH_CHECK(cudaEventRecord(gs[i].get(), stream));
+    BENCH_CHECK(cudaGraphLaunch(graph.exec(), stream));
+    BENCH_CHECK(cudaEventRecord(ge[i].get(), stream));
+  }
+  BENCH_CHECK(cudaStreamSynchronize(stream));
+  std::vector<double> per_call(o.graph_replays);
+  for (int i = 0; i < o.graph_replays; ++i) {
+    float ms = 0;
+    BENCH_CHECK(cudaEventElapsedTime(&ms, gs[i].get(), ge[i].get()));
+    per_call[i] = ms * 1e3 / o.graph_calls;
+  }
+  t.graph_us = Median(per_call);
+  return t;
+}
+
+// Fresh inputs in set 0, one call, then rows 0 and batch-1 against the fp64 reference.
+// Returns the largest |error| relative to atol + rtol|ref| (pass: <= 1).
+double Check(const Options& o, const Workload& w, const LaunchFn& launch, cudaStream_t stream) {
+  const std::int64_t n = w.batch * o.hidden;
+  Fill(w.sets[0].x.get(), n, o.dtype, 1, stream);
+  Fill(w.sets[0].r.get(), n, o.dtype, 2, stream);
+  BENCH_CHECK(cudaStreamSynchronize(stream));
+  const std::size_t row_bytes = o.hidden * ElementSize(o.dtype);
+  std::vector<std::uint8_t> x(2 * row_bytes), r(2 * row_bytes), wt(row_bytes), out(2 * row_bytes);
+  const std::int64_t rows[2] = {0, w.batch - 1};
+  auto copy_rows = [&](std::vector<std::uint8_t>& dst, const void* src) {
+    for (int k = 0; k < 2; ++k) {
+      BENCH_CHECK(cudaMemcpy(dst.data() + k * row_bytes,
+                             static_cast<const char*>(src) + rows[k] * row_bytes, row_bytes,
+                             cudaMemcpyDeviceToHost));
+    }
+  };
+  const FusedAddRmsNormArgs args = w.Args(o, 0);
+  copy_rows(x, args.hidden_states);
+  copy_rows(r, args.residual);
+  BENCH_CHECK(cudaMemcpy(wt.data(), w.weight.get(), row_bytes, cudaMemcpyDeviceToHost));
+  BENCH_CHECK(launch(args, stream));
+  BENCH_CHECK(cudaStreamSynchronize(stream));
+  copy_rows(out, args.output);
+  std::vector<double> ref(2 * o.hidden);
+  FusedAddRmsNormReference(o.dtype, 2, o.hidden, 1e-6, x.data(), r.data(), wt.data(), ref.data(),
+                           nullptr);
+  const double tol = o.dtype == DType::kBF16 ? 1e-2 : o.dtype == DType::kFP16 ? 2e-3 : 1e-5;
+  double worst = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double got = LoadAsFloat(o.dtype, out.data(), i);
+    const double e = std::abs(got - ref[i]) / (tol + tol * std::abs(ref[i]));
+    worst = std::isfinite(e) ? std::max(worst, e) : INFINITY;
+  }
+  return worst;
+}
+
+bool ParseDType(const std::string& s, DType* d) {
+  if (s == "bf16")
+    *d = DType::kBF16;
+  else if (s == "fp16")
+    *d = DType::kFP16;
+  else if (s == "fp32")
+    *d = DType::kFP32;
+  else
+    return false;
+  return true;
+}
+
+bool ParseMode(const std::string& s, Mode* m) {
+  if (s == "output")
+    *m = Mode::kOutput;
+  else if (s == "output_and_residual")
+    *m = Mode::kOutputAndResidual;
+  else if (s == "in_place")
+    *m = Mode::kInPlace;
+  else
+    return false;
+  return true;
+}
+
+void Usage() {
+  std::fprintf(stderr,
+               "usage: kerneleval-kernel-bench [--dtype=bf16|fp16|fp32] "
+               "[--mode=output|output_and_residual|in_place] [--hidden=N] "
+               "[--batches=1,6,...] [--reps=N] [--graph-calls=N] [--flush=memset|read] "
+               "[--sweep] [--no-unfused] [--ncu]\n"
+               "--ncu: no timing; each implementation runs 5 synchronized calls per batch, in the\n"
+               "order printed, for Nsight Compute (which flushes caches and times each kernel)\n");
+}
+
+bool Parse(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto eq = arg.find('=');
+    const std::string key = arg.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
+    if (key == "--dtype") {
+      if (!ParseDType(value, &o->dtype)) return false;
+    } else if (key == "--mode") {
+      if (!ParseMode(value, &o->mode)) return false;
+    } else if (key == "--hidden") {
+      o->hidden = std::atoll(value.c_str());
+    } else if (key == "--batches") {
+      o->batches.clear();
+      for (std::size_t pos = 0; pos < value.size();) {
+        const std::size_t comma = value.find(',', pos);
+        o->batches.push_back(std::atoll(value.substr(pos, comma - pos).c_str()));
+        pos = comma == std::string::npos ? value.size() : comma + 1;
+      }
+    } else if (key == "--reps") {
+      o->reps = std::atoi(value.c_str());
+    } else if (key == "--graph-calls") {
+      o->graph_calls = std::atoi(value.c_str());
+    } else if (key == "--flush") {
+      if (value != "memset" && value != "read") return false;
+      o->read_flush = value == "read";
+    } else if (key == "--sweep") {
+      o->sweep = true;
+    } else if (key == "--no-unfused") {
+      o->unfused = false;
+    } else if (key == "--ncu") {
+      o->ncu = true;
+    } else {
+      return false;
+    }
+  }
+  return o->hidden >= 1 && o->reps >= 1 && o->graph_calls >= 1 && !o->batches.empty() &&
+         std::all_of(o->batches.begin(), o->batches.end(), [](std::int64_t b) { return b >= 1; });
+}
+
+struct Impl {
+  std::string name;
+  LaunchFn launch;
+};
+
+int Main(int argc, char** argv) {
+  Options o;
+  if (!Parse(argc, argv, &o)) {
+    Usage();
+    return 2;
+  }
+  const Device dev = QueryDevice();
+  std::printf("device: %s, %d SMs, L2 %.1f MiB, attribute peak %.1f GB/s\n", dev.name.c_str(),
+              dev.sms, dev.l2_bytes / 1048576.0, dev.peak_gbps);
+  std::printf("op: %s %s hidden %lld, eps 1e-6\n", DTypeName(o.dtype), ModeName(o.mode),
+              static_cast<long long>(o.hidden));
+  std::printf(
+      "timer: CUDA events. cold: L2 flushed before each call by %s of %.0f MiB (2x L2), "
+      "events around one call, median (and min) of %d after 5 warm-ups. graph: %d calls in "
+      "one CUDA graph, median per-call time over %d replays; inputs rotated over copies when "
+      "one call's bytes exceed L2/2.\n",
+      o.read_flush ? "a read kernel" : "cudaMemsetAsync", 2.0 * dev.l2_bytes / 1048576.0, o.reps,
+      o.graph_calls, o.graph_replays);
+
+  std::vector<Impl> impls;
+  impls.push_back({"fused", [](const FusedAddRmsNormArgs& a, cudaStream_t s) {
+                     return LaunchFusedAddRmsNorm(a, s);
+                   }});
+  if (o.sweep) {
+    auto tuned = [](FusedAddRmsNormTuning t) {
+      return [t](const FusedAddRmsNormArgs& a, cudaStream_t s) {
+        return LaunchFusedAddRmsNormTuned(a, t, s);
+      };
+    };
+    FusedAddRmsNormTuning t;
+    t.pdl = false;
+    impls.push_back({"fused:no-pdl", tuned(t)});
+    t = {};
+    t.streaming = true;
+    impls.push_back({"fused:evict-first", tuned(t)});
+    t = {};
+    t.vecs_per_thread = 1;
+    impls.push_back({"fused:1vec/thread", tuned(t)});
+    t = {};
+    t.persistent = true;
+    t.prefetch = true;
+    impls.push_back({"fused:persistent,prefetch", tuned(t)});
+    t = {};
+    t.vecs_per_thread = 1;
+    t.rows_per_thread = 2;
+    impls.push_back({"fused:1vec,2rows/thread", tuned(t)});
+  }
+  if (o.unfused) {
+    impls.push_back({"unfused", nullptr});
+  }
+
+  Stream stream;
+  DeviceBuffer flush(2 * dev.l2_bytes);
+  DeviceBuffer sink(16);
+  BENCH_CHECK(cudaMemset(flush.get(), 0, 2 * dev.l2_bytes));
+  std::printf("\n%-28s %7s %-22s %9s %9s %8s %6s %9s %8s %6s %5s %6s\n", "impl", "batch", "variant",
+              "cold_us", "cold_min", "GB/s", "%peak", "graph_us", "GB/s", "%peak", "sets", "check");
+  for (const std::int64_t batch : o.batches) {
+    const std::uint64_t bytes_moved = BytesMoved(o.dtype, o.mode, batch, o.hidden);
+    const std::size_t tensor_bytes = batch * o.hidden * ElementSize(o.dtype);
+    int sets = 1;
+    if (bytes_moved > dev.l2_bytes / 2) {
+      sets = static_cast<int>(std::max<std::uint64_t>(2, (3 * dev.l2_bytes) / bytes_moved + 1));
+    }
+    sets = std::min(sets, o.graph_calls);
+    Workload w;
+    w.batch = batch;
+    for (int s = 0; s < sets; ++s) {
+      Set set;
+      set.x = DeviceBuffer(tensor_bytes);
+      set.r = DeviceBuffer(tensor_bytes);
+      set.out = DeviceBuffer(tensor_bytes);
+      set.res = DeviceBuffer(tensor_bytes);
+      Fill(set.x.get(), batch * o.hidden, o.dtype, 10 + 2 * s, stream.get());
+      Fill(set.r.get(), batch * o.hidden, o.dtype, 11 + 2 * s, stream.get());
+      w.sets.push_back(std::move(set));
+    }
+    w.weight = DeviceBuffer(o.hidden * ElementSize(o.dtype));
+    Fill(w.weight.get(), o.hidden, o.dtype, 3, stream.get());
+    w.scratch = DeviceBuffer(tensor_bytes);
+    for (const Impl& impl : impls) {
+      LaunchFn launch = impl.launch;
+      if (!launch) {
+        void* scratch = w.scratch.get();
+        launch = [scratch](const FusedAddRmsNormArgs& a, cudaStream_t s) {
+          return LaunchUnfusedAddRmsNorm(a, scratch, s);
+        };
+      }
+      if (o.ncu) {
+        constexpr int kNcuCalls = 5;
+        for (int i = 0; i < kNcuCalls; ++i) {
+          BENCH_CHECK(launch(w.Args(o, 0), stream.get()));
+          BENCH_CHECK(cudaStreamSynchronize(stream.get()));
+        }
+        std::printf("ncu: %s batch %lld: %d calls\n", impl.name.c_str(),
+                    static_cast<long long>(batch), kNcuCalls);
+        continue;
+      }
+      const Timing t = Measure(o, dev, w, launch, flush, sink, stream.get());
+      const double check = Check(o, w, launch, stream.get());
+      const double cold_gbps = bytes_moved / (t.cold_us * 1e3);
+      const double graph_gbps = bytes_moved / (t.graph_us * 1e3);
+      const char* variant =
+          impl.name == "unfused" ? "add+rmsnorm" : FusedAddRmsNormVariant(w.Args(o, 0));
+      std::printf("%-28s %7lld %-22s %9.2f %9.2f %8.0f %6.1f %9.2f %8.0f %6.1f %5d %6s\n",
+                  impl.name.c_str(), static_cast<long long>(batch), variant, t.cold_us,
+                  t.cold_min_us, cold_gbps, 100 * cold_gbps / dev.peak_gbps, t.graph_us, graph_gbps,
+                  100 * graph_gbps / dev.peak_gbps, sets, check <= 1 ? "ok" : "FAIL");
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace kerneleval
+
+int main(int argc, char** argv) { return kerneleval::Main(argc, argv); }

@@ -1,0 +1,148 @@
+// Fused residual-add + RMSNorm: one launcher that picks the variant from the dtype, the row
+// length, the batch and the pointers' alignment. Kernels are in rmsnorm_common.cuh.
+//
+// Variants (named by FusedAddRmsNormVariant):
+//   rows_vec16_latency     hidden % (16 B / element) == 0, all pointers 16-byte aligned, and
+//                          all row CTAs resident at once: a row spread over threads_per_row
+//                          threads (128 at hidden 2048 bf16, two 16-byte vectors each), all
+//                          loads (x, r, weight) issued at entry, one DRAM round trip, one
+//                          barrier, programmatic dependent launch so that in a graph a call's
+//                          launch overlaps the previous call.
+//   rows_vec16_bandwidth   the same kernel when the batch needs several waves of CTAs: 8 CTAs
+//                          per SM at 32 registers, one row each, the block scheduler refilling
+//                          SMs as rows finish.
+//   rows_scalar_*          the same with element-wide accesses, for unaligned pointers or a
+//                          hidden size that is not a multiple of the vector width.
+//   two_pass_*             rows longer than the register path holds.
+// Alternatives that lost on the H200 stay selectable through FusedAddRmsNormTuning for the
+// benchmark (docs/results/kernels.md): persistent grids with a prefetched next row, several
+// rows per thread, evict-first cache hints.
+#include <cstdint>
+#include <limits>
+
+#include "fused_add_rmsnorm_tuning.h"
+#include "kerneleval/kernels/fused_add_rmsnorm_cuda.h"
+#include "rmsnorm_common.cuh"
+
+namespace kerneleval {
+namespace {
+
+using cuda_detail::Aligned16;
+using cuda_detail::ChooseGrid;
+using cuda_detail::ChooseRowLayout;
+using cuda_detail::GridChoice;
+using cuda_detail::RowKernels;
+using cuda_detail::RowLayout;
+using cuda_detail::RowOp;
+using cuda_detail::RowParams;
+
+bool ValidArgs(const FusedAddRmsNormArgs& args) {
+  if (args.mode != Mode::kOutput && args.mode != Mode::kOutputAndResidual &&
+      args.mode != Mode::kInPlace) {
+    return false;
+  }
+  if (args.batch < 1 || args.hidden < 1 || args.hidden > std::numeric_limits<int>::max()) {
+    return false;
+  }
+  if (args.hidden_states == nullptr || args.residual == nullptr || args.weight == nullptr ||
+      args.output == nullptr) {
+    return false;
+  }
+  return !WritesResidual(args.mode) || args.residual_out != nullptr;
+}
+
+// Several rows per thread (MultiRowKernel) only on request: more bytes in flight per SM did
+// not make the H200 faster, so the launcher keeps one row per CTA at every batch size.
+int RowsPerThread(const RowLayout& layout, const FusedAddRmsNormTuning& tuning) {
+  const bool eligible = !layout.two_pass && layout.vecs_per_thread == 1 &&
+                        layout.threads_per_row >= 128 && layout.rows_per_cta == 1;
+  if (!eligible) return 1;
+  return tuning.rows_per_thread == 2 || tuning.rows_per_thread == 4 ? tuning.rows_per_thread : 1;
+}
+
+struct Plan {
+  bool vector = false;
+  RowLayout layout;
+  GridChoice grid;
+  void (*kernel)(RowParams) = nullptr;
+  RowParams params = {};
+};
+
+template <typename T>
+cudaError_t MakePlan(const FusedAddRmsNormArgs& args, const FusedAddRmsNormTuning& tuning,
+                     Plan* plan) {
+  constexpr int kVec = 16 / sizeof(T);
+  const bool writes = WritesResidual(args.mode);
+  plan->vector = args.hidden % kVec == 0 && Aligned16(args.hidden_states) &&
+                 Aligned16(args.residual) && Aligned16(args.weight) && Aligned16(args.output) &&
+                 (!writes || Aligned16(args.residual_out));
+  const std::int64_t units = plan->vector ? args.hidden / kVec : args.hidden;
+  plan->layout = ChooseRowLayout(units, tuning.vecs_per_thread,
+                                 plan->vector ? cuda_detail::MaxVecsPerThread<T, kVec>()
+                                              : cuda_detail::MaxVecsPerThread<T, 1>());
+  plan->layout.rows_per_thread = RowsPerThread(plan->layout, tuning);
+  if (plan->vector) {
+    plan->kernel =
+        writes ? RowKernels<T, kVec, RowOp::kAddNormStoreSum>::Pick(plan->layout, tuning.prefetch)
+               : RowKernels<T, kVec, RowOp::kAddNorm>::Pick(plan->layout, tuning.prefetch);
+  } else {
+    plan->kernel =
+        writes ? RowKernels<T, 1, RowOp::kAddNormStoreSum>::Pick(plan->layout, tuning.prefetch)
+               : RowKernels<T, 1, RowOp::kAddNorm>::Pick(plan->layout, tuning.prefetch);
+  }
+  RowParams& p = plan->params;
+  p.x = args.hidden_states;
+  p.r = args.residual;
+  p.w = args.weight;
+  p.out = args.output;
+  p.sum_out = writes ? args.residual_out : nullptr;
+  p.batch = args.batch;
+  p.units = static_cast<int>(units);
+  p.threads_per_row = plan->layout.threads_per_row;
+  p.rows_per_cta = plan->layout.rows_per_cta;
+  p.inv_hidden = 1.f / static_cast<float>(args.hidden);
+  p.eps = args.eps;
+  p.streaming = tuning.streaming;
+  const bool persistent = tuning.persistent && plan->layout.rows_per_thread == 1;
+  return ChooseGrid(plan->kernel, plan->layout, args.batch, persistent, tuning.max_ctas,
+                    &plan->grid);
+}
+
+cudaError_t MakePlan(const FusedAddRmsNormArgs& args, const FusedAddRmsNormTuning& tuning,
+                     Plan* plan) {
+  if (!ValidArgs(args)) return cudaErrorInvalidValue;
+  return cuda_detail::DispatchDType(
+      args.dtype, [&](auto t) { return MakePlan<decltype(t)>(args, tuning, plan); });
+}
+
+}  // namespace
+
+cudaError_t LaunchFusedAddRmsNormTuned(const FusedAddRmsNormArgs& args,
+                                       const FusedAddRmsNormTuning& tuning, cudaStream_t stream) {
+  Plan plan;
+  const cudaError_t err = MakePlan(args, tuning, &plan);
+  if (err != cudaSuccess) return err;
+  return cuda_detail::Launch(plan.kernel, plan.grid.grid, plan.layout.block, tuning.pdl, stream,
+                             plan.params);
+}
+
+cudaError_t LaunchFusedAddRmsNorm(const FusedAddRmsNormArgs& args, cudaStream_t stream) {
+  return LaunchFusedAddRmsNormTuned(args, FusedAddRmsNormTuning{}, stream);
+}
+
+const char* FusedAddRmsNormVariant(const FusedAddRmsNormArgs& args) {
+  Plan plan;
+  const cudaError_t err = MakePlan(args, FusedAddRmsNormTuning{}, &plan);
+  if (err == cudaErrorInvalidValue) return "invalid_arguments";
+  if (err != cudaSuccess) return "cuda_error";
+  if (plan.layout.two_pass) return plan.vector ? "two_pass_vec16" : "two_pass_scalar";
+  if (plan.layout.rows_per_thread == 2) return plan.vector ? "multirow2_vec16" : "multirow2_scalar";
+  if (plan.layout.rows_per_thread == 4) return plan.vector ? "multirow4_vec16" : "multirow4_scalar";
+  static const char* const kNames[2][3] = {
+      {"rows_scalar_latency", "rows_scalar_bandwidth", "rows_scalar_persistent"},
+      {"rows_vec16_latency", "rows_vec16_bandwidth", "rows_vec16_persistent"}};
+  const int regime = plan.grid.persistent ? 2 : plan.grid.one_wave ? 0 : 1;
+  return kNames[plan.vector ? 1 : 0][regime];
+}
+
+}  // namespace kerneleval

@@ -1,0 +1,36 @@
+// Tuning entry point of the fused kernel, for the kernel benchmark and the GPU tests: the
+// same kernels as LaunchFusedAddRmsNorm with the launcher's choices overridable. Not part of
+// the library's public contract.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "kerneleval/kernels/fused_add_rmsnorm.h"
+
+namespace kerneleval {
+
+struct FusedAddRmsNormTuning {
+  // Programmatic dependent launch: a kernel's launch overlaps the tail of the one before it in
+  // the stream (it waits for that kernel's results before touching memory).
+  bool pdl = true;
+  // Loop each CTA over row blocks once the batch has more row blocks than fit on the device.
+  bool persistent = false;
+  // Load the next row of a looping CTA before reducing the current one (1 or 2 vectors per
+  // thread only; 4 would spill).
+  bool prefetch = false;
+  // Evict-first cache hints (ld/st.global.cs) on hidden_states, residual and the outputs.
+  bool streaming = false;
+  // Rows per thread on the bandwidth path (rows of one vector per thread and >= 128 threads):
+  // 0: the launcher's choice (1); 2 or 4: that many (MultiRowKernel).
+  int rows_per_thread = 0;
+  // 0: the launcher's choice; 1, 2 or 4: this many 16-byte vectors per thread where the row
+  // fits (more where it needs more, fewer where the dtype's register limit says so).
+  int vecs_per_thread = 0;
+  // 0: no limit; otherwise at most this many CTAs (tests use it to make every CTA loop).
+  int max_ctas = 0;
+};
+
+cudaError_t LaunchFusedAddRmsNormTuned(const FusedAddRmsNormArgs& args,
+                                       const FusedAddRmsNormTuning& tuning, cudaStream_t stream);
+
+}  // namespace kerneleval

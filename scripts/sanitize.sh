@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds everything with AddressSanitizer + UndefinedBehaviorSanitizer (KERNELEVAL_SANITIZE,
+# CUDA off) in its own tree and runs the unit, core, client, integration and robustness
+# tests there with leak detection on. The load test runs for KERNELEVAL_LOAD_SECONDS
+# (default 8 here); its memory bound is not checked under ASan.
+#
+# Environment: SANITIZE_BUILD_DIR (default build-asan at the repository root),
+# JOBS (default: the number of cores), CTEST_ARGS (extra ctest arguments).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${SANITIZE_BUILD_DIR:-$root/build-asan}"
+jobs="${JOBS:-$(nproc)}"
+
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DKERNELEVAL_SANITIZE=ON -DKERNELEVAL_CUDA=OFF -DKERNELEVAL_BUILD_TESTS=ON
+cmake --build "$build" -j"$jobs"
+
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1}"
+export LSAN_OPTIONS="${LSAN_OPTIONS:-suppressions=$root/tests/robustness/lsan.supp:print_suppressions=0}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}"
+export KERNELEVAL_LOAD_SECONDS="${KERNELEVAL_LOAD_SECONDS:-8}"
+# shellcheck disable=SC2086
+ctest --test-dir "$build" -L 'unit|core|client|integration|robustness' \
+  --output-on-failure -j"$jobs" --timeout 900 ${CTEST_ARGS:-}

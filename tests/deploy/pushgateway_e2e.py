@@ -1,0 +1,355 @@
+#!/usr/bin/env python3
+"""End to end: `kerneleval bench --pushgateway` into a real Prometheus Pushgateway.
+
+    pushgateway_e2e.py --server PATH --client PATH [--suites-dir DIR] [--pushgateway PATH]
+
+Starts two kerneleval-server processes on loopback (CPU backend) and a
+`prometheus-pushgateway` on a free loopback port (in memory, no persistence
+file), then:
+
+  1. one target: `kerneleval bench --suite fused_add_rmsnorm_h2048
+     --repetitions 2 --warmup 1 --pushgateway http://127.0.0.1:PORT`; the
+     gateway's /metrics must hold, under job=<job> and instance=<target>, every
+     result gauge of the report with the report's values (correct == 1 for
+     cpu_fused), the suite gauges and the last-run timestamp;
+  2. two targets (the fan-out) pushed under another job: one group per target;
+  3. a gateway that is not there: exit code 1, an error on stderr, and the
+     report still printed.
+
+Exits 77 (skipped) only when the pushgateway binary is absent.
+"""
+
+import argparse
+import json
+import math
+import os
+import pathlib
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+SUITE = "fused_add_rmsnorm_h2048"
+JOB = "kerneleval-e2e"
+FANOUT_JOB = "kerneleval-e2e-fanout"
+STARTUP_SECONDS = 60
+BENCH_SECONDS = 120
+SKIP = 77
+INSTALL_HINT = "apt-get install prometheus-pushgateway"
+
+
+class CheckFailed(Exception):
+    pass
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start(command, log_path):
+    with open(log_path, "w", encoding="utf-8") as log:
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def stop(process):
+    """SIGTERM to the process group, then SIGKILL if it lingers."""
+    if process is None:
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if process.poll() is not None:
+            break
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            continue
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def tail(path, chars=3000):
+    try:
+        return pathlib.Path(path).read_text(encoding="utf-8", errors="replace")[-chars:]
+    except OSError as error:
+        return f"(unreadable: {error})"
+
+
+def http_get(url, timeout=10):
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.status, response.read().decode("utf-8")
+
+
+def start_server(binary, suites_dir, work, name):
+    port_file = work / f"{name}.ports.json"
+    command = [binary, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+               "--port-file", str(port_file), "--device", "cpu", "--drain-seconds", "1"]
+    if suites_dir:
+        command += ["--suites-dir", suites_dir]
+    process = start(command, work / f"{name}.log")
+    end = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < end:
+        if process.poll() is not None:
+            raise CheckFailed(f"{name} exited with status {process.returncode}:\n"
+                              f"{tail(work / f'{name}.log')}")
+        try:
+            return process, int(json.loads(port_file.read_text(encoding="utf-8"))["grpc_port"])
+        except (OSError, ValueError, KeyError):
+            time.sleep(0.1)
+    stop(process)
+    raise CheckFailed(f"{name}: no port file after {STARTUP_SECONDS} s")
+
+
+def run_client(client, *args, timeout=BENCH_SECONDS):
+    command = [client, *args]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout + 10,
+                                check=False, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise CheckFailed(f"timed out: {' '.join(command)}") from None
+    return result, " ".join(command)
+
+
+def wait_until_ready(client, target):
+    end = time.monotonic() + STARTUP_SECONDS
+    while True:
+        result, command = run_client(client, "--target", target, "--deadline", "10", "health",
+                                     "--service", "readiness", timeout=10)
+        if result.returncode == 0:
+            return
+        if time.monotonic() > end:
+            raise CheckFailed(f"not ready after {STARTUP_SECONDS} s: {command}\n{result.stderr}")
+        time.sleep(0.3)
+
+
+def wait_for_gateway(process, port, log):
+    end = time.monotonic() + STARTUP_SECONDS
+    while time.monotonic() < end:
+        if process.poll() is not None:
+            raise CheckFailed(f"pushgateway exited with status {process.returncode}:\n{tail(log)}")
+        try:
+            if http_get(f"http://127.0.0.1:{port}/-/ready", timeout=2)[0] == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.1)
+    raise CheckFailed(f"pushgateway not ready after {STARTUP_SECONDS} s:\n{tail(log)}")
+
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def parse_metrics(text):
+    """[(name, {label: value}, float)] of a text exposition."""
+    samples = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        match = SAMPLE.match(line)
+        if not match:
+            continue
+        labels = {k: v.replace('\\"', '"').replace("\\\\", "\\")
+                  for k, v in LABEL.findall(match.group(2) or "")}
+        samples.append((match.group(1), labels, float(match.group(3))))
+    return samples
+
+
+class Checks:
+    def __init__(self):
+        self.failures = []
+        self.count = 0
+
+    def true(self, what, ok, detail=""):
+        self.count += 1
+        if not ok:
+            self.failures.append(f"{what}{': ' + detail if detail else ''}")
+
+    def value(self, samples, what, name, labels, expected, rel=1e-9):
+        found = [v for n, l, v in samples
+                 if n == name and all(l.get(k) == val for k, val in labels.items())]
+        if len(found) != 1:
+            self.true(what, False, f"{len(found)} series of {name}{labels}")
+            return
+        self.true(what, math.isclose(found[0], expected, rel_tol=rel, abs_tol=1e-15),
+                  f"{found[0]} != {expected}")
+
+
+PEAKS = {"PEAK_SOURCE_DEVICE_ATTRIBUTES": "device_attributes", "PEAK_SOURCE_DATASHEET": "datasheet",
+         "PEAK_SOURCE_MEASURED_COPY": "measured_copy"}
+
+
+def check_group(checks, samples, job, instance, report, started, finished):
+    """Every gauge the report implies, with the report's values, under job/instance."""
+    group = {"job": job, "instance": instance}
+    suite = report["suite"]
+    results = [r for r in report["results"] if r["status"] != "RESULT_STATUS_SKIPPED"]
+    checks.true(f"{instance}: the report has results", bool(results))
+    fused = [r for r in results if r["implementation"] == "cpu_fused"]
+    checks.true(f"{instance}: cpu_fused ran", bool(fused))
+    for r in results:
+        labels = dict(group, suite=suite, workload=r["workload"], implementation=r["implementation"],
+                      device=r["device"])
+        what = f"{instance} {r['implementation']} {r['workload']}"
+        checks.value(samples, f"{what} correct", "kerneleval_benchmark_correct", labels,
+                     1.0 if r["correctness"]["passed"] else 0.0)
+        if r["status"] in ("RESULT_STATUS_PASSED", "RESULT_STATUS_INCORRECT"):
+            checks.value(samples, f"{what} latency", "kerneleval_benchmark_latency_seconds", labels,
+                         r["latency"]["median_seconds"])
+            checks.value(samples, f"{what} bandwidth",
+                         "kerneleval_benchmark_bandwidth_bytes_per_second", labels,
+                         r["bytes_per_second"])
+            for figure in r.get("sol", []):
+                checks.value(samples, f"{what} sol {figure['source']}", "kerneleval_benchmark_sol_ratio",
+                             dict(labels, peak=PEAKS.get(figure["source"], "unknown")),
+                             figure["sol_ratio"])
+    for r in fused:
+        labels = dict(group, suite=suite, workload=r["workload"], implementation="cpu_fused",
+                      device=r["device"])
+        checks.value(samples, f"{instance} cpu_fused {r['workload']} correct == 1",
+                     "kerneleval_benchmark_correct", labels, 1.0)
+    for s in report["summaries"]:
+        if s["failed"] != 0 or s["passed"] == 0:
+            continue
+        labels = dict(group, suite=suite, implementation=s["implementation"], device=s["device"])
+        checks.value(samples, f"{instance} {s['implementation']} suite mean latency",
+                     "kerneleval_benchmark_suite_mean_latency_seconds", labels,
+                     s["mean_latency_seconds"])
+        checks.value(samples, f"{instance} {s['implementation']} suite SOL",
+                     "kerneleval_benchmark_suite_sol_ratio", labels, s["geomean_sol_ratio"])
+    for env in report["environments"]:
+        stamps = [v for n, l, v in samples if n == "kerneleval_benchmark_last_run_timestamp_seconds"
+                  and l.get("job") == job and l.get("instance") == instance
+                  and l.get("suite") == suite and l.get("device") == env["device"]["name"]]
+        checks.true(f"{instance} last run timestamp", len(stamps) == 1 and
+                    started - 1 <= stamps[0] <= finished + 1, f"{stamps} not in [{started}, {finished}]")
+    pushed = [v for n, l, v in samples if n == "push_time_seconds" and l.get("job") == job
+              and l.get("instance") == instance]
+    checks.true(f"{instance}: the gateway recorded the push", len(pushed) == 1)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--server", required=True, help="kerneleval-server binary")
+    parser.add_argument("--client", required=True, help="kerneleval binary")
+    parser.add_argument("--suites-dir", help="suite JSON folder (default: the server's)")
+    parser.add_argument("--pushgateway", default="", help="prometheus-pushgateway binary")
+    args = parser.parse_args(argv)
+
+    gateway_binary = args.pushgateway or shutil.which("prometheus-pushgateway")
+    if not gateway_binary or not os.access(gateway_binary, os.X_OK):
+        print(f"SKIP: prometheus-pushgateway not found ({INSTALL_HINT})")
+        return SKIP
+
+    work = pathlib.Path(tempfile.mkdtemp(prefix="kerneleval-pushgateway-e2e-"))
+    processes = []
+    checks = Checks()
+    scrape = ""
+    try:
+        server_a, port_a = start_server(args.server, args.suites_dir, work, "server-a")
+        processes.append(server_a)
+        server_b, port_b = start_server(args.server, args.suites_dir, work, "server-b")
+        processes.append(server_b)
+        gateway_port = free_port()
+        gateway_log = work / "pushgateway.log"
+        # An empty --persistence.file keeps metrics in memory only (Debian's default
+        # persists them under /var/lib/prometheus).
+        gateway = start([gateway_binary, f"--web.listen-address=127.0.0.1:{gateway_port}",
+                         "--persistence.file="], gateway_log)
+        processes.append(gateway)
+        wait_for_gateway(gateway, gateway_port, gateway_log)
+        target_a, target_b = f"127.0.0.1:{port_a}", f"127.0.0.1:{port_b}"
+        wait_until_ready(args.client, target_a)
+        wait_until_ready(args.client, target_b)
+        url = f"http://127.0.0.1:{gateway_port}"
+        bench = ["bench", "--suite", SUITE, "--repetitions", "2", "--warmup", "1",
+                 "--format", "json"]
+
+        # 1. One target.
+        started = time.time()
+        result, command = run_client(args.client, "--target", target_a, "--deadline",
+                                     str(BENCH_SECONDS), *bench, "--pushgateway", url,
+                                     "--push-job", JOB)
+        finished = time.time()
+        if result.returncode != 0:
+            raise CheckFailed(f"{command} exited {result.returncode}:\n{result.stderr}")
+        report = json.loads(result.stdout)
+        checks.true("single target: the report is printed as before", "targets" not in report)
+        _, scrape = http_get(f"{url}/metrics")
+        samples = parse_metrics(scrape)
+        check_group(checks, samples, JOB, target_a, report, started, finished)
+        print(f"single target: {len(report['results'])} results pushed as job={JOB} "
+              f"instance={target_a}")
+
+        # 2. Two targets, one group each.
+        started = time.time()
+        result, command = run_client(args.client, "--target", target_a, "--target", target_b,
+                                     "--deadline", str(BENCH_SECONDS), *bench,
+                                     "--pushgateway", url, "--push-job", FANOUT_JOB)
+        finished = time.time()
+        if result.returncode != 0:
+            raise CheckFailed(f"{command} exited {result.returncode}:\n{result.stderr}")
+        merged = json.loads(result.stdout)
+        entries = {t["target"]: t for t in merged["targets"]}
+        checks.true("fan-out: two targets", sorted(entries) == sorted([target_a, target_b]),
+                    str(sorted(entries)))
+        _, scrape = http_get(f"{url}/metrics")
+        samples = parse_metrics(scrape)
+        for target, entry in entries.items():
+            checks.true(f"fan-out: {target} OK", entry["status"] == "OK", entry["status"])
+            if entry["report"]:
+                check_group(checks, samples, FANOUT_JOB, target, entry["report"], started, finished)
+        instances = {l.get("instance") for n, l, v in samples
+                     if n.startswith("kerneleval_benchmark_") and l.get("job") == FANOUT_JOB}
+        checks.true("fan-out: one group per target", instances == {target_a, target_b},
+                    str(instances))
+        print(f"fan-out: groups {sorted(instances)} under job={FANOUT_JOB}")
+
+        # 3. No gateway there: reported, exit 1, the report still printed.
+        result, command = run_client(args.client, "--target", target_a, "--deadline",
+                                     str(BENCH_SECONDS), *bench, "--pushgateway",
+                                     f"http://127.0.0.1:{free_port()}")
+        checks.true("failed push: exit code 1", result.returncode == 1,
+                    f"{result.returncode}: {result.stderr}")
+        checks.true("failed push: error on stderr", "error: pushgateway" in result.stderr,
+                    result.stderr)
+        try:
+            checks.true("failed push: the report is still printed",
+                        json.loads(result.stdout).get("suite") == SUITE)
+        except ValueError:
+            checks.true("failed push: the report is still printed", False, result.stdout[:500])
+        print("failed push: reported, exit code 1, report printed")
+    except CheckFailed as error:
+        checks.true("run", False, str(error))
+    finally:
+        for process in reversed(processes):
+            stop(process)
+
+    if checks.failures:
+        print(f"FAILED {len(checks.failures)} of {checks.count} checks:")
+        for failure in checks.failures:
+            print(f"  {failure}")
+        for log in sorted(work.glob("*.log")):
+            print(f"--- {log.name} (tail) ---\n{tail(log)}")
+        if scrape:
+            print(f"--- pushgateway /metrics (tail) ---\n{scrape[-4000:]}")
+        return 1
+    shutil.rmtree(work, ignore_errors=True)
+    print(f"ok: {checks.count} checks")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

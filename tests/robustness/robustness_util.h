@@ -1,0 +1,172 @@
+// Helpers shared by the robustness tests: random requests, the same operation computed
+// locally with the server's CPU code, a small custom suite, temp directories and capturing
+// what the process writes to stderr.
+#pragma once
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kerneleval/kernels/fused_add_rmsnorm.h"
+#include "kerneleval/kernels/half_types.h"
+#include "kerneleval/v1/kerneleval.pb.h"
+#include "server/request_validation.h"
+
+namespace kerneleval::testing {
+
+inline v1::Tensor RandomTensor(v1::DType dtype, const std::vector<std::int64_t>& shape,
+                               std::mt19937_64& rng) {
+  const DType d = *server::DTypeFromProto(dtype, "dtype");
+  std::size_t n = 1;
+  for (auto s : shape) n *= static_cast<std::size_t>(s);
+  std::string bytes(n * ElementSize(d), '\0');
+  std::normal_distribution<float> normal;
+  for (std::size_t i = 0; i < n; ++i) StoreFromFloat(d, bytes.data(), i, normal(rng));
+  v1::Tensor t;
+  t.set_dtype(dtype);
+  for (auto s : shape) t.add_shape(s);
+  t.set_data(std::move(bytes));
+  return t;
+}
+
+inline v1::RunRequest MakeRunRequest(v1::DType dtype, v1::Mode mode, std::int64_t batch,
+                                     std::int64_t hidden, std::uint64_t seed = 1) {
+  std::mt19937_64 rng(seed);
+  v1::RunRequest r;
+  *r.mutable_hidden_states() = RandomTensor(dtype, {batch, hidden}, rng);
+  *r.mutable_residual() = RandomTensor(dtype, {batch, hidden}, rng);
+  *r.mutable_weight() = RandomTensor(dtype, {hidden}, rng);
+  r.set_mode(mode);
+  return r;
+}
+
+// The operation on the request's bytes with FusedAddRmsNormCpu: the server's CPU path is the
+// same code, so its answer must match bit for bit. `res` is empty for MODE_OUTPUT.
+inline void ComputeLocally(const v1::RunRequest& r, std::string* out, std::string* res) {
+  const DType dtype = *server::DTypeFromProto(r.hidden_states().dtype(), "dtype");
+  const Mode mode = *server::ModeFromProto(r.mode(), "mode");
+  FusedAddRmsNormArgs a;
+  a.dtype = dtype;
+  a.mode = mode == Mode::kInPlace ? Mode::kOutputAndResidual : mode;
+  a.batch = r.hidden_states().shape(0);
+  a.hidden = r.hidden_states().shape(1);
+  a.eps = r.has_eps() ? static_cast<float>(r.eps()) : 1e-6f;
+  a.hidden_states = r.hidden_states().data().data();
+  a.residual = r.residual().data().data();
+  a.weight = r.weight().data().data();
+  out->assign(r.hidden_states().data().size(), '\0');
+  res->assign(WritesResidual(mode) ? r.residual().data().size() : 0, '\0');
+  a.output = out->data();
+  a.residual_out = WritesResidual(mode) ? res->data() : nullptr;
+  FusedAddRmsNormCpu(a);
+}
+
+// An empty string when the response carries exactly what ComputeLocally gives, else what
+// differs.
+inline std::string CompareWithLocal(const v1::RunRequest& request,
+                                    const v1::RunResponse& response) {
+  std::string out, res;
+  ComputeLocally(request, &out, &res);
+  if (response.output().data() != out) {
+    return "output differs (" + std::to_string(response.output().data().size()) + " bytes vs " +
+           std::to_string(out.size()) + " expected)";
+  }
+  if (!res.empty() && response.residual_out().data() != res) return "residual_out differs";
+  if (res.empty() && response.has_residual_out()) return "unexpected residual_out";
+  return "";
+}
+
+// A custom suite: var batch_size, const hidden_size, one workload per batch.
+inline v1::SuiteDefinition SmallSuite(v1::DType dtype, const std::vector<int>& batches,
+                                      int hidden) {
+  v1::SuiteDefinition s;
+  s.set_name("small");
+  s.set_dtype(dtype);
+  s.set_mode(v1::MODE_OUTPUT);
+  s.set_eps(1e-6);
+  s.add_axes()->set_name("batch_size");
+  v1::Axis* h = s.add_axes();
+  h->set_name("hidden_size");
+  h->set_is_const(true);
+  h->set_value(hidden);
+  for (int b : batches) (*s.add_workloads()->mutable_axes())["batch_size"] = b;
+  return s;
+}
+
+// A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern =
+        std::string(base != nullptr && *base ? base : "/tmp") + "/kerneleval-robustness-XXXXXX";
+    if (mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  bool ok() const { return !path_.empty(); }
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+inline std::string ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline bool WriteWholeFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+  return static_cast<bool>(out);
+}
+
+// Sends everything written to file descriptor 2 (by any thread, gRPC's logger included)
+// to a file until Stop(), which returns it.
+class StderrCapture {
+ public:
+  explicit StderrCapture(std::string path) : path_(std::move(path)) {
+    std::fflush(stderr);
+    saved_ = dup(2);
+    const int fd = open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (saved_ >= 0 && fd >= 0) dup2(fd, 2);
+    if (fd >= 0) close(fd);
+  }
+  ~StderrCapture() { Stop(); }
+  StderrCapture(const StderrCapture&) = delete;
+  StderrCapture& operator=(const StderrCapture&) = delete;
+
+  std::string Stop() {
+    if (saved_ >= 0) {
+      std::fflush(stderr);
+      dup2(saved_, 2);
+      close(saved_);
+      saved_ = -1;
+    }
+    return ReadWholeFile(path_);
+  }
+
+ private:
+  std::string path_;
+  int saved_ = -1;
+};
+
+}  // namespace kerneleval::testing
