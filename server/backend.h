@@ -76,6 +76,24 @@ struct Measurement {
   bool stopped_early = false;
 };
 
+// The wire description of a backend's implementations (the first is the default). `Impl`
+// has `name`, `description` and `test_only`.
+template <typename Impl>
+std::vector<v1::Implementation> DescribeImplementations(const std::vector<Impl>& impls,
+                                                        const char* device_kind) {
+  std::vector<v1::Implementation> out;
+  for (std::size_t i = 0; i < impls.size(); ++i) {
+    v1::Implementation impl;
+    impl.set_name(impls[i].name);
+    impl.set_description(impls[i].description);
+    impl.set_device_kind(device_kind);
+    impl.set_is_default(i == 0);
+    impl.set_test_only(impls[i].test_only);
+    out.push_back(std::move(impl));
+  }
+  return out;
+}
+
 class Backend {
  public:
   virtual ~Backend() = default;

@@ -72,16 +72,7 @@ v1::Device CpuBackend::Describe() const {
 }
 
 std::vector<v1::Implementation> CpuBackend::Implementations() const {
-  std::vector<v1::Implementation> out;
-  for (std::size_t i = 0; i < impls_.size(); ++i) {
-    v1::Implementation impl;
-    impl.set_name(impls_[i].name);
-    impl.set_description(impls_[i].description);
-    impl.set_device_kind("cpu");
-    impl.set_is_default(i == 0);
-    out.push_back(std::move(impl));
-  }
-  return out;
+  return DescribeImplementations(impls_, "cpu");
 }
 
 const CpuImplementation* CpuBackend::Find(const std::string& impl) const {

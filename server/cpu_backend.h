@@ -16,6 +16,7 @@ struct CpuImplementation {
   std::string name;
   std::string description;
   std::function<void(const FusedAddRmsNormArgs&, void* scratch)> run;
+  bool test_only = false;  // runs only when a request names it
 };
 
 // cpu_fused (the default) and cpu_unfused (two passes, the sum rounded in between).

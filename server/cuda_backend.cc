@@ -74,7 +74,7 @@ CudaImplementation FaultInjectionImplementation() {
           [](const FusedAddRmsNormArgs&, void*, cudaStream_t s) {
             return LaunchIllegalAddressFault(s);
           },
-          /*faults_on_purpose=*/true};
+          /*test_only=*/true};
 }
 
 int CudaBackend::DeviceCount() {
@@ -119,17 +119,7 @@ v1::Device CudaBackend::Describe() const {
 }
 
 std::vector<v1::Implementation> CudaBackend::Implementations() const {
-  std::vector<v1::Implementation> out;
-  for (std::size_t i = 0; i < impls_.size(); ++i) {
-    v1::Implementation impl;
-    impl.set_name(impls_[i].name);
-    impl.set_description(impls_[i].description);
-    impl.set_device_kind("cuda");
-    impl.set_is_default(i == 0);
-    impl.set_test_only(impls_[i].faults_on_purpose);
-    out.push_back(std::move(impl));
-  }
-  return out;
+  return DescribeImplementations(impls_, "cuda");
 }
 
 std::string CudaBackend::DriverVersion() const {
@@ -168,7 +158,7 @@ absl::Status CudaBackend::WarmUp() {
   const Problem p{DType::kBF16, Mode::kOutput, 1, 2048, 1e-6f};
   std::vector<unsigned char> host(p.RowBytes(), 0), w(p.WeightBytes(), 0);
   for (const CudaImplementation& impl : impls_) {
-    if (impl.faults_on_purpose) continue;
+    if (impl.test_only) continue;
     MeasureOptions o;
     o.warmup = 0;
     o.repetitions = 1;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -94,12 +95,17 @@ int main(int argc, char** argv) {
   app.add_option("--tls-client-ca", o.tls_client_ca_file, "PEM CA that client certificates need");
   app.add_option("--telemetry-seconds", o.nvml_sample_seconds, "GPU telemetry sampling interval")
       ->capture_default_str();
+  bool disable_cupti = false;
+  app.add_flag("--disable-cupti", disable_cupti,
+               "Time with CUDA events only. CUPTI, once attached, adds ~0.4 us to every kernel of "
+               "a replayed CUDA graph (H200): use this for graph-replay benchmarks");
   app.add_flag("--enable-fault-injection", o.enable_fault_injection,
                "Register test-only implementations that fault on purpose (device recovery tests)");
   app.add_option("--port-file", port_file,
                  "Write {\"grpc_port\":N,\"metrics_port\":M} here once listening");
   CLI11_PARSE(app, argc, argv);
   o.limits.max_tensor_bytes = max_tensor_bytes;
+  if (disable_cupti) setenv("KERNELEVAL_DISABLE_CUPTI", "1", 1);
 
   if (!token_file.empty()) {
     std::ifstream in(token_file);

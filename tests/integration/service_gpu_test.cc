@@ -3,7 +3,7 @@
 #include <cmath>
 #include <random>
 
-#include "kerneleval/kernels/half_types.h"
+#include "client/tensors.h"
 #include "server/device_factory.h"
 #include "test_server.h"
 
@@ -32,33 +32,17 @@ class ServiceGpuTest : public ::testing::Test {
 };
 TestServer* ServiceGpuTest::server_ = nullptr;
 
-v1::Tensor Random(v1::DType dtype, std::vector<std::int64_t> shape, std::mt19937_64& rng) {
-  const DType d = dtype == v1::DTYPE_BF16   ? DType::kBF16
-                  : dtype == v1::DTYPE_FP16 ? DType::kFP16
-                                            : DType::kFP32;
-  std::size_t n = 1;
-  for (auto s : shape) n *= static_cast<std::size_t>(s);
-  std::string bytes(n * ElementSize(d), '\0');
-  std::normal_distribution<float> normal;
-  for (std::size_t i = 0; i < n; ++i) StoreFromFloat(d, bytes.data(), i, normal(rng));
-  v1::Tensor t;
-  t.set_dtype(dtype);
-  for (auto s : shape) t.add_shape(s);
-  t.set_data(std::move(bytes));
-  return t;
-}
-
 TEST_F(ServiceGpuTest, RunMatchesTheReferenceForEveryDtypeAndMode) {
-  std::mt19937_64 rng(11);
+  std::uint64_t seed = 11;
   for (v1::DType dtype : {v1::DTYPE_BF16, v1::DTYPE_FP16, v1::DTYPE_FP32}) {
     for (v1::Mode mode : {v1::MODE_OUTPUT, v1::MODE_OUTPUT_AND_RESIDUAL, v1::MODE_IN_PLACE}) {
       for (auto [batch, hidden] : {std::pair<int, int>{1, 2048}, {257, 111}, {3, 5000}}) {
         SCOPED_TRACE(v1::DType_Name(dtype) + " " + v1::Mode_Name(mode) + " " +
                      std::to_string(batch) + "x" + std::to_string(hidden));
         v1::RunRequest req;
-        *req.mutable_hidden_states() = Random(dtype, {batch, hidden}, rng);
-        *req.mutable_residual() = Random(dtype, {batch, hidden}, rng);
-        *req.mutable_weight() = Random(dtype, {hidden}, rng);
+        *req.mutable_hidden_states() = client::RandomTensor(dtype, {batch, hidden}, ++seed);
+        *req.mutable_residual() = client::RandomTensor(dtype, {batch, hidden}, ++seed);
+        *req.mutable_weight() = client::RandomTensor(dtype, {hidden}, ++seed);
         req.set_mode(mode);
         req.set_check_correctness(true);
         req.set_repetitions(3);

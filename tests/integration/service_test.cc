@@ -5,6 +5,7 @@
 #include <cstring>
 #include <random>
 
+#include "client/tensors.h"
 #include "kerneleval/kernels/half_types.h"
 #include "server/request_validation.h"
 #include "test_server.h"
@@ -15,27 +16,12 @@ namespace {
 using v1::RunRequest;
 using v1::RunResponse;
 
-v1::Tensor RandomTensor(v1::DType dtype, std::vector<std::int64_t> shape, std::mt19937_64& rng) {
-  const DType d = *server::DTypeFromProto(dtype, "dtype");
-  std::size_t n = 1;
-  for (auto s : shape) n *= static_cast<std::size_t>(s);
-  std::string bytes(n * ElementSize(d), '\0');
-  std::normal_distribution<float> normal;
-  for (std::size_t i = 0; i < n; ++i) StoreFromFloat(d, bytes.data(), i, normal(rng));
-  v1::Tensor t;
-  t.set_dtype(dtype);
-  for (auto s : shape) t.add_shape(s);
-  t.set_data(std::move(bytes));
-  return t;
-}
-
 RunRequest MakeRequest(v1::DType dtype, v1::Mode mode, std::int64_t batch, std::int64_t hidden,
                        std::uint64_t seed = 1) {
-  std::mt19937_64 rng(seed);
   RunRequest r;
-  *r.mutable_hidden_states() = RandomTensor(dtype, {batch, hidden}, rng);
-  *r.mutable_residual() = RandomTensor(dtype, {batch, hidden}, rng);
-  *r.mutable_weight() = RandomTensor(dtype, {hidden}, rng);
+  *r.mutable_hidden_states() = client::RandomTensor(dtype, {batch, hidden}, seed);
+  *r.mutable_residual() = client::RandomTensor(dtype, {batch, hidden}, seed + 1);
+  *r.mutable_weight() = client::RandomTensor(dtype, {hidden}, seed + 2);
   r.set_mode(mode);
   return r;
 }
