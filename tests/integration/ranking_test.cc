@@ -136,17 +136,8 @@ TEST(MultiDevice, BenchmarkOnAllDevicesReportsPerDevice) {
   EXPECT_EQ(report.summaries_size(), 3);
 
   // A Run naming a device lands there.
-  v1::RunRequest run;
+  v1::RunRequest run = SmallRun(1, 4);
   run.set_device("cpu:1");
-  for (v1::Tensor* tensor : {run.mutable_hidden_states(), run.mutable_residual()}) {
-    tensor->set_dtype(v1::DTYPE_FP32);
-    tensor->add_shape(1);
-    tensor->add_shape(4);
-    tensor->set_data(std::string(16, '\0'));
-  }
-  run.mutable_weight()->set_dtype(v1::DTYPE_FP32);
-  run.mutable_weight()->add_shape(4);
-  run.mutable_weight()->set_data(std::string(16, '\0'));
   v1::RunResponse resp;
   ASSERT_TRUE(t.client->Run(run, &resp).ok());
   EXPECT_EQ(resp.device(), "cpu:1");
@@ -158,8 +149,8 @@ struct Gate {
   std::atomic<int> entered{0};
 };
 
-TEST(Admission, FullQueueIsResourceExhaustedAndAcceptedWorkIsNotLost) {
-  auto gate = std::make_shared<Gate>();
+// A CPU device whose default implementation waits at `gate`.
+std::unique_ptr<server::Backend> GatedCpuBackend(std::shared_ptr<Gate> gate) {
   std::vector<CpuImplementation> impls = server::BuiltinCpuImplementations();
   impls.insert(impls.begin(), {"gated", "waits for the test (test only)",
                                [gate](const FusedAddRmsNormArgs& a, void*) {
@@ -169,24 +160,20 @@ TEST(Admission, FullQueueIsResourceExhaustedAndAcceptedWorkIsNotLost) {
                                  }
                                  FusedAddRmsNormCpu(a);
                                }});
+  return std::make_unique<server::CpuBackend>("cpu", impls);
+}
+
+TEST(Admission, FullQueueIsResourceExhaustedAndAcceptedWorkIsNotLost) {
+  auto gate = std::make_shared<Gate>();
   std::vector<std::unique_ptr<server::Backend>> backends;
-  backends.push_back(std::make_unique<server::CpuBackend>("cpu", impls));
+  backends.push_back(GatedCpuBackend(gate));
   server::ServerOptions o = LoopbackOptions();
   o.queue_capacity = 2;
   TestServer t = StartServer(o, std::move(backends));
   ASSERT_NE(t.client, nullptr);
   // The gated implementation is the device default: the first Run holds the worker.
 
-  v1::RunRequest run;
-  for (v1::Tensor* tensor : {run.mutable_hidden_states(), run.mutable_residual()}) {
-    tensor->set_dtype(v1::DTYPE_FP32);
-    tensor->add_shape(2);
-    tensor->add_shape(4);
-    tensor->set_data(std::string(32, '\x01'));
-  }
-  run.mutable_weight()->set_dtype(v1::DTYPE_FP32);
-  run.mutable_weight()->add_shape(4);
-  run.mutable_weight()->set_data(std::string(16, '\x01'));
+  const v1::RunRequest run = SmallRun(2, 4);
 
   std::vector<std::thread> callers;
   std::atomic<int> ok{0}, exhausted{0}, other{0};
@@ -219,32 +206,14 @@ TEST(Admission, FullQueueIsResourceExhaustedAndAcceptedWorkIsNotLost) {
 TEST(Drain, ShutdownFinishesAcceptedWorkThenRefusesNewWork) {
   auto gate = std::make_shared<Gate>();
   gate->open = true;
-  std::vector<CpuImplementation> impls = server::BuiltinCpuImplementations();
-  impls.insert(impls.begin(), {"gated", "waits for the test (test only)",
-                               [gate](const FusedAddRmsNormArgs& a, void*) {
-                                 ++gate->entered;
-                                 while (!gate->open.load()) {
-                                   std::this_thread::sleep_for(std::chrono::milliseconds(1));
-                                 }
-                                 FusedAddRmsNormCpu(a);
-                               }});
   std::vector<std::unique_ptr<server::Backend>> backends;
-  backends.push_back(std::make_unique<server::CpuBackend>("cpu", impls));
+  backends.push_back(GatedCpuBackend(gate));
   TestServer t = StartServer(LoopbackOptions(), std::move(backends));
   ASSERT_NE(t.client, nullptr);
   gate->open = false;
   const int entered_before = gate->entered.load();
 
-  v1::RunRequest run;
-  for (v1::Tensor* tensor : {run.mutable_hidden_states(), run.mutable_residual()}) {
-    tensor->set_dtype(v1::DTYPE_FP32);
-    tensor->add_shape(1);
-    tensor->add_shape(4);
-    tensor->set_data(std::string(16, '\x01'));
-  }
-  run.mutable_weight()->set_dtype(v1::DTYPE_FP32);
-  run.mutable_weight()->add_shape(4);
-  run.mutable_weight()->set_data(std::string(16, '\x01'));
+  const v1::RunRequest run = SmallRun(1, 4);
 
   grpc::Status in_flight;
   std::thread caller([&] {

@@ -54,20 +54,6 @@ class FaultingBackend final : public server::Backend {
   std::atomic<bool> healthy_{true};
 };
 
-v1::RunRequest SmallRun() {
-  v1::RunRequest run;
-  for (v1::Tensor* t : {run.mutable_hidden_states(), run.mutable_residual()}) {
-    t->set_dtype(v1::DTYPE_FP32);
-    t->add_shape(2);
-    t->add_shape(4);
-    t->set_data(std::string(32, '\x01'));
-  }
-  run.mutable_weight()->set_dtype(v1::DTYPE_FP32);
-  run.mutable_weight()->add_shape(4);
-  run.mutable_weight()->set_data(std::string(16, '\x01'));
-  return run;
-}
-
 TEST(Recovery, FaultTurnsReadinessOffUntilTheDeviceIsRebuilt) {
   auto backend = std::make_unique<FaultingBackend>();
   FaultingBackend* raw = backend.get();
@@ -76,7 +62,7 @@ TEST(Recovery, FaultTurnsReadinessOffUntilTheDeviceIsRebuilt) {
   TestServer t = StartServer(LoopbackOptions(), std::move(backends));
   ASSERT_NE(t.client, nullptr);
 
-  v1::RunRequest fault = SmallRun();
+  v1::RunRequest fault = SmallRun(2, 4);
   fault.set_implementation("fault");
   v1::RunResponse resp;
   const grpc::Status s = t.client->Run(fault, &resp);
@@ -97,7 +83,7 @@ TEST(Recovery, FaultTurnsReadinessOffUntilTheDeviceIsRebuilt) {
   }
   EXPECT_TRUE(serving);
   EXPECT_EQ(raw->recoveries.load(), 1);
-  const grpc::Status ok = t.client->Run(SmallRun(), &resp);
+  const grpc::Status ok = t.client->Run(SmallRun(2, 4), &resp);
   EXPECT_TRUE(ok.ok()) << ok.error_message();
 }
 

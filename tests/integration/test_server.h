@@ -51,4 +51,21 @@ inline TestServer StartServer(server::ServerOptions options = LoopbackOptions(),
   return t;
 }
 
+// A small fp32 Run request ([batch, hidden] of ones), for tests about scheduling rather
+// than numerics.
+inline v1::RunRequest SmallRun(int batch, int hidden) {
+  v1::RunRequest run;
+  const std::string row_bytes(static_cast<std::size_t>(batch * hidden) * 4, '\x01');
+  for (v1::Tensor* tensor : {run.mutable_hidden_states(), run.mutable_residual()}) {
+    tensor->set_dtype(v1::DTYPE_FP32);
+    tensor->add_shape(batch);
+    tensor->add_shape(hidden);
+    tensor->set_data(row_bytes);
+  }
+  run.mutable_weight()->set_dtype(v1::DTYPE_FP32);
+  run.mutable_weight()->add_shape(hidden);
+  run.mutable_weight()->set_data(std::string(static_cast<std::size_t>(hidden) * 4, '\x01'));
+  return run;
+}
+
 }  // namespace kerneleval::testing
