@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -53,13 +54,14 @@ CpuBackend::CpuBackend(std::string name, std::vector<CpuImplementation> impls,
     : name_(std::move(name)),
       impls_(std::move(impls)),
       copy_buffer_bytes_(copy_buffer_bytes),
-      last_level_cache_bytes_(LastLevelCacheBytes()) {}
+      last_level_cache_bytes_(LastLevelCacheBytes()),
+      model_(CpuModelName()) {}
 
 v1::Device CpuBackend::Describe() const {
   v1::Device d;
   d.set_name(name_);
   d.set_kind("cpu");
-  d.set_model(CpuModelName());
+  d.set_model(model_);
   const long pages = sysconf(_SC_PHYS_PAGES);
   const long page_size = sysconf(_SC_PAGE_SIZE);
   if (pages > 0 && page_size > 0) {
@@ -116,72 +118,108 @@ absl::StatusOr<Measurement> CpuBackend::Measure(const Problem& problem, const Ho
   }
   const std::size_t row_bytes = problem.RowBytes();
   const bool writes_residual = WritesResidual(problem.mode);
-
-  // Working set of one call: inputs, outputs, scratch. Rotation keeps enough copies that
-  // their total exceeds twice the last-level cache (at most 16).
-  std::size_t copies = 1;
-  if (options.rotate_inputs && row_bytes > 0) {
-    copies = std::clamp<std::size_t>(2 * last_level_cache_bytes_ / (3 * row_bytes) + 1, 1, 16);
-  }
-  struct Set {
-    std::vector<unsigned char> x, r, out, res, scratch;
-  };
-  std::vector<Set> sets(copies);
-  for (Set& s : sets) {
-    s.x.assign(static_cast<const unsigned char*>(inputs.hidden_states),
-               static_cast<const unsigned char*>(inputs.hidden_states) + row_bytes);
-    s.r.assign(static_cast<const unsigned char*>(inputs.residual),
-               static_cast<const unsigned char*>(inputs.residual) + row_bytes);
-    // Poisoned (0xff is NaN in every dtype) so that an unwritten element fails the check.
-    s.out.assign(row_bytes, 0xff);
-    s.res.assign(writes_residual ? row_bytes : 0, 0xff);
-    s.scratch.resize(row_bytes);
-  }
-
-  auto args_for = [&](Set& s) {
+  const bool in_place = problem.mode == Mode::kInPlace;
+  auto args_with = [&](const void* x, const void* r, void* out, void* res) {
     FusedAddRmsNormArgs a;
     a.dtype = problem.dtype;
     a.mode = problem.mode;
     a.batch = problem.batch;
     a.hidden = problem.hidden;
     a.eps = problem.eps;
-    a.hidden_states = s.x.data();
-    a.residual = s.r.data();
+    a.hidden_states = x;
+    a.residual = r;
     a.weight = inputs.weight;
-    a.output = problem.mode == Mode::kInPlace ? s.x.data() : s.out.data();
-    a.residual_out = !writes_residual                 ? nullptr
-                     : problem.mode == Mode::kInPlace ? s.r.data()
-                                                      : s.res.data();
+    a.output = out;
+    a.residual_out = writes_residual ? res : nullptr;
     return a;
   };
+  // Uninitialized: only implementations that need scratch touch it.
+  std::unique_ptr<unsigned char[]> scratch(new unsigned char[std::max<std::size_t>(row_bytes, 1)]);
 
-  // The result call, on pristine copies (in-place modes overwrite their inputs).
-  {
-    Set& s = sets[0];
-    const FusedAddRmsNormArgs a = args_for(s);
-    fn->run(a, s.scratch.data());
-    if (outputs.output != nullptr) std::memcpy(outputs.output, a.output, row_bytes);
-    if (writes_residual && outputs.residual_out != nullptr) {
-      std::memcpy(outputs.residual_out, a.residual_out, row_bytes);
-    }
+  // The result call writes straight into the caller's buffers (in-place modes first copy
+  // the inputs there and run on them), so a Run does no extra copies of its tensors.
+  std::vector<unsigned char> own_out, own_res;
+  void* out = outputs.output;
+  void* res = outputs.residual_out;
+  if (out == nullptr) {
+    own_out.assign(row_bytes, 0xff);
+    out = own_out.data();
   }
+  if (writes_residual && res == nullptr) {
+    own_res.assign(row_bytes, 0xff);
+    res = own_res.data();
+  }
+  FusedAddRmsNormArgs result_args = args_with(inputs.hidden_states, inputs.residual, out, res);
+  if (in_place) {
+    std::memcpy(out, inputs.hidden_states, row_bytes);
+    std::memcpy(res, inputs.residual, row_bytes);
+    result_args = args_with(out, res, out, res);
+  }
+  const auto r0 = std::chrono::steady_clock::now();
+  fn->run(result_args, scratch.get());
+  const double result_seconds = Seconds(std::chrono::steady_clock::now() - r0);
 
-  std::size_t next = 0;
-  unsigned char flush_value = 0;
-  auto timed_call = [&]() -> absl::StatusOr<double> {
-    if (options.cold && !flush_buffer_.empty()) {
-      // Touch more than the last-level cache so the call starts with cold caches.
-      std::memset(flush_buffer_.data(), ++flush_value, flush_buffer_.size());
+  // Hot, no warm-up, fixed count (a Run's default): the result call is the first sample,
+  // taken under the same conditions as the others would be.
+  MeasureOptions rest = options;
+  std::vector<double> first;
+  if (options.warmup == 0 && !options.cold && !options.rotate_inputs && !options.adaptive.enabled &&
+      options.repetitions > 0) {
+    first.push_back(result_seconds);
+    rest.repetitions -= 1;
+  }
+  Measurement m;
+  if (rest.adaptive.enabled || rest.repetitions > 0 || rest.warmup > 0) {
+    // Working sets for the timed calls: inputs are only copied where a call mutates them
+    // (in place) or where rotation needs several (enough copies to exceed twice the
+    // last-level cache, at most 16).
+    std::size_t copies = 1;
+    if (options.rotate_inputs && row_bytes > 0) {
+      copies = std::clamp<std::size_t>(2 * last_level_cache_bytes_ / (3 * row_bytes) + 1, 1, 16);
     }
-    Set& s = sets[next];
-    next = (next + 1) % sets.size();
-    const FusedAddRmsNormArgs a = args_for(s);
-    const auto t0 = std::chrono::steady_clock::now();
-    fn->run(a, s.scratch.data());
-    return Seconds(std::chrono::steady_clock::now() - t0);
-  };
-  absl::StatusOr<Measurement> m = CollectSamples(options, timed_call);
-  if (m.ok()) m->timer = v1::TIMER_HOST_CLOCK;
+    const bool own_inputs = in_place || copies > 1;
+    struct Set {
+      std::vector<unsigned char> x, r, out, res;
+    };
+    std::vector<Set> sets(copies);
+    for (Set& set : sets) {
+      if (own_inputs) {
+        set.x.assign(static_cast<const unsigned char*>(inputs.hidden_states),
+                     static_cast<const unsigned char*>(inputs.hidden_states) + row_bytes);
+        set.r.assign(static_cast<const unsigned char*>(inputs.residual),
+                     static_cast<const unsigned char*>(inputs.residual) + row_bytes);
+      }
+      if (!in_place) {
+        set.out.resize(row_bytes);
+        set.res.resize(writes_residual ? row_bytes : 0);
+      }
+    }
+    auto args_for = [&](Set& set) {
+      const void* x = own_inputs ? set.x.data() : inputs.hidden_states;
+      const void* r = own_inputs ? set.r.data() : inputs.residual;
+      return in_place ? args_with(x, r, set.x.data(), set.r.data())
+                      : args_with(x, r, set.out.data(), set.res.data());
+    };
+    std::size_t next = 0;
+    unsigned char flush_value = 0;
+    auto timed_call = [&]() -> absl::StatusOr<double> {
+      if (options.cold && !flush_buffer_.empty()) {
+        // Touch more than the last-level cache so the call starts with cold caches.
+        std::memset(flush_buffer_.data(), ++flush_value, flush_buffer_.size());
+      }
+      Set& set = sets[next];
+      next = (next + 1) % sets.size();
+      const FusedAddRmsNormArgs a = args_for(set);
+      const auto t0 = std::chrono::steady_clock::now();
+      fn->run(a, scratch.get());
+      return Seconds(std::chrono::steady_clock::now() - t0);
+    };
+    absl::StatusOr<Measurement> collected = CollectSamples(rest, timed_call);
+    if (!collected.ok()) return collected.status();
+    m = std::move(*collected);
+  }
+  m.samples_seconds.insert(m.samples_seconds.begin(), first.begin(), first.end());
+  m.timer = v1::TIMER_HOST_CLOCK;
   return m;
 }
 

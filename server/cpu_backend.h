@@ -47,6 +47,7 @@ class CpuBackend final : public Backend {
   std::vector<CpuImplementation> impls_;
   std::size_t copy_buffer_bytes_;
   std::size_t last_level_cache_bytes_;
+  std::string model_;  // read once: Describe() is on every Run's path
   std::atomic<double> copy_bandwidth_{0};
   std::vector<unsigned char> flush_buffer_;
 };

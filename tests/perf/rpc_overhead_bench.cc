@@ -1,0 +1,330 @@
+// RPC overhead of the kerneleval service against a bare gRPC echo of the same bytes.
+//
+// One process starts (a) the real KernelEvalServer on a CPU backend and (b) an echo server:
+// a second implementation of kerneleval.v1.KernelEval whose Run copies hidden_states into
+// output and computes nothing, so that both answer the same request bytes with a response
+// of the same size through the same protobuf types. Both listen on 127.0.0.1:0 with the
+// same message limit, and both are called through the client library with its channel
+// settings (max message 1 GiB).
+//
+//   small: Run, B=1 x H=2048 bf16, MODE_OUTPUT, outputs returned, against the echo of the
+//          same request: p50 / p99 wall latency per call and the ratio Run / echo.
+//   large: Run, B=16254 x H=2048 bf16 (three tensors in, ~200 MB; one out, ~66 MB) against
+//          the echo: (request + response bytes) / median wall time, and Run's rate over the
+//          echo's. The CPU backend's compute dominates at this size, so the rate is also
+//          given with the server-reported kernel time (the response's latency median; with
+//          repetitions=1 and no warm-up the result call is the one timed call) taken out.
+//
+// Calls alternate between the two servers in blocks so that noise on a shared machine hits
+// both alike. --quick runs a few calls at small sizes and checks only that both paths answer
+// OK; timings are printed, never asserted.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/time/time.h"
+#include "client/kerneleval_client.h"
+#include "client/tensors.h"
+#include "kerneleval/v1/kerneleval.grpc.pb.h"
+#include "kerneleval/v1/kerneleval.pb.h"
+#include "server/cpu_backend.h"
+#include "server/server.h"
+
+namespace {
+
+namespace v1 = ::kerneleval::v1;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kMaxMessageBytes = 512 << 20;  // the server's default
+
+// Run answered by copying hidden_states into output: the bytes of a Run, no work.
+class EchoService final : public v1::KernelEval::CallbackService {
+ public:
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context, const v1::RunRequest* request,
+                                v1::RunResponse* response) override {
+    v1::Tensor* out = response->mutable_output();
+    out->set_dtype(request->hidden_states().dtype());
+    *out->mutable_shape() = request->hidden_states().shape();
+    out->set_data(request->hidden_states().data());
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+};
+
+struct Options {
+  bool quick = false;
+  int small_iterations = 2000;
+  int large_iterations = 12;
+  int64_t large_batch = 16254;
+  int hidden = 2048;
+};
+
+bool ParseInt(const char* text, int64_t* value) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text, &end, 10);
+  if (end == text || *end != '\0' || v <= 0) return false;
+  *value = v;
+  return true;
+}
+
+bool ParseArgs(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    int64_t v = 0;
+    auto next = [&](int64_t* out) { return i + 1 < argc && ParseInt(argv[++i], out); };
+    if (arg == "--quick") {
+      o->quick = true;
+      o->small_iterations = 20;
+      o->large_iterations = 2;
+      o->large_batch = 64;
+    } else if (arg == "--small-iterations" && next(&v)) {
+      o->small_iterations = static_cast<int>(v);
+    } else if (arg == "--large-iterations" && next(&v)) {
+      o->large_iterations = static_cast<int>(v);
+    } else if (arg == "--large-batch" && next(&v)) {
+      o->large_batch = v;
+    } else {
+      std::fprintf(stderr,
+                   "usage: rpc_overhead_bench [--quick] [--small-iterations N] "
+                   "[--large-iterations N] [--large-batch B]\n");
+      return false;
+    }
+  }
+  return true;
+}
+
+v1::RunRequest MakeRequest(int64_t batch, int hidden) {
+  using kerneleval::client::RandomTensor;
+  v1::RunRequest r;
+  *r.mutable_hidden_states() = RandomTensor(v1::DTYPE_BF16, {batch, hidden}, 1);
+  *r.mutable_residual() = RandomTensor(v1::DTYPE_BF16, {batch, hidden}, 2);
+  *r.mutable_weight() = RandomTensor(v1::DTYPE_BF16, {hidden}, 3, 1.0f, 0.1f);
+  r.set_mode(v1::MODE_OUTPUT);
+  r.set_repetitions(1);
+  r.set_omit_outputs(false);
+  return r;
+}
+
+double Percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+struct Sample {
+  double wall = 0;    // seconds, client side, around the whole call
+  double kernel = 0;  // server-reported latency.median_seconds (0 for the echo)
+  std::size_t request_bytes = 0, response_bytes = 0;
+};
+
+// One call; false (with a message) when it does not answer OK with an output of the
+// expected size.
+bool Call(const kerneleval::client::KernelEvalClient& client, const v1::RunRequest& request,
+          const char* what, Sample* sample) {
+  v1::RunResponse response;
+  const auto t0 = Clock::now();
+  const grpc::Status s = client.Run(request, &response);
+  sample->wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s: Run failed: %d %s\n", what, static_cast<int>(s.error_code()),
+                 s.error_message().c_str());
+    return false;
+  }
+  if (response.output().data().size() != request.hidden_states().data().size()) {
+    std::fprintf(stderr, "%s: output holds %zu bytes, expected %zu\n", what,
+                 response.output().data().size(), request.hidden_states().data().size());
+    return false;
+  }
+  sample->kernel = response.latency().median_seconds();
+  sample->request_bytes = request.ByteSizeLong();
+  sample->response_bytes = response.ByteSizeLong();
+  return true;
+}
+
+// `iterations` calls on each client, alternating in blocks of `block`, after `warmup` calls
+// on each.
+bool Measure(const kerneleval::client::KernelEvalClient& run_client,
+             const kerneleval::client::KernelEvalClient& echo_client, const v1::RunRequest& request,
+             int iterations, int block, int warmup, std::vector<Sample>* run,
+             std::vector<Sample>* echo) {
+  Sample s;
+  for (int i = 0; i < warmup; ++i) {
+    if (!Call(run_client, request, "service", &s) || !Call(echo_client, request, "echo", &s)) {
+      return false;
+    }
+  }
+  bool run_first = true;
+  for (int done = 0; done < iterations; done += block) {
+    const int n = std::min(block, iterations - done);
+    for (int pass = 0; pass < 2; ++pass) {
+      const bool is_run = (pass == 0) == run_first;
+      for (int i = 0; i < n; ++i) {
+        if (!Call(is_run ? run_client : echo_client, request, is_run ? "service" : "echo", &s)) {
+          return false;
+        }
+        (is_run ? run : echo)->push_back(s);
+      }
+    }
+    run_first = !run_first;
+  }
+  return true;
+}
+
+std::vector<double> Walls(const std::vector<Sample>& v, double kernel_factor) {
+  std::vector<double> out;
+  out.reserve(v.size());
+  for (const Sample& s : v) out.push_back(s.wall - kernel_factor * s.kernel);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  if (!ParseArgs(argc, argv, &opt)) return 2;
+
+  // (a) The real service on a CPU backend, no metrics endpoint, no suites.
+  kerneleval::server::ServerOptions server_options;
+  server_options.listen = "127.0.0.1:0";
+  server_options.metrics_listen = "";
+  server_options.max_message_bytes = kMaxMessageBytes;
+  std::vector<std::unique_ptr<kerneleval::server::Backend>> backends;
+  backends.push_back(std::make_unique<kerneleval::server::CpuBackend>("cpu"));
+  auto started = kerneleval::server::KernelEvalServer::Start(server_options, std::move(backends));
+  if (!started.ok()) {
+    std::fprintf(stderr, "server: %s\n", started.status().ToString().c_str());
+    return 1;
+  }
+  std::unique_ptr<kerneleval::server::KernelEvalServer> server = std::move(*started);
+  if (!server->WaitUntilReady(absl::Seconds(120))) {
+    std::fprintf(stderr, "server: not ready after 120 s\n");
+    return 1;
+  }
+
+  // (b) The echo, same message limit.
+  EchoService echo_service;
+  int echo_port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &echo_port);
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  builder.RegisterService(&echo_service);
+  std::unique_ptr<grpc::Server> echo_server = builder.BuildAndStart();
+  if (!echo_server || echo_port == 0) {
+    std::fprintf(stderr, "echo: could not start\n");
+    return 1;
+  }
+
+  // The client library's channel settings for both (max message 1 GiB by default).
+  auto connect = [](int port, std::unique_ptr<kerneleval::client::KernelEvalClient>* c) {
+    kerneleval::client::ClientOptions o;
+    o.target = "127.0.0.1:" + std::to_string(port);
+    o.deadline_seconds = 300;
+    return kerneleval::client::KernelEvalClient::Create(o, c);
+  };
+  std::unique_ptr<kerneleval::client::KernelEvalClient> run_client, echo_client;
+  for (auto [port, client] :
+       {std::pair{server->grpc_port(), &run_client}, std::pair{echo_port, &echo_client}}) {
+    const grpc::Status s = connect(port, client);
+    if (!s.ok()) {
+      std::fprintf(stderr, "connect: %s\n", s.error_message().c_str());
+      return 1;
+    }
+  }
+
+  int failures = 0;
+
+  // Small: B=1 latency.
+  const v1::RunRequest small = MakeRequest(1, opt.hidden);
+  std::vector<Sample> small_run, small_echo;
+  if (!Measure(*run_client, *echo_client, small, opt.small_iterations, /*block=*/50,
+               /*warmup=*/opt.quick ? 2 : 200, &small_run, &small_echo)) {
+    ++failures;
+  }
+
+  // Large: throughput.
+  const v1::RunRequest large = MakeRequest(opt.large_batch, opt.hidden);
+  std::vector<Sample> large_run, large_echo;
+  if (!Measure(*run_client, *echo_client, large, opt.large_iterations, /*block=*/1,
+               /*warmup=*/opt.quick ? 1 : 2, &large_run, &large_echo)) {
+    ++failures;
+  }
+
+  echo_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  server->Shutdown(absl::Seconds(5));
+
+  if (!small_run.empty() && !small_echo.empty()) {
+    const double run_p50 = Percentile(Walls(small_run, 0), 0.5);
+    const double run_p99 = Percentile(Walls(small_run, 0), 0.99);
+    const double echo_p50 = Percentile(Walls(small_echo, 0), 0.5);
+    const double echo_p99 = Percentile(Walls(small_echo, 0), 0.99);
+    const double kernel_p50 = Percentile(
+        [&] {
+          std::vector<double> k;
+          for (const Sample& s : small_run) k.push_back(s.kernel);
+          return k;
+        }(),
+        0.5);
+    std::printf(
+        "small: B=1 x H=%d bf16, MODE_OUTPUT, %zu calls each (request %zu B, "
+        "response %zu B)\n",
+        opt.hidden, small_run.size(), small_run[0].request_bytes, small_run[0].response_bytes);
+    std::printf("  %-28s %12s %12s\n", "", "p50 (us)", "p99 (us)");
+    std::printf("  %-28s %12.1f %12.1f\n", "service Run", run_p50 * 1e6, run_p99 * 1e6);
+    std::printf("  %-28s %12.1f %12.1f\n", "echo", echo_p50 * 1e6, echo_p99 * 1e6);
+    std::printf("  %-28s %12.2f %12.2f   (target <= 1.2 at p50)\n", "ratio Run / echo",
+                run_p50 / echo_p50, run_p99 / echo_p99);
+    std::printf("  server-reported kernel median: %.2f us\n\n", kernel_p50 * 1e6);
+  }
+
+  if (!large_run.empty() && !large_echo.empty()) {
+    const double bytes =
+        static_cast<double>(large_run[0].request_bytes + large_run[0].response_bytes);
+    const double echo_bytes =
+        static_cast<double>(large_echo[0].request_bytes + large_echo[0].response_bytes);
+    const double echo_wall = Percentile(Walls(large_echo, 0), 0.5);
+    const double echo_rate = echo_bytes / echo_wall;
+    std::printf(
+        "large: B=%lld x H=%d bf16, MODE_OUTPUT, %zu calls each; request %.1f MB, "
+        "response %.1f MB (echo %.1f MB)\n",
+        static_cast<long long>(opt.large_batch), opt.hidden, large_run.size(),
+        large_run[0].request_bytes / 1e6, large_run[0].response_bytes / 1e6,
+        large_echo[0].response_bytes / 1e6);
+    std::printf("  %-44s %12s %12s %10s\n", "", "median (ms)", "GB/s", "vs echo");
+    std::printf("  %-44s %12.1f %12.3f %10s\n", "echo", echo_wall * 1e3, echo_rate / 1e9, "1.00");
+    const struct {
+      const char* label;
+      double kernel_factor;
+    } rows[] = {{"service Run, wall (kernel included)", 0},
+                {"service Run, minus the server's kernel median", 1}};
+    for (const auto& row : rows) {
+      const double wall = Percentile(Walls(large_run, row.kernel_factor), 0.5);
+      const double rate = bytes / wall;
+      std::printf("  %-44s %12.1f %12.3f %10.2f\n", row.label, wall * 1e3, rate / 1e9,
+                  rate / echo_rate);
+    }
+    std::vector<double> k;
+    for (const Sample& s : large_run) k.push_back(s.kernel);
+    std::printf("  server-reported kernel median: %.1f ms (target: rate >= 0.9x echo)\n",
+                Percentile(k, 0.5) * 1e3);
+  }
+
+  if (failures > 0) {
+    std::printf("FAILED: %d path(s) did not answer OK\n", failures);
+    return 1;
+  }
+  std::printf("OK: service and echo answered every call\n");
+  return 0;
+}
