@@ -58,21 +58,6 @@ v1::BenchmarkReport RunBenchmark(client::KernelEvalClient& c, v1::BenchmarkReque
   return report;
 }
 
-v1::SuiteDefinition SmallSuite(v1::DType dtype, std::vector<int> batches, int hidden) {
-  v1::SuiteDefinition s;
-  s.set_name("small");
-  s.set_dtype(dtype);
-  s.set_mode(v1::MODE_OUTPUT);
-  s.set_eps(1e-6);
-  s.add_axes()->set_name("batch_size");
-  v1::Axis* h = s.add_axes();
-  h->set_name("hidden_size");
-  h->set_is_const(true);
-  h->set_value(hidden);
-  for (int b : batches) (*s.add_workloads()->mutable_axes())["batch_size"] = b;
-  return s;
-}
-
 TEST(Ranking, WrongImplementationsAreCaughtAndNotRanked) {
   std::vector<std::unique_ptr<server::Backend>> backends;
   backends.push_back(std::make_unique<server::CpuBackend>("cpu", WithFaultyImplementations()));

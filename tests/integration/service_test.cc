@@ -26,26 +26,6 @@ RunRequest MakeRequest(v1::DType dtype, v1::Mode mode, std::int64_t batch, std::
   return r;
 }
 
-// The same operation computed here, on the request's bytes.
-void ComputeLocally(const RunRequest& r, std::string* out, std::string* res) {
-  const DType dtype = *server::DTypeFromProto(r.hidden_states().dtype(), "dtype");
-  const Mode mode = *server::ModeFromProto(r.mode(), "mode");
-  FusedAddRmsNormArgs a;
-  a.dtype = dtype;
-  a.mode = mode == Mode::kInPlace ? Mode::kOutputAndResidual : mode;
-  a.batch = r.hidden_states().shape(0);
-  a.hidden = r.hidden_states().shape(1);
-  a.eps = r.has_eps() ? static_cast<float>(r.eps()) : 1e-6f;
-  a.hidden_states = r.hidden_states().data().data();
-  a.residual = r.residual().data().data();
-  a.weight = r.weight().data().data();
-  out->assign(r.hidden_states().data().size(), '\0');
-  res->assign(WritesResidual(mode) ? r.residual().data().size() : 0, '\0');
-  a.output = out->data();
-  a.residual_out = WritesResidual(mode) ? res->data() : nullptr;
-  FusedAddRmsNormCpu(a);
-}
-
 class ServiceTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { server_ = new TestServer(StartServer()); }

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "client/kerneleval_client.h"
+#include "request_helpers.h"
 #include "server/cpu_backend.h"
 #include "server/server.h"
 
