@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -46,6 +47,18 @@ std::vector<CpuImplementation> BuiltinCpuImplementations() {
        [](const FusedAddRmsNormArgs& args, void*) { FusedAddRmsNormCpu(args); }},
       {"cpu_unfused", "Two host passes (add, then RMSNorm), the sum rounded in between",
        [](const FusedAddRmsNormArgs& args, void* scratch) { UnfusedAddRmsNormCpu(args, scratch); }},
+  };
+}
+
+std::vector<CpuImplementation> ProcessFaultImplementations() {
+  return {
+      {"fault_crash", "Test only: aborts the device host process (a crashed device)",
+       [](const FusedAddRmsNormArgs&, void*) { std::abort(); }, true},
+      {"fault_hang", "Test only: never returns (a hung device)",
+       [](const FusedAddRmsNormArgs&, void*) {
+         for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+       },
+       true},
   };
 }
 

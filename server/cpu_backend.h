@@ -22,6 +22,11 @@ struct CpuImplementation {
 // cpu_fused (the default) and cpu_unfused (two passes, the sum rounded in between).
 std::vector<CpuImplementation> BuiltinCpuImplementations();
 
+// Test only, for CPU devices in a device host process: fault_crash aborts the process and
+// fault_hang never returns, so that the server's handling of a dead or hung device runs
+// without a GPU.
+std::vector<CpuImplementation> ProcessFaultImplementations();
+
 class CpuBackend final : public Backend {
  public:
   // `name` is "cpu" or "cpu:N". `copy_buffer_bytes` sizes the copy-bandwidth measurement.

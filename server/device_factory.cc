@@ -1,9 +1,12 @@
 #include "server/device_factory.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "server/cpu_backend.h"
+#include "server/process_backend.h"
+#include "server/status_macros.h"
 #ifdef KERNELEVAL_HAVE_CUDA
 #include "server/cuda_backend.h"
 #endif
@@ -11,34 +14,39 @@
 namespace kerneleval::server {
 namespace {
 
-void AddCpu(int cpu_devices, std::vector<std::unique_ptr<Backend>>* out) {
+void AddCpuNames(int cpu_devices, std::vector<std::string>* out) {
   if (cpu_devices <= 1) {
-    out->push_back(std::make_unique<CpuBackend>("cpu"));
+    out->push_back("cpu");
     return;
   }
-  for (int i = 0; i < cpu_devices; ++i) {
-    out->push_back(std::make_unique<CpuBackend>(absl::StrCat("cpu:", i)));
-  }
+  for (int i = 0; i < cpu_devices; ++i) out->push_back(absl::StrCat("cpu:", i));
 }
 
-absl::Status AddCuda(int ordinal, bool fault_injection,
-                     std::vector<std::unique_ptr<Backend>>* out) {
+absl::Status AddCudaName(int ordinal, std::vector<std::string>* out) {
 #ifdef KERNELEVAL_HAVE_CUDA
   const int count = CudaDeviceCount();
   if (ordinal < 0 || ordinal >= count) {
     return absl::NotFoundError(absl::StrCat("--device: cuda:", ordinal, " not found (", count,
                                             " CUDA device(s) visible)"));
   }
-  std::vector<CudaImplementation> impls = BuiltinCudaImplementations();
-  if (fault_injection) impls.push_back(FaultInjectionImplementation());
-  out->push_back(std::make_unique<CudaBackend>(ordinal, std::move(impls)));
+  out->push_back(absl::StrCat("cuda:", ordinal));
   return absl::OkStatus();
 #else
   (void)ordinal;
-  (void)fault_injection;
   (void)out;
   return absl::FailedPreconditionError("--device: this build has no CUDA support");
 #endif
+}
+
+absl::Status AddAllCudaNames(std::vector<std::string>* out) {
+  const int gpus = CudaDeviceCount();
+  if (gpus == 0) return absl::NotFoundError("--device: cuda requested but no GPU is visible");
+  for (int i = 0; i < gpus; ++i) RETURN_IF_ERROR(AddCudaName(i, out));
+  return absl::OkStatus();
+}
+
+bool IsCpuName(absl::string_view device) {
+  return device == "cpu" || absl::StartsWith(device, "cpu:");
 }
 
 }  // namespace
@@ -51,45 +59,81 @@ int CudaDeviceCount() {
 #endif
 }
 
-absl::StatusOr<std::vector<std::unique_ptr<Backend>>> CreateBackends(const std::string& spec,
-                                                                     int cpu_devices,
-                                                                     bool fault_injection) {
+absl::StatusOr<std::vector<std::string>> ResolveDevices(const std::string& spec, int cpu_devices) {
+  std::vector<std::string> out;
+  if (spec == "auto" || spec.empty()) {
+    if (CudaDeviceCount() == 0) {
+      AddCpuNames(cpu_devices, &out);
+    } else {
+      RETURN_IF_ERROR(AddAllCudaNames(&out));
+    }
+    return out;
+  }
+  for (absl::string_view part : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
+    int ordinal = -1;
+    if (part == "cpu") {
+      AddCpuNames(cpu_devices, &out);
+    } else if (part == "cuda") {
+      RETURN_IF_ERROR(AddAllCudaNames(&out));
+    } else if (absl::StartsWith(part, "cuda:") && absl::SimpleAtoi(part.substr(5), &ordinal)) {
+      RETURN_IF_ERROR(AddCudaName(ordinal, &out));
+    } else if (absl::StartsWith(part, "cuda:")) {
+      return absl::InvalidArgumentError(absl::StrCat("--device: bad device '", part, "'"));
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--device: unknown device '", part, "' (auto, cpu, cuda, cuda:N)"));
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const std::string& device,
+                                                       bool fault_injection, bool in_device_host) {
 #ifndef KERNELEVAL_FAULT_INJECTION
   if (fault_injection) {
     return absl::FailedPreconditionError(
         "--enable-fault-injection: this build does not allow fault injection");
   }
 #endif
-  std::vector<std::unique_ptr<Backend>> out;
-  if (spec == "auto" || spec.empty()) {
-    const int gpus = CudaDeviceCount();
-    if (gpus == 0) {
-      AddCpu(cpu_devices, &out);
-    } else {
-      for (int i = 0; i < gpus; ++i) {
-        if (absl::Status s = AddCuda(i, fault_injection, &out); !s.ok()) return s;
-      }
+  if (IsCpuName(device)) {
+    std::vector<CpuImplementation> impls = BuiltinCpuImplementations();
+    if (fault_injection && in_device_host) {
+      for (CpuImplementation& fault : ProcessFaultImplementations()) impls.push_back(fault);
     }
-    return out;
+    return std::make_unique<CpuBackend>(device, std::move(impls));
   }
-  for (absl::string_view part : absl::StrSplit(spec, ',', absl::SkipEmpty())) {
-    if (part == "cpu") {
-      AddCpu(cpu_devices, &out);
-    } else if (part == "cuda") {
-      const int gpus = CudaDeviceCount();
-      if (gpus == 0) return absl::NotFoundError("--device: cuda requested but no GPU is visible");
-      for (int i = 0; i < gpus; ++i) {
-        if (absl::Status s = AddCuda(i, fault_injection, &out); !s.ok()) return s;
-      }
-    } else if (absl::StartsWith(part, "cuda:")) {
-      int ordinal = -1;
-      if (!absl::SimpleAtoi(part.substr(5), &ordinal)) {
-        return absl::InvalidArgumentError(absl::StrCat("--device: bad device '", part, "'"));
-      }
-      if (absl::Status s = AddCuda(ordinal, fault_injection, &out); !s.ok()) return s;
+  int ordinal = -1;
+  if (!absl::StartsWith(device, "cuda:") || !absl::SimpleAtoi(device.substr(5), &ordinal)) {
+    return absl::InvalidArgumentError(absl::StrCat("--device: bad device '", device, "'"));
+  }
+#ifdef KERNELEVAL_HAVE_CUDA
+  std::vector<CudaImplementation> impls = BuiltinCudaImplementations();
+  if (fault_injection) impls.push_back(FaultInjectionImplementation());
+  return std::make_unique<CudaBackend>(ordinal, std::move(impls));
+#else
+  return absl::FailedPreconditionError("--device: this build has no CUDA support");
+#endif
+}
+
+absl::StatusOr<std::vector<std::unique_ptr<Backend>>> CreateBackends(
+    const std::string& spec, int cpu_devices, const BackendOptions& options) {
+  ASSIGN_OR_RETURN(const std::vector<std::string> devices, ResolveDevices(spec, cpu_devices));
+  std::vector<std::unique_ptr<Backend>> out;
+  for (const std::string& device : devices) {
+    const bool isolate = options.isolation == DeviceIsolation::kProcess ||
+                         (options.isolation == DeviceIsolation::kAuto && !IsCpuName(device));
+    if (isolate) {
+      DeviceHostOptions host;
+      host.executable = options.device_host_path;
+      host.fault_injection = options.fault_injection;
+      host.call_timeout_seconds = options.device_call_timeout_seconds;
+      ASSIGN_OR_RETURN(std::unique_ptr<ProcessBackend> backend,
+                       ProcessBackend::Launch(device, host));
+      out.push_back(std::move(backend));
     } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--device: unknown device '", part, "' (auto, cpu, cuda, cuda:N)"));
+      ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
+                       CreateBackend(device, options.fault_injection));
+      out.push_back(std::move(backend));
     }
   }
   return out;

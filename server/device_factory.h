@@ -1,5 +1,6 @@
 // Backends from a device specification: "auto" (every GPU, else the CPU), "cpu", "cuda"
-// (every GPU), or a list such as "cuda:0,cuda:2".
+// (every GPU), or a list such as "cuda:0,cuda:2". Each device runs in this process on its
+// worker thread, or in a device host process of its own (see process_backend.h).
 #pragma once
 
 #include <memory>
@@ -11,11 +12,36 @@
 
 namespace kerneleval::server {
 
-// NOT_FOUND naming `--device` for a GPU that is not there; FAILED_PRECONDITION for "cuda"
-// in a build without CUDA, and for fault injection in a build that does not allow it.
-absl::StatusOr<std::vector<std::unique_ptr<Backend>>> CreateBackends(const std::string& spec,
-                                                                     int cpu_devices,
-                                                                     bool fault_injection = false);
+enum class DeviceIsolation {
+  kThread,   // the backend lives in the server process
+  kProcess,  // the backend lives in a kerneleval-device-host child, replaced after a fault
+  kAuto,     // kProcess for GPUs (a sticky CUDA fault needs a new process), kThread for CPUs
+};
+
+struct BackendOptions {
+  // Registers test-only implementations that fault on purpose. Refused unless the build
+  // allows it (KERNELEVAL_FAULT_INJECTION).
+  bool fault_injection = false;
+  DeviceIsolation isolation = DeviceIsolation::kThread;
+  std::string device_host_path;  // the kerneleval-device-host executable (kProcess)
+  // A call a device host has not answered after this long counts as a hung device.
+  double device_call_timeout_seconds = 300;
+};
+
+// The device names a specification stands for ("cpu", "cpu:N", "cuda:N"). NOT_FOUND
+// naming `--device` for a GPU that is not there; FAILED_PRECONDITION for "cuda" in a build
+// without CUDA.
+absl::StatusOr<std::vector<std::string>> ResolveDevices(const std::string& spec, int cpu_devices);
+
+// One backend for `device` in this process. `in_device_host` adds the fault implementations
+// that end the process (fault_crash, fault_hang) to CPU devices: they only make sense where
+// a crash takes down a device host rather than the server.
+absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const std::string& device,
+                                                       bool fault_injection,
+                                                       bool in_device_host = false);
+
+absl::StatusOr<std::vector<std::unique_ptr<Backend>>> CreateBackends(
+    const std::string& spec, int cpu_devices, const BackendOptions& options = {});
 
 // Number of CUDA devices visible (0 without CUDA, a driver or a GPU).
 int CudaDeviceCount();

@@ -23,6 +23,16 @@ absl::StatusOr<DeviceWorker*> DeviceSet::Find(const std::string& name, const cha
       absl::StrCat(field, ": device '", name, "' not found (available: ", Names(), ")"));
 }
 
+absl::StatusOr<DeviceWorker*> DeviceSet::FindHealthy(const std::string& name,
+                                                     const char* field) const {
+  absl::StatusOr<DeviceWorker*> found = Find(name, field);
+  if (found.ok() && !(*found)->backend().Healthy()) {
+    return absl::UnavailableError(
+        absl::StrCat(field, ": device '", name, "' is recovering from a fault; retry shortly"));
+  }
+  return found;
+}
+
 absl::StatusOr<DeviceWorker*> DeviceSet::LeastLoaded(const std::string& kind) const {
   DeviceWorker* best = nullptr;
   std::size_t best_load = 0;
@@ -35,7 +45,11 @@ absl::StatusOr<DeviceWorker*> DeviceSet::LeastLoaded(const std::string& kind) co
       best_load = load;
     }
   }
-  if (best == nullptr) return absl::UnavailableError("no healthy device");
+  if (best == nullptr) {
+    return absl::UnavailableError(
+        "no healthy device: every device is recovering from a fault; retry when readiness is "
+        "SERVING");
+  }
   return best;
 }
 

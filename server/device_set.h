@@ -16,6 +16,9 @@ class DeviceSet {
 
   // By name; NOT_FOUND naming `field` and the devices that exist.
   absl::StatusOr<DeviceWorker*> Find(const std::string& name, const char* field) const;
+  // Find() for new work: UNAVAILABLE while the device recovers from a fault (work it had
+  // already accepted waits for it instead).
+  absl::StatusOr<DeviceWorker*> FindHealthy(const std::string& name, const char* field) const;
   // The healthy device with the fewest queued + running jobs (first on ties); `kind`
   // restricts to "cpu" or "cuda" when not empty.
   absl::StatusOr<DeviceWorker*> LeastLoaded(const std::string& kind = "") const;

@@ -79,7 +79,7 @@ absl::Status Admit(const ServiceState& state, const grpc::CallbackServerContext*
   if (state.draining.load()) {
     return absl::UnavailableError("server is shutting down and accepts no new requests");
   }
-  if (needs_ready && !state.ready.load()) {
+  if (needs_ready && !state.warmed.load()) {
     return absl::UnavailableError("server is warming up; retry when readiness is SERVING");
   }
   return absl::OkStatus();
@@ -267,7 +267,7 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<v1::BenchmarkEven
       }
       devices = state_->devices->OfKind(kind);
     } else if (!req.device().empty()) {
-      ASSIGN_OR_RETURN(DeviceWorker * d, state_->devices->Find(req.device(), "device"));
+      ASSIGN_OR_RETURN(DeviceWorker * d, state_->devices->FindHealthy(req.device(), "device"));
       devices.push_back(d);
     } else {
       ASSIGN_OR_RETURN(DeviceWorker * d, state_->devices->LeastLoaded());
@@ -508,7 +508,7 @@ grpc::ServerUnaryReactor* KernelEvalService::Run(grpc::CallbackServerContext* co
 
   absl::StatusOr<DeviceWorker*> device = request->device().empty()
                                              ? state_->devices->LeastLoaded()
-                                             : state_->devices->Find(request->device(), "device");
+                                             : state_->devices->FindHealthy(request->device(), "device");
   if (!device.ok()) return fail(device.status());
   std::string impl = request->implementation();
   if (impl.empty()) {

@@ -20,6 +20,9 @@ struct ServiceState {
   RequestLimits limits;
   std::string auth_token;  // empty: no authentication
   std::atomic<bool> ready{false};
+  // Every device has warmed up: work is admitted from then on. Readiness also drops while
+  // a device recovers from a fault, but healthy devices keep serving meanwhile.
+  std::atomic<bool> warmed{false};
   std::atomic<bool> draining{false};
 };
 

@@ -35,6 +35,13 @@ std::string DefaultSuitesDir() {
   return "";
 }
 
+// The device host ships next to the server binary.
+std::string DefaultDeviceHost() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "kerneleval-device-host" : (exe.parent_path() / "kerneleval-device-host").string();
+}
+
 bool WritePortFile(const std::string& path, int grpc_port, int metrics_port) {
   const std::string tmp = path + ".tmp";
   {
@@ -101,10 +108,28 @@ int main(int argc, char** argv) {
                "a replayed CUDA graph (H200): use this for graph-replay benchmarks");
   app.add_flag("--enable-fault-injection", o.enable_fault_injection,
                "Register test-only implementations that fault on purpose (device recovery tests)");
+  std::string isolation = "auto";
+  app.add_option("--device-isolation", isolation,
+                 "process: each device in a kerneleval-device-host child, replaced after a fault "
+                 "(a sticky CUDA fault cannot be repaired in-process); thread: in this process; "
+                 "auto: process for GPUs, thread for CPUs")
+      ->check(CLI::IsMember({"auto", "process", "thread"}))
+      ->capture_default_str();
+  o.device_host_path = DefaultDeviceHost();
+  app.add_option("--device-host", o.device_host_path, "The kerneleval-device-host executable")
+      ->capture_default_str();
+  app.add_option("--device-call-timeout-seconds", o.device_call_timeout_seconds,
+                 "A device host call unanswered this long counts as a hung device; the host is "
+                 "replaced (process isolation)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--port-file", port_file,
                  "Write {\"grpc_port\":N,\"metrics_port\":M} here once listening");
   CLI11_PARSE(app, argc, argv);
   o.limits.max_tensor_bytes = max_tensor_bytes;
+  o.device_isolation = isolation == "process"  ? kerneleval::server::DeviceIsolation::kProcess
+                       : isolation == "thread" ? kerneleval::server::DeviceIsolation::kThread
+                                               : kerneleval::server::DeviceIsolation::kAuto;
   if (disable_cupti) setenv("KERNELEVAL_DISABLE_CUPTI", "1", 1);
 
   if (!token_file.empty()) {

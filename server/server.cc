@@ -94,7 +94,10 @@ struct KernelEvalServer::Impl {
     metrics.SetDevice(d);
     std::lock_guard<std::mutex> lock(mu);
     if (status.ok()) ++healthy_devices;
-    if (--warm_pending == 0 && !shut_down && healthy_devices > 0) SetReady(true);
+    if (--warm_pending == 0 && !shut_down && healthy_devices > 0) {
+      state.warmed.store(true);
+      SetReady(true);
+    }
     cv.notify_all();
   }
 
@@ -141,8 +144,12 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   Impl* s = impl.get();
   s->options = options;
   if (backends.empty()) {
-    auto created =
-        CreateBackends(options.device, options.cpu_devices, options.enable_fault_injection);
+    BackendOptions backend_options;
+    backend_options.fault_injection = options.enable_fault_injection;
+    backend_options.isolation = options.device_isolation;
+    backend_options.device_host_path = options.device_host_path;
+    backend_options.device_call_timeout_seconds = options.device_call_timeout_seconds;
+    auto created = CreateBackends(options.device, options.cpu_devices, backend_options);
     if (!created.ok()) return created.status();
     backends = std::move(*created);
   }

@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "server/backend.h"
+#include "server/device_factory.h"
 #include "server/request_validation.h"
 
 namespace kerneleval::server {
@@ -30,6 +31,11 @@ struct ServerOptions {
   // Registers test-only implementations that fault on purpose (CUDA: an illegal address).
   // Refused unless the build allows it (KERNELEVAL_FAULT_INJECTION).
   bool enable_fault_injection = false;
+  // Where each device runs: in this process, or in a kerneleval-device-host child that is
+  // replaced after a fault (process_backend.h).
+  DeviceIsolation device_isolation = DeviceIsolation::kThread;
+  std::string device_host_path;  // the kerneleval-device-host executable
+  double device_call_timeout_seconds = 300;
 };
 
 class KernelEvalServer {

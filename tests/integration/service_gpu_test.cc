@@ -1,7 +1,12 @@
 // The service end to end on cuda:0: Run and Benchmark through the client library against
-// a real server. Skipped where no GPU is present.
+// a real server, with the device in the server process and in a device host process; and
+// the CUDA fault path: an illegal address in a device host, the host replaced, the device
+// serving again. Skipped where no GPU is present.
+#include <chrono>
 #include <cmath>
+#include <map>
 #include <random>
+#include <thread>
 
 #include "client/tensors.h"
 #include "server/device_factory.h"
@@ -10,29 +15,35 @@
 namespace kerneleval::testing {
 namespace {
 
-class ServiceGpuTest : public ::testing::Test {
+// One server per isolation, started by the first test that needs it.
+class ServiceGpuTest : public ::testing::TestWithParam<server::DeviceIsolation> {
  protected:
-  static void SetUpTestSuite() {
-    if (server::CudaDeviceCount() == 0) return;
-    server::ServerOptions o = LoopbackOptions();
-    o.device = "cuda:0";
-    server_ = new TestServer(StartServer(o));
-  }
   static void TearDownTestSuite() {
-    delete server_;
-    server_ = nullptr;
+    for (auto& [isolation, server] : servers_) delete server;
+    servers_.clear();
   }
   void SetUp() override {
     if (server::CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device visible: GPU test skipped";
-    ASSERT_NE(server_, nullptr);
+    TestServer*& server = servers_[GetParam()];
+    if (server == nullptr) {
+      server::ServerOptions o = LoopbackOptions();
+      o.device = "cuda:0";
+      o.device_isolation = GetParam();
+      o.device_host_path = KERNELEVAL_TEST_DEVICE_HOST;
+      o.enable_fault_injection = true;
+      server = new TestServer(StartServer(o));
+    }
+    server_ = server;
     ASSERT_NE(server_->client, nullptr);
   }
   client::KernelEvalClient& client() { return *server_->client; }
-  static TestServer* server_;
-};
-TestServer* ServiceGpuTest::server_ = nullptr;
 
-TEST_F(ServiceGpuTest, RunMatchesTheReferenceForEveryDtypeAndMode) {
+  TestServer* server_ = nullptr;
+  static std::map<server::DeviceIsolation, TestServer*> servers_;
+};
+std::map<server::DeviceIsolation, TestServer*> ServiceGpuTest::servers_;
+
+TEST_P(ServiceGpuTest, RunMatchesTheReferenceForEveryDtypeAndMode) {
   std::uint64_t seed = 11;
   for (v1::DType dtype : {v1::DTYPE_BF16, v1::DTYPE_FP16, v1::DTYPE_FP32}) {
     for (v1::Mode mode : {v1::MODE_OUTPUT, v1::MODE_OUTPUT_AND_RESIDUAL, v1::MODE_IN_PLACE}) {
@@ -62,7 +73,7 @@ TEST_F(ServiceGpuTest, RunMatchesTheReferenceForEveryDtypeAndMode) {
   }
 }
 
-TEST_F(ServiceGpuTest, BenchmarkTheSuiteColdAndInGraphReplay) {
+TEST_P(ServiceGpuTest, BenchmarkTheSuiteColdAndInGraphReplay) {
   for (bool graph : {false, true}) {
     SCOPED_TRACE(graph ? "graph" : "cold");
     v1::BenchmarkRequest req;
@@ -98,6 +109,55 @@ TEST_F(ServiceGpuTest, BenchmarkTheSuiteColdAndInGraphReplay) {
     EXPECT_GT(env.device().peak_bytes_per_second(), 0);
   }
 }
+
+bool WaitForReadiness(const client::KernelEvalClient& client, bool want) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool serving = !want;
+    if (client.HealthCheck("readiness", &serving).ok() && serving == want) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+// A sticky CUDA fault, three times over: each time the faulting call answers INTERNAL,
+// readiness drops, the host process is replaced and cuda:0 computes correctly again. In
+// the server process this cannot work on current drivers (cudaDeviceReset, then
+// cudaErrorDevicesUnavailable), so only the device host isolation is tested.
+TEST_P(ServiceGpuTest, IllegalAddressReplacesTheDeviceHost) {
+  if (GetParam() != server::DeviceIsolation::kProcess) GTEST_SKIP() << "device host only";
+  v1::RunRequest fault;
+  *fault.mutable_hidden_states() = client::RandomTensor(v1::DTYPE_BF16, {4, 2048}, 1);
+  *fault.mutable_residual() = client::RandomTensor(v1::DTYPE_BF16, {4, 2048}, 2);
+  *fault.mutable_weight() = client::RandomTensor(v1::DTYPE_BF16, {2048}, 3);
+  fault.set_implementation("fault_illegal_address");
+  v1::RunRequest good = fault;
+  good.clear_implementation();
+  good.set_check_correctness(true);
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    v1::RunResponse resp;
+    const grpc::Status s = client().Run(fault, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
+    EXPECT_NE(s.error_message().find("cudaErrorIllegalAddress"), std::string::npos)
+        << s.error_message();
+    bool serving = true;
+    ASSERT_TRUE(client().HealthCheck("readiness", &serving).ok());
+    EXPECT_FALSE(serving);
+    ASSERT_TRUE(WaitForReadiness(client(), true));
+    const grpc::Status ok = client().Run(good, &resp);
+    ASSERT_TRUE(ok.ok()) << ok.error_message();
+    EXPECT_TRUE(resp.correctness().passed()) << resp.correctness().detail();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isolation, ServiceGpuTest,
+                         ::testing::Values(server::DeviceIsolation::kThread,
+                                           server::DeviceIsolation::kProcess),
+                         [](const auto& info) {
+                           return info.param == server::DeviceIsolation::kThread ? "InProcess"
+                                                                                 : "DeviceHost";
+                         });
 
 }  // namespace
 }  // namespace kerneleval::testing

@@ -68,6 +68,9 @@ struct Options {
   int large_iterations = 12;
   int64_t large_batch = 16254;
   int hidden = 2048;
+  std::string device;                // empty: one in-process CPU backend
+  std::string isolation = "thread";  // thread | process (--device only)
+  std::string device_host;           // kerneleval-device-host, for process isolation
 };
 
 bool ParseInt(const char* text, int64_t* value) {
@@ -94,10 +97,19 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       o->large_iterations = static_cast<int>(v);
     } else if (arg == "--large-batch" && next(&v)) {
       o->large_batch = v;
+    } else if (arg == "--device" && i + 1 < argc) {
+      o->device = argv[++i];
+    } else if (arg == "--isolation" && i + 1 < argc &&
+               (std::string(argv[i + 1]) == "thread" || std::string(argv[i + 1]) == "process")) {
+      o->isolation = argv[++i];
+    } else if (arg == "--device-host" && i + 1 < argc) {
+      o->device_host = argv[++i];
     } else {
       std::fprintf(stderr,
                    "usage: rpc_overhead_bench [--quick] [--small-iterations N] "
-                   "[--large-iterations N] [--large-batch B]\n");
+                   "[--large-iterations N] [--large-batch B]\n"
+                   "                          [--device cuda:0 [--isolation thread|process "
+                   "--device-host PATH]]\n");
       return false;
     }
   }
@@ -201,7 +213,16 @@ int main(int argc, char** argv) {
   server_options.metrics_listen = "";
   server_options.max_message_bytes = kMaxMessageBytes;
   std::vector<std::unique_ptr<kerneleval::server::Backend>> backends;
-  backends.push_back(std::make_unique<kerneleval::server::CpuBackend>("cpu"));
+  if (opt.device.empty()) {
+    backends.push_back(std::make_unique<kerneleval::server::CpuBackend>("cpu"));
+  } else {
+    // The device as the server binary runs it, in this process or in a device host.
+    server_options.device = opt.device;
+    server_options.device_isolation = opt.isolation == "process"
+                                          ? kerneleval::server::DeviceIsolation::kProcess
+                                          : kerneleval::server::DeviceIsolation::kThread;
+    server_options.device_host_path = opt.device_host;
+  }
   auto started = kerneleval::server::KernelEvalServer::Start(server_options, std::move(backends));
   if (!started.ok()) {
     std::fprintf(stderr, "server: %s\n", started.status().ToString().c_str());
@@ -325,6 +346,9 @@ int main(int argc, char** argv) {
     std::printf("FAILED: %d path(s) did not answer OK\n", failures);
     return 1;
   }
+  std::printf("device: %s, isolation: %s\n",
+              opt.device.empty() ? "cpu (in-process)" : opt.device.c_str(),
+              opt.device.empty() ? "thread" : opt.isolation.c_str());
   std::printf("OK: service and echo answered every call\n");
   return 0;
 }

@@ -1,0 +1,112 @@
+#include "server/device_host.h"
+
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "kerneleval/internal/device_host.pb.h"
+#include "server/device_host_channel.h"
+
+namespace kerneleval::server {
+namespace {
+
+void ToProto(const absl::Status& status, internal::HostStatus* out) {
+  out->set_code(static_cast<int>(status.code()));
+  out->set_message(std::string(status.message()));
+}
+
+// The slot's bytes, or null when absent; false when it lies outside the region.
+bool SlotPointer(const internal::Slot& slot, SharedRegion& region, unsigned char** out) {
+  *out = nullptr;
+  if (slot.bytes() == 0) return true;
+  if (slot.offset() > region.data_bytes() || slot.bytes() > region.data_bytes() - slot.offset()) {
+    return false;
+  }
+  *out = region.data() + slot.offset();
+  return true;
+}
+
+absl::StatusOr<Measurement> Run(Backend& backend, SharedRegion& region,
+                                const internal::MeasureCall& call) {
+  if (absl::Status s = region.MapSize(call.region_bytes()); !s.ok()) return s;
+  unsigned char *hidden_states, *residual, *weight, *output, *residual_out;
+  if (!SlotPointer(call.hidden_states(), region, &hidden_states) ||
+      !SlotPointer(call.residual(), region, &residual) ||
+      !SlotPointer(call.weight(), region, &weight) ||
+      !SlotPointer(call.output(), region, &output) ||
+      !SlotPointer(call.residual_out(), region, &residual_out)) {
+    return absl::InternalError("device host: a tensor lies outside the shared region");
+  }
+  Problem problem;
+  problem.dtype = static_cast<DType>(call.dtype());
+  problem.mode = static_cast<Mode>(call.mode());
+  problem.batch = call.batch();
+  problem.hidden = call.hidden();
+  problem.eps = call.eps();
+  MeasureOptions options;
+  options.warmup = call.warmup();
+  options.repetitions = call.repetitions();
+  options.adaptive.enabled = call.adaptive();
+  options.adaptive.min_samples = call.adaptive_min_samples();
+  options.adaptive.max_samples = call.adaptive_max_samples();
+  options.adaptive.target_relative_spread = call.adaptive_target_relative_spread();
+  options.adaptive.max_seconds = call.adaptive_max_seconds();
+  options.cold = call.cold();
+  options.graph = call.graph();
+  options.graph_calls = call.graph_calls();
+  options.rotate_inputs = call.rotate_inputs();
+  options.timer = call.timer();
+  options.should_stop = [&region] { return region.stop_flag().load() != 0; };
+  return backend.Measure(problem, HostInputs{hidden_states, residual, weight},
+                         HostOutputs{output, residual_out}, call.implementation(), options);
+}
+
+}  // namespace
+
+int ServeDeviceHost(Backend& backend, int channel_fd, int region_fd) {
+  HostChannel channel(channel_fd);
+  SharedRegion region = SharedRegion::Adopt(region_fd);
+
+  internal::HostIdentity identity;
+  *identity.mutable_device() = backend.Describe();
+  for (v1::Implementation& impl : backend.Implementations()) {
+    *identity.add_implementations() = std::move(impl);
+  }
+  identity.set_driver_version(backend.DriverVersion());
+  identity.set_runtime_version(backend.RuntimeVersion());
+  if (!channel.Send(identity).ok()) return 1;
+
+  internal::HostReady ready;
+  const absl::Status warm = backend.WarmUp();
+  ToProto(warm, ready.mutable_warm_up());
+  ready.set_copy_bytes_per_second(backend.MeasuredCopyBandwidth());
+  ready.set_timer_status(backend.TimerStatus());
+  if (!channel.Send(ready).ok() || !warm.ok()) return 1;
+
+  for (;;) {
+    internal::MeasureCall call;
+    const absl::Status received = channel.Receive(&call);
+    if (received.code() == absl::StatusCode::kUnavailable) return 0;  // the server is done
+    if (!received.ok()) {
+      std::cerr << "kerneleval-device-host " << backend.name() << ": " << received << "\n";
+      return 1;
+    }
+    internal::MeasureReply reply;
+    absl::StatusOr<Measurement> m = Run(backend, region, call);
+    ToProto(m.status(), reply.mutable_status());
+    if (m.ok()) {
+      for (double s : m->samples_seconds) reply.add_samples_seconds(s);
+      reply.set_timer(m->timer);
+      reply.set_timer_note(m->timer_note);
+      reply.set_stopped_early(m->stopped_early);
+    }
+    reply.set_healthy(backend.Healthy());
+    if (!channel.Send(reply).ok()) return 1;
+    if (!reply.healthy()) {
+      std::cerr << "kerneleval-device-host " << backend.name()
+                << ": the device faulted; exiting so that the server starts a new host\n";
+      return 3;
+    }
+  }
+}
+
+}  // namespace kerneleval::server

@@ -1,0 +1,42 @@
+// kerneleval-device-host: one device, served to kerneleval-server over descriptors it
+// inherits. Started by the server (process_backend.cc), never by hand.
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "server/device_factory.h"
+#include "server/device_host.h"
+
+int main(int argc, char** argv) {
+  // The server decides when a host ends, by closing its channel after draining.
+  signal(SIGINT, SIG_IGN);
+  signal(SIGTERM, SIG_IGN);
+
+  std::string device;
+  int channel_fd = 3, region_fd = 4;
+  bool fault_injection = false;
+  CLI::App app{"kerneleval-device-host: serves one device to kerneleval-server"};
+  app.add_option("--device", device, "cpu | cpu:N | cuda:N")->required();
+  app.add_option("--channel-fd", channel_fd, "Inherited socket to the server")
+      ->capture_default_str();
+  app.add_option("--region-fd", region_fd, "Inherited shared tensor region")->capture_default_str();
+  app.add_flag("--enable-fault-injection", fault_injection,
+               "Register test-only implementations that fault on purpose");
+  CLI11_PARSE(app, argc, argv);
+  if (fault_injection) {
+    // fault_crash aborts on purpose: no core file for an expected crash.
+    const rlimit no_core{0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+  }
+
+  auto backend = kerneleval::server::CreateBackend(device, fault_injection,
+                                                   /*in_device_host=*/true);
+  if (!backend.ok()) {
+    std::cerr << "kerneleval-device-host: " << backend.status().message() << "\n";
+    return 2;
+  }
+  return kerneleval::server::ServeDeviceHost(**backend, channel_fd, region_fd);
+}

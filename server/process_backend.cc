@@ -1,0 +1,367 @@
+#include "server/process_backend.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "server/status_macros.h"
+#ifdef KERNELEVAL_HAVE_CUDA
+#include "server/nvml.h"
+#endif
+
+extern char** environ;
+
+namespace kerneleval::server {
+namespace {
+
+// Regions above this are given back after the call, so that one large request does not
+// keep its tensors' memory for the life of the host.
+constexpr std::size_t kKeptRegionBytes = std::size_t{64} << 20;
+constexpr std::size_t kSlotAlignment = 256;
+
+// Owns a descriptor that is not a channel (the host's end while spawning).
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ~ScopedFd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+// posix_spawn's attribute objects, destroyed on every path.
+struct SpawnAttributes {
+  SpawnAttributes() {
+    posix_spawn_file_actions_init(&actions);
+    posix_spawnattr_init(&attr);
+  }
+  ~SpawnAttributes() {
+    posix_spawn_file_actions_destroy(&actions);
+    posix_spawnattr_destroy(&attr);
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+};
+
+std::string DescribeExit(int status) {
+  if (WIFEXITED(status)) return absl::StrCat("exited with status ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const char* what = strsignal(sig);
+    return absl::StrCat("was killed by signal ", sig, " (", what ? what : "unknown", ")");
+  }
+  return "ended";
+}
+
+absl::Status FromProto(const internal::HostStatus& s) {
+  return absl::Status(static_cast<absl::StatusCode>(s.code()), s.message());
+}
+
+std::size_t Place(internal::Slot* slot, std::size_t bytes, std::size_t* used) {
+  const std::size_t offset = (*used + kSlotAlignment - 1) / kSlotAlignment * kSlotAlignment;
+  slot->set_offset(offset);
+  slot->set_bytes(bytes);
+  *used = offset + bytes;
+  return offset;
+}
+
+void FillCall(const Problem& problem, const std::string& impl, const MeasureOptions& options,
+              internal::MeasureCall* call) {
+  call->set_dtype(static_cast<int>(problem.dtype));
+  call->set_mode(static_cast<int>(problem.mode));
+  call->set_batch(problem.batch);
+  call->set_hidden(problem.hidden);
+  call->set_eps(problem.eps);
+  call->set_implementation(impl);
+  call->set_warmup(options.warmup);
+  call->set_repetitions(options.repetitions);
+  call->set_adaptive(options.adaptive.enabled);
+  call->set_adaptive_min_samples(options.adaptive.min_samples);
+  call->set_adaptive_max_samples(options.adaptive.max_samples);
+  call->set_adaptive_target_relative_spread(options.adaptive.target_relative_spread);
+  call->set_adaptive_max_seconds(options.adaptive.max_seconds);
+  call->set_cold(options.cold);
+  call->set_graph(options.graph);
+  call->set_graph_calls(options.graph_calls);
+  call->set_rotate_inputs(options.rotate_inputs);
+  call->set_timer(options.timer);
+}
+
+}  // namespace
+
+ProcessBackend::ProcessBackend(std::string name, DeviceHostOptions options)
+    : name_(std::move(name)), options_(std::move(options)) {}
+
+ProcessBackend::~ProcessBackend() { KillHost(); }
+
+absl::StatusOr<std::unique_ptr<ProcessBackend>> ProcessBackend::Launch(
+    const std::string& device, const DeviceHostOptions& options) {
+  std::unique_ptr<ProcessBackend> backend(new ProcessBackend(device, options));
+  RETURN_IF_ERROR(backend->Spawn());
+  return backend;
+}
+
+absl::Status ProcessBackend::Spawn() {
+  int fds[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+    return absl::InternalError(absl::StrCat("socketpair: ", std::strerror(errno)));
+  }
+  HostChannel channel(fds[0]);
+  ScopedFd host_end(fds[1]);
+  ASSIGN_OR_RETURN(SharedRegion region, SharedRegion::Create());
+  // Copies at 10 and above, so that dup2 onto 3 and 4 always clears close-on-exec (dup2
+  // onto the same number would not), and no other host inherits them.
+  ScopedFd host_channel(fcntl(host_end.get(), F_DUPFD_CLOEXEC, 10));
+  ScopedFd host_region(fcntl(region.fd(), F_DUPFD_CLOEXEC, 10));
+  if (host_channel.get() < 0 || host_region.get() < 0) {
+    return absl::InternalError(absl::StrCat("fcntl: ", std::strerror(errno)));
+  }
+
+  SpawnAttributes spawn;
+  posix_spawn_file_actions_adddup2(&spawn.actions, host_channel.get(), 3);
+  posix_spawn_file_actions_adddup2(&spawn.actions, host_region.get(), 4);
+  // Own process group: a terminal's Ctrl-C goes to the server, which drains and then
+  // closes the hosts' channels. Signals start unblocked (the server blocks them).
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&spawn.attr, &none);
+  posix_spawnattr_setpgroup(&spawn.attr, 0);
+  posix_spawnattr_setflags(&spawn.attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP);
+
+  std::vector<std::string> args = {options_.executable, "--device", name_, "--channel-fd", "3",
+                                   "--region-fd",       "4"};
+  if (options_.fault_injection) args.push_back("--enable-fault-injection");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, options_.executable.c_str(), &spawn.actions, &spawn.attr,
+                             argv.data(), environ);
+  if (rc != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--device-host: cannot start '", options_.executable, "': ", std::strerror(rc)));
+  }
+  channel_ = std::move(channel);
+  region_ = std::move(region);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pid_ = pid;
+  }
+  internal::HostIdentity identity;
+  const absl::Status s = channel_.Receive(&identity, absl::Seconds(options_.start_timeout_seconds));
+  if (!s.ok()) {
+    const std::string how = KillHost();
+    return absl::UnavailableError(
+        absl::StrCat(name_, ": the device host did not start (it ", how, "; ", s.message(), ")"));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  identity_ = std::move(identity);
+  return absl::OkStatus();
+}
+
+absl::Status ProcessBackend::AwaitReady() {
+  internal::HostReady ready;
+  absl::Status s = channel_.Receive(&ready, absl::Seconds(options_.start_timeout_seconds));
+  if (s.ok()) s = FromProto(ready.warm_up());
+  if (!s.ok()) {
+    const std::string how = KillHost();
+    return absl::Status(s.code(), absl::StrCat(name_, ": the device host did not warm up (it ", how,
+                                               "): ", s.message()));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ready_ = std::move(ready);
+  healthy_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status ProcessBackend::WarmUp() { return AwaitReady(); }
+
+absl::Status ProcessBackend::Recover() {
+  KillHost();
+  RETURN_IF_ERROR(Spawn());
+  RETURN_IF_ERROR(AwaitReady());
+  std::cerr << "kerneleval-server: " << name_ << ": new device host " << host_pid()
+            << " is serving\n";
+  return absl::OkStatus();
+}
+
+std::string ProcessBackend::KillHost(std::chrono::milliseconds grace) {
+  pid_t pid = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    healthy_ = false;
+    pid = std::exchange(pid_, 0);
+  }
+  channel_.Close();
+  if (pid == 0) return "was not running";
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) return DescribeExit(status);
+    if (r < 0) return "could not be waited for";
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  kill(pid, SIGKILL);
+  if (waitpid(pid, &status, 0) != pid) return "could not be waited for";
+  return absl::StrCat("did not exit and ", DescribeExit(status));
+}
+
+absl::Status ProcessBackend::HostLost(const std::string& during, const absl::Status& cause,
+                                      bool hung) {
+  ReportFault();  // readiness drops before the caller hears of it
+  const pid_t pid = host_pid();
+  // A hung host will not exit by itself.
+  const std::string how = KillHost(hung ? std::chrono::milliseconds(0) : std::chrono::seconds(2));
+  std::cerr << "kerneleval-server: " << name_ << ": device host " << pid << " " << how << " while "
+            << during << "\n";
+  return absl::InternalError(absl::StrCat(name_, ": the device host process ", how, " while ",
+                                          during, " (", cause.message(),
+                                          "); the device is being restarted"));
+}
+
+absl::StatusOr<Measurement> ProcessBackend::Measure(const Problem& problem,
+                                                    const HostInputs& inputs,
+                                                    const HostOutputs& outputs,
+                                                    const std::string& impl,
+                                                    const MeasureOptions& options) {
+  if (!Healthy()) {
+    return absl::UnavailableError(
+        absl::StrCat(name_, " is restarting its device host after a fault"));
+  }
+  internal::MeasureCall call;
+  FillCall(problem, impl, options, &call);
+  const std::size_t rows = problem.RowBytes();
+  std::size_t used = 0;
+  const std::size_t hs = Place(call.mutable_hidden_states(), rows, &used);
+  const std::size_t res = Place(call.mutable_residual(), rows, &used);
+  const std::size_t w = Place(call.mutable_weight(), problem.WeightBytes(), &used);
+  const bool want_out = outputs.output != nullptr;
+  const bool want_res = outputs.residual_out != nullptr && WritesResidual(problem.mode);
+  const std::size_t out = want_out ? Place(call.mutable_output(), rows, &used) : 0;
+  const std::size_t rout = want_res ? Place(call.mutable_residual_out(), rows, &used) : 0;
+  if (region_.data_bytes() < used) RETURN_IF_ERROR(region_.Resize(used));
+  unsigned char* data = region_.data();
+  std::memcpy(data + hs, inputs.hidden_states, rows);
+  std::memcpy(data + res, inputs.residual, rows);
+  std::memcpy(data + w, inputs.weight, problem.WeightBytes());
+  call.set_region_bytes(region_.total_bytes());
+  region_.stop_flag().store(0);
+
+  const std::string during = absl::StrCat("running ", impl);
+  if (absl::Status s = channel_.Send(call); !s.ok()) return HostLost(during, s, false);
+  internal::MeasureReply reply;
+  const absl::Status received =
+      channel_.Receive(&reply, absl::Seconds(options_.call_timeout_seconds), [&] {
+        if (options.should_stop && options.should_stop()) region_.stop_flag().store(1);
+      });
+  if (received.code() == absl::StatusCode::kDeadlineExceeded) {
+    return HostLost(
+        during,
+        absl::DeadlineExceededError(absl::StrCat("no answer within ", options_.call_timeout_seconds,
+                                                 " s, --device-call-timeout-seconds")),
+        /*hung=*/true);
+  }
+  if (!received.ok()) return HostLost(during, received, /*hung=*/false);
+  if (!reply.healthy()) {
+    // The host's device is faulted; it exits after this reply, and the worker starts a new
+    // one before the next job.
+    ReportFault();
+    const pid_t pid = host_pid();
+    std::cerr << "kerneleval-server: " << name_ << ": device host " << pid << " faulted ("
+              << reply.status().message() << "); it " << KillHost() << "\n";
+  }
+  const absl::Status status = FromProto(reply.status());
+  if (status.ok()) {
+    if (want_out) std::memcpy(outputs.output, data + out, rows);
+    if (want_res) std::memcpy(outputs.residual_out, data + rout, rows);
+  }
+  if (region_.data_bytes() > kKeptRegionBytes) region_.Resize(0).IgnoreError();
+  if (!status.ok()) return status;
+
+  Measurement m;
+  m.samples_seconds.assign(reply.samples_seconds().begin(), reply.samples_seconds().end());
+  m.timer = reply.timer();
+  m.timer_note = reply.timer_note();
+  m.stopped_early = reply.stopped_early();
+  return m;
+}
+
+v1::Device ProcessBackend::Describe() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  v1::Device d = identity_.device();
+  d.set_measured_copy_bytes_per_second(ready_.copy_bytes_per_second());
+  d.set_healthy(healthy_);
+  return d;
+}
+
+std::vector<v1::Implementation> ProcessBackend::Implementations() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {identity_.implementations().begin(), identity_.implementations().end()};
+}
+
+double ProcessBackend::MeasuredCopyBandwidth() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ready_.copy_bytes_per_second();
+}
+
+v1::Clocks ProcessBackend::ReadClocks(bool* available) {
+  v1::Clocks clocks;
+  *available = false;
+#ifdef KERNELEVAL_HAVE_CUDA
+  // NVML needs no CUDA context, so the server reads clocks itself, even while a host
+  // restarts.
+  std::string uuid;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    uuid = identity_.device().uuid();
+  }
+  if (absl::StartsWith(name_, "cuda:") && !uuid.empty()) {
+    *available = Nvml::Get().ReadClocks(uuid, &clocks);
+  }
+#endif
+  return clocks;
+}
+
+std::string ProcessBackend::DriverVersion() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return identity_.driver_version();
+}
+
+std::string ProcessBackend::RuntimeVersion() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return identity_.runtime_version();
+}
+
+std::string ProcessBackend::TimerStatus() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return ready_.timer_status();
+}
+
+bool ProcessBackend::Healthy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return healthy_ && pid_ != 0;
+}
+
+pid_t ProcessBackend::host_pid() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pid_;
+}
+
+}  // namespace kerneleval::server

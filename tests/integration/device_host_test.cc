@@ -1,0 +1,209 @@
+// Process isolation: each device in a kerneleval-device-host child. The CPU device host
+// carries test-only implementations that abort the process or never return, so that a
+// crashed and a hung device are real processes dying or hanging, not a simulation. The
+// server must answer the failing call with a clear error, drop readiness, start a new host,
+// run the work queued behind the fault, and leave no process behind when it stops.
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <random>
+#include <thread>
+
+#include "test_server.h"
+
+namespace kerneleval::testing {
+namespace {
+
+server::ServerOptions IsolatedOptions() {
+  server::ServerOptions o = LoopbackOptions();
+  o.device = "cpu";
+  o.device_isolation = server::DeviceIsolation::kProcess;
+  o.device_host_path = KERNELEVAL_TEST_DEVICE_HOST;
+  o.enable_fault_injection = true;
+  o.device_call_timeout_seconds = 3;
+  return o;
+}
+
+// fp32 [batch, hidden] inputs in [-2, 2).
+v1::RunRequest RandomRun(int batch, int hidden, v1::Mode mode, unsigned seed) {
+  v1::RunRequest run = SmallRun(batch, hidden);
+  run.set_mode(mode);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (v1::Tensor* t :
+       {run.mutable_hidden_states(), run.mutable_residual(), run.mutable_weight()}) {
+    std::string* data = t->mutable_data();
+    for (std::size_t i = 0; i + 4 <= data->size(); i += 4) {
+      const float v = dist(rng);
+      std::memcpy(data->data() + i, &v, 4);
+    }
+  }
+  return run;
+}
+
+bool WaitForReadiness(const client::KernelEvalClient& client, bool want) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool serving = !want;
+    if (client.HealthCheck("readiness", &serving).ok() && serving == want) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+void ExpectRunMatchesReference(const client::KernelEvalClient& client, v1::Mode mode,
+                               unsigned seed) {
+  const v1::RunRequest run = RandomRun(3, 320, mode, seed);
+  v1::RunResponse resp;
+  const grpc::Status s = client.Run(run, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  std::string out, res;
+  ComputeLocally(run, &out, &res);
+  EXPECT_EQ(resp.output().data(), out);
+  EXPECT_EQ(resp.residual_out().data(), res);
+}
+
+// No child of this process is left: every host was reaped.
+void ExpectNoChildProcesses() {
+  int status = 0;
+  EXPECT_EQ(waitpid(-1, &status, WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+}
+
+TEST(DeviceHost, RunsAndBenchmarksLikeTheInProcessBackend) {
+  {
+    TestServer t = StartServer(IsolatedOptions());
+    ASSERT_NE(t.client, nullptr);
+    for (v1::Mode mode : {v1::MODE_OUTPUT, v1::MODE_OUTPUT_AND_RESIDUAL, v1::MODE_IN_PLACE}) {
+      ExpectRunMatchesReference(*t.client, mode, 7 + mode);
+    }
+    v1::ListImplementationsResponse impls;
+    ASSERT_TRUE(t.client->ListImplementations("", &impls).ok());
+    bool crash_is_test_only = false;
+    for (const v1::Implementation& i : impls.implementations()) {
+      if (i.name() == "fault_crash") crash_is_test_only = i.test_only();
+    }
+    EXPECT_TRUE(crash_is_test_only);
+
+    v1::BenchmarkRequest bench;
+    *bench.mutable_custom_suite() = SmallSuite(v1::DTYPE_BF16, {1, 33}, 512);
+    bench.mutable_protocol()->set_repetitions(5);
+    v1::BenchmarkReport report;
+    const grpc::Status s = t.client->Benchmark(bench, [&](const v1::BenchmarkEvent& e) {
+      if (e.has_report()) report = e.report();
+    });
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ASSERT_EQ(report.results_size(), 4);  // two workloads x cpu_fused, cpu_unfused
+    for (const v1::WorkloadResult& r : report.results()) {
+      EXPECT_EQ(r.status(), v1::RESULT_STATUS_PASSED) << r.implementation() << " " << r.error();
+      EXPECT_EQ(r.latency().samples(), 5u);
+    }
+    v1::ListDevicesResponse devices;
+    ASSERT_TRUE(t.client->ListDevices(&devices).ok());
+    ASSERT_EQ(devices.devices_size(), 1);
+    EXPECT_TRUE(devices.devices(0).healthy());
+    EXPECT_GT(devices.devices(0).measured_copy_bytes_per_second(), 0);
+  }
+  ExpectNoChildProcesses();
+}
+
+TEST(DeviceHost, CrashedHostIsReplacedAndQueuedWorkRuns) {
+  {
+    TestServer t = StartServer(IsolatedOptions());
+    ASSERT_NE(t.client, nullptr);
+    v1::RunRequest crash = SmallRun(2, 64);
+    crash.set_implementation("fault_crash");
+    // The crash and, queued behind it, valid work that must not be lost.
+    auto crashed = std::async(std::launch::async, [&] {
+      v1::RunResponse resp;
+      return t.client->Run(crash, &resp);
+    });
+    std::vector<std::future<void>> queued;
+    for (unsigned i = 0; i < 3; ++i) {
+      queued.push_back(std::async(std::launch::async, [&t, i] {
+        ExpectRunMatchesReference(*t.client, v1::MODE_OUTPUT, 100 + i);
+      }));
+    }
+    const grpc::Status s = crashed.get();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
+    EXPECT_NE(s.error_message().find("killed by signal"), std::string::npos) << s.error_message();
+    EXPECT_NE(s.error_message().find("fault_crash"), std::string::npos) << s.error_message();
+    for (auto& f : queued) f.get();
+    EXPECT_TRUE(WaitForReadiness(*t.client, true));
+    ExpectRunMatchesReference(*t.client, v1::MODE_OUTPUT_AND_RESIDUAL, 3);
+
+    // A second fault on the new host is handled the same way.
+    v1::RunResponse resp;
+    EXPECT_EQ(t.client->Run(crash, &resp).error_code(), grpc::StatusCode::INTERNAL);
+    EXPECT_TRUE(WaitForReadiness(*t.client, true));
+    ExpectRunMatchesReference(*t.client, v1::MODE_OUTPUT, 4);
+  }
+  ExpectNoChildProcesses();
+}
+
+TEST(DeviceHost, ReadinessDropsBeforeTheFaultIsAnswered) {
+  TestServer t = StartServer(IsolatedOptions());
+  ASSERT_NE(t.client, nullptr);
+  v1::RunRequest crash = SmallRun(2, 64);
+  crash.set_implementation("fault_crash");
+  v1::RunResponse resp;
+  ASSERT_EQ(t.client->Run(crash, &resp).error_code(), grpc::StatusCode::INTERNAL);
+  // A host restart takes longer than this check: readiness must already be off.
+  bool serving = true;
+  ASSERT_TRUE(t.client->HealthCheck("readiness", &serving).ok());
+  EXPECT_FALSE(serving);
+  EXPECT_TRUE(WaitForReadiness(*t.client, true));
+}
+
+TEST(DeviceHost, HungHostIsKilledAfterTheCallTimeout) {
+  {
+    TestServer t = StartServer(IsolatedOptions());
+    ASSERT_NE(t.client, nullptr);
+    v1::RunRequest hang = SmallRun(2, 64);
+    hang.set_implementation("fault_hang");
+    v1::RunResponse resp;
+    const grpc::Status s = t.client->Run(hang, &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
+    EXPECT_NE(s.error_message().find("no answer within 3 s"), std::string::npos)
+        << s.error_message();
+    EXPECT_NE(s.error_message().find("killed by signal 9"), std::string::npos) << s.error_message();
+    EXPECT_TRUE(WaitForReadiness(*t.client, true));
+    ExpectRunMatchesReference(*t.client, v1::MODE_OUTPUT, 5);
+  }
+  ExpectNoChildProcesses();
+}
+
+TEST(DeviceHost, MissingExecutableIsAStartupError) {
+  server::ServerOptions o = IsolatedOptions();
+  o.device_host_path = "/nonexistent/kerneleval-device-host";
+  auto started = server::KernelEvalServer::Start(o);
+  ASSERT_FALSE(started.ok());
+  EXPECT_EQ(started.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(started.status().message().find("--device-host"), std::string::npos);
+}
+
+TEST(DeviceHost, EveryDeviceGetsItsOwnHost) {
+  server::ServerOptions o = IsolatedOptions();
+  o.cpu_devices = 2;
+  TestServer t = StartServer(o);
+  ASSERT_NE(t.client, nullptr);
+  // A crash on cpu:0 leaves cpu:1 serving.
+  v1::RunRequest crash = SmallRun(2, 64);
+  crash.set_implementation("fault_crash");
+  crash.set_device("cpu:0");
+  v1::RunResponse resp;
+  EXPECT_EQ(t.client->Run(crash, &resp).error_code(), grpc::StatusCode::INTERNAL);
+  v1::RunRequest run = RandomRun(2, 64, v1::MODE_OUTPUT, 9);
+  run.set_device("cpu:1");
+  const grpc::Status s = t.client->Run(run, &resp);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  std::string out, res;
+  ComputeLocally(run, &out, &res);
+  EXPECT_EQ(resp.output().data(), out);
+}
+
+}  // namespace
+}  // namespace kerneleval::testing
