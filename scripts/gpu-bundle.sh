@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build-gpu}
 cmake -S . -B "$build_dir" -DKERNELEVAL_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
-targets=(kerneleval-server kerneleval kernels_gpu_test service_gpu_test kerneleval-kernel-bench)
+targets=(kerneleval-server kerneleval-device-host kerneleval kernels_gpu_test service_gpu_test
+         kerneleval-kernel-bench rpc_overhead_bench)
 cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
 
 bundle=bundle/gpu

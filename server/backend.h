@@ -119,6 +119,14 @@ class Backend {
   // during WarmUp (0 before).
   virtual double MeasuredCopyBandwidth() const = 0;
 
+  // Host memory that many calls will copy from and to (a device host's shared region): the
+  // CUDA backend page-locks it so that those copies run at DMA speed. Best effort.
+  virtual void PinHostMemory(void* data, std::size_t bytes) {
+    (void)data;
+    (void)bytes;
+  }
+  virtual void UnpinHostMemory(void* data) { (void)data; }
+
   // Clocks, power and throttle state now; `available` false where the device has none.
   virtual v1::Clocks ReadClocks(bool* available) = 0;
 

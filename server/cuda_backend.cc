@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -44,9 +45,13 @@ bool IsStickyError(cudaError_t e) {
   }
 }
 
-struct BufferSet {
-  DeviceBuffer x, r, out, res, scratch;
-};
+// Makes `b` hold at least `bytes`; keeps it when it already does.
+absl::Status Reserve(DeviceBuffer* b, std::size_t bytes) {
+  if (bytes == 0 || b->bytes() >= bytes) return absl::OkStatus();
+  *b = DeviceBuffer();  // freed first: the old and the new need not fit together
+  ASSIGN_OR_RETURN(*b, DeviceBuffer::Allocate(bytes));
+  return absl::OkStatus();
+}
 
 double Seconds(float ms) { return static_cast<double>(ms) * 1e-3; }
 
@@ -144,6 +149,21 @@ v1::Clocks CudaBackend::ReadClocks(bool* available) {
   return c;
 }
 
+void CudaBackend::PinHostMemory(void* data, std::size_t bytes) {
+  cudaSetDevice(ordinal_);
+  const cudaError_t e = cudaHostRegister(data, bytes, cudaHostRegisterDefault);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // not sticky: copies from pageable memory still work, only slower
+    std::cerr << name_ << ": cannot page-lock " << bytes << " bytes of host memory ("
+              << cudaGetErrorString(e) << "); copies go through staging\n";
+  }
+}
+
+void CudaBackend::UnpinHostMemory(void* data) {
+  cudaSetDevice(ordinal_);
+  if (cudaHostUnregister(data) != cudaSuccess) cudaGetLastError();
+}
+
 absl::Status CudaBackend::WarmUp() {
   KE_CUDA_RETURN_IF_ERROR(cudaSetDevice(ordinal_));
   KE_CUDA_RETURN_IF_ERROR(cudaFree(nullptr));  // creates the primary context now
@@ -226,6 +246,8 @@ absl::StatusOr<Measurement> CudaBackend::Measure(const Problem& problem, const H
 }
 
 absl::Status CudaBackend::Recover() {
+  kept_weight_ = DeviceBuffer();
+  kept_set_ = BufferSet();
   stream_.Reset();
   flush_ = DeviceBuffer();
   flush_sink_ = DeviceBuffer();
@@ -276,26 +298,24 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
     const std::size_t by_memory = std::max<std::size_t>(1, free_bytes / 4 / set_bytes);
     sets_wanted = std::clamp<std::size_t>(std::min(by_l2, by_memory), 1, 64);
   }
-  ASSIGN_OR_RETURN(DeviceBuffer weight, DeviceBuffer::Allocate(problem.WeightBytes()));
+  DeviceBuffer& weight = kept_weight_;
+  RETURN_IF_ERROR(Reserve(&weight, problem.WeightBytes()));
   KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(weight.get(), inputs.weight, problem.WeightBytes(),
                                           cudaMemcpyHostToDevice, stream));
-  std::vector<BufferSet> sets(sets_wanted);
-  for (BufferSet& s : sets) {
-    ASSIGN_OR_RETURN(s.x, DeviceBuffer::Allocate(row_bytes));
-    ASSIGN_OR_RETURN(s.r, DeviceBuffer::Allocate(row_bytes));
-    if (!in_place) {
-      ASSIGN_OR_RETURN(s.out, DeviceBuffer::Allocate(row_bytes));
-    }
-    if (writes_residual && !in_place) {
-      ASSIGN_OR_RETURN(s.res, DeviceBuffer::Allocate(row_bytes));
-    }
-    if (impl.needs_scratch) {
-      ASSIGN_OR_RETURN(s.scratch, DeviceBuffer::Allocate(row_bytes));
-    }
-    KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(s.x.get(), inputs.hidden_states, row_bytes,
+  // The first set is the kept one; rotation sets live for this measurement only.
+  std::vector<BufferSet> rotation(sets_wanted - 1);
+  std::vector<BufferSet*> sets = {&kept_set_};
+  for (BufferSet& s : rotation) sets.push_back(&s);
+  for (BufferSet* s : sets) {
+    RETURN_IF_ERROR(Reserve(&s->x, row_bytes));
+    RETURN_IF_ERROR(Reserve(&s->r, row_bytes));
+    if (!in_place) RETURN_IF_ERROR(Reserve(&s->out, row_bytes));
+    if (writes_residual && !in_place) RETURN_IF_ERROR(Reserve(&s->res, row_bytes));
+    if (impl.needs_scratch) RETURN_IF_ERROR(Reserve(&s->scratch, row_bytes));
+    KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(s->x.get(), inputs.hidden_states, row_bytes,
                                             cudaMemcpyHostToDevice, stream));
     KE_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(s.r.get(), inputs.residual, row_bytes, cudaMemcpyHostToDevice, stream));
+        cudaMemcpyAsync(s->r.get(), inputs.residual, row_bytes, cudaMemcpyHostToDevice, stream));
   }
   auto args_for = [&](BufferSet& s) {
     FusedAddRmsNormArgs a;
@@ -318,7 +338,7 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
 
   // The result call on pristine inputs; its outputs are what the caller sees.
   {
-    BufferSet& s = sets.front();
+    BufferSet& s = *sets.front();
     if (!in_place) {
       // Poisoned so that an element the kernel does not write cannot pass as correct.
       KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.out.get(), 0xff, row_bytes, stream));
@@ -357,7 +377,7 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
     KE_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     absl::Status captured = absl::OkStatus();
     for (std::uint32_t k = 0; k < calls && captured.ok(); ++k) {
-      captured = launch(sets[k % sets.size()]);
+      captured = launch(*sets[k % sets.size()]);
     }
     cudaGraph_t raw = nullptr;
     const cudaError_t end = cudaStreamEndCapture(stream, &raw);
@@ -372,7 +392,7 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
   std::size_t next = 0;
   auto timed_call = [&]() -> absl::StatusOr<double> {
     RETURN_IF_ERROR(flush_l2());
-    BufferSet& s = sets[next];
+    BufferSet& s = *sets[next];
     next = (next + 1) % sets.size();
     auto enqueue = [&]() -> absl::Status {
       if (options.graph) {

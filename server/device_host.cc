@@ -27,7 +27,12 @@ bool SlotPointer(const internal::Slot& slot, SharedRegion& region, unsigned char
 
 absl::StatusOr<Measurement> Run(Backend& backend, SharedRegion& region,
                                 const internal::MeasureCall& call) {
-  if (absl::Status s = region.MapSize(call.region_bytes()); !s.ok()) return s;
+  if (call.region_bytes() != region.total_bytes()) {
+    // Pinned once per mapping, not per call: registration costs about as much as a copy.
+    if (region.data_bytes() > 0) backend.UnpinHostMemory(region.data());
+    if (absl::Status s = region.MapSize(call.region_bytes()); !s.ok()) return s;
+    if (region.data_bytes() > 0) backend.PinHostMemory(region.data(), region.data_bytes());
+  }
   unsigned char *hidden_states, *residual, *weight, *output, *residual_out;
   if (!SlotPointer(call.hidden_states(), region, &hidden_states) ||
       !SlotPointer(call.residual(), region, &residual) ||

@@ -24,9 +24,11 @@ extern char** environ;
 namespace kerneleval::server {
 namespace {
 
-// Regions above this are given back after the call, so that one large request does not
-// keep its tensors' memory for the life of the host.
-constexpr std::size_t kKeptRegionBytes = std::size_t{64} << 20;
+// The region is kept between calls (the host pins it once per size, and its pages stay
+// mapped), but given back once it has been over 4x larger than needed for this many calls
+// in a row, so that one large request does not hold its memory for the life of the host.
+constexpr std::size_t kAlwaysKeptRegionBytes = std::size_t{64} << 20;
+constexpr int kOversizedCallsBeforeShrink = 16;
 constexpr std::size_t kSlotAlignment = 256;
 
 // Owns a descriptor that is not a channel (the host's end while spawning).
@@ -256,7 +258,12 @@ absl::StatusOr<Measurement> ProcessBackend::Measure(const Problem& problem,
   const bool want_res = outputs.residual_out != nullptr && WritesResidual(problem.mode);
   const std::size_t out = want_out ? Place(call.mutable_output(), rows, &used) : 0;
   const std::size_t rout = want_res ? Place(call.mutable_residual_out(), rows, &used) : 0;
-  if (region_.data_bytes() < used) RETURN_IF_ERROR(region_.Resize(used));
+  if (region_.data_bytes() < used) {
+    // Grown to a power of two, so that sizes creeping up do not remap (and re-pin) each time.
+    std::size_t grown = std::size_t{1} << 20;
+    while (grown < used) grown *= 2;
+    RETURN_IF_ERROR(region_.Resize(grown));
+  }
   unsigned char* data = region_.data();
   std::memcpy(data + hs, inputs.hidden_states, rows);
   std::memcpy(data + res, inputs.residual, rows);
@@ -292,7 +299,14 @@ absl::StatusOr<Measurement> ProcessBackend::Measure(const Problem& problem,
     if (want_out) std::memcpy(outputs.output, data + out, rows);
     if (want_res) std::memcpy(outputs.residual_out, data + rout, rows);
   }
-  if (region_.data_bytes() > kKeptRegionBytes) region_.Resize(0).IgnoreError();
+  oversized_calls_ =
+      region_.data_bytes() > kAlwaysKeptRegionBytes && region_.data_bytes() > 4 * used
+          ? oversized_calls_ + 1
+          : 0;
+  if (oversized_calls_ >= kOversizedCallsBeforeShrink) {
+    region_.Resize(used).IgnoreError();
+    oversized_calls_ = 0;
+  }
   if (!status.ok()) return status;
 
   Measurement m;

@@ -70,6 +70,7 @@ class ProcessBackend final : public Backend {
   const DeviceHostOptions options_;
   HostChannel channel_;  // worker thread only
   SharedRegion region_;  // worker thread only
+  int oversized_calls_ = 0;
 
   mutable std::mutex mu_;  // guards what other threads read
   pid_t pid_ = 0;

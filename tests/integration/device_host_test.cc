@@ -21,7 +21,7 @@ server::ServerOptions IsolatedOptions() {
   server::ServerOptions o = LoopbackOptions();
   o.device = "cpu";
   o.device_isolation = server::DeviceIsolation::kProcess;
-  o.device_host_path = KERNELEVAL_TEST_DEVICE_HOST;
+  o.device_host_path = DeviceHostPath();
   o.enable_fault_injection = true;
   o.device_call_timeout_seconds = 3;
   return o;

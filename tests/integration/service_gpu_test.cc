@@ -29,7 +29,7 @@ class ServiceGpuTest : public ::testing::TestWithParam<server::DeviceIsolation> 
       server::ServerOptions o = LoopbackOptions();
       o.device = "cuda:0";
       o.device_isolation = GetParam();
-      o.device_host_path = KERNELEVAL_TEST_DEVICE_HOST;
+      o.device_host_path = DeviceHostPath();
       o.enable_fault_injection = true;
       server = new TestServer(StartServer(o));
     }

@@ -3,8 +3,16 @@
 // implementations.
 #pragma once
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -22,6 +30,16 @@ struct TestServer {
 
   std::string target() const { return "127.0.0.1:" + std::to_string(server->grpc_port()); }
 };
+
+// kerneleval-device-host: next to the test binary when both were copied together (a
+// bundle for a GPU machine), else where the build put it.
+inline std::string DeviceHostPath() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::filesystem::path sibling = exe.parent_path() / "kerneleval-device-host";
+  if (!ec && std::filesystem::exists(sibling, ec)) return sibling.string();
+  return KERNELEVAL_TEST_DEVICE_HOST;
+}
 
 inline server::ServerOptions LoopbackOptions() {
   server::ServerOptions o;
@@ -67,6 +85,51 @@ inline v1::RunRequest SmallRun(int batch, int hidden) {
   run.mutable_weight()->add_shape(hidden);
   run.mutable_weight()->set_data(std::string(static_cast<std::size_t>(hidden) * 4, '\x01'));
   return run;
+}
+
+// GET /metrics over plain HTTP/1.0 with `headers` ("Name: value\r\n" each); the whole
+// response, empty on any failure.
+inline std::string ScrapeMetrics(int port, const std::string& headers = "") {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string body;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
+    const std::string request = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n" + headers + "\r\n";
+    if (send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
+      char buf[65536];
+      ssize_t n;
+      while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) body.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return body;
+}
+
+// The value of the first sample of `name` that carries every one of `labels`; -1 when none
+// does.
+inline double MetricValue(const std::string& exposition, const std::string& name,
+                          const std::vector<std::pair<std::string, std::string>>& labels) {
+  std::size_t pos = 0;
+  while ((pos = exposition.find(name + "{", pos)) != std::string::npos) {
+    const bool line_start = pos == 0 || exposition[pos - 1] == '\n';
+    const std::size_t close = exposition.find('}', pos);
+    const std::size_t end = exposition.find('\n', pos);
+    if (close == std::string::npos) break;
+    const std::string label_text = exposition.substr(pos, close - pos);
+    bool all = line_start;
+    for (const auto& [key, value] : labels) {
+      const std::string pair = key + "=\"" + value + "\"";
+      all = all && (label_text.find("{" + pair) != std::string::npos ||
+                    label_text.find("," + pair) != std::string::npos);
+    }
+    if (all) return std::strtod(exposition.substr(close + 1, end - close - 1).c_str(), nullptr);
+    pos = close;
+  }
+  return -1;
 }
 
 }  // namespace kerneleval::testing

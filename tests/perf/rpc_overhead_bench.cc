@@ -71,6 +71,7 @@ struct Options {
   std::string device;                // empty: one in-process CPU backend
   std::string isolation = "thread";  // thread | process (--device only)
   std::string device_host;           // kerneleval-device-host, for process isolation
+  bool cupti = true;
 };
 
 bool ParseInt(const char* text, int64_t* value) {
@@ -104,12 +105,15 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       o->isolation = argv[++i];
     } else if (arg == "--device-host" && i + 1 < argc) {
       o->device_host = argv[++i];
+    } else if (arg == "--disable-cupti") {
+      setenv("KERNELEVAL_DISABLE_CUPTI", "1", 1);  // as kerneleval-server --disable-cupti
+      o->cupti = false;
     } else {
       std::fprintf(stderr,
                    "usage: rpc_overhead_bench [--quick] [--small-iterations N] "
                    "[--large-iterations N] [--large-batch B]\n"
                    "                          [--device cuda:0 [--isolation thread|process "
-                   "--device-host PATH]]\n");
+                   "--device-host PATH] [--disable-cupti]]\n");
       return false;
     }
   }
@@ -346,9 +350,9 @@ int main(int argc, char** argv) {
     std::printf("FAILED: %d path(s) did not answer OK\n", failures);
     return 1;
   }
-  std::printf("device: %s, isolation: %s\n",
+  std::printf("device: %s, isolation: %s, CUPTI %s\n",
               opt.device.empty() ? "cpu (in-process)" : opt.device.c_str(),
-              opt.device.empty() ? "thread" : opt.isolation.c_str());
+              opt.device.empty() ? "thread" : opt.isolation.c_str(), opt.cupti ? "on" : "off");
   std::printf("OK: service and echo answered every call\n");
   return 0;
 }
