@@ -60,6 +60,11 @@ void AddRunCommand(CLI::App* app, RunFlags* r) {
   run->add_option("--repetitions", r->repetitions, "Timed calls (1..1000)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  run->add_option("--timer", r->timer,
+                  "Timer; auto: CUDA events on a GPU (CUPTI adds ~0.5 ms per call), host clock on "
+                  "the CPU")
+      ->check(CLI::IsMember({"auto", "cupti", "events", "host"}))
+      ->capture_default_str();
   run->add_option("--output", r->output, "Write output (and residual_out) as safetensors");
 }
 

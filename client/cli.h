@@ -48,6 +48,7 @@ struct RunFlags {
   bool check = false;
   uint32_t warmup = 0;
   uint32_t repetitions = 1;
+  std::string timer = "auto";
   std::string output;  // Writes `output` (and `residual_out`) as safetensors.
 };
 

@@ -19,6 +19,14 @@
 namespace kerneleval::client::cli {
 namespace {
 
+// --timer: auto (the server's choice), cupti, events, host.
+v1::Timer TimerFromFlag(const std::string& flag) {
+  if (flag == "cupti") return v1::TIMER_CUPTI;
+  if (flag == "events") return v1::TIMER_CUDA_EVENTS;
+  if (flag == "host") return v1::TIMER_HOST_CLOCK;
+  return v1::TIMER_UNSPECIFIED;
+}
+
 ClientOptions ToClientOptions(const GlobalFlags& g) {
   ClientOptions options;
   options.target = g.targets.empty() ? options.target : g.targets.front();
@@ -97,6 +105,7 @@ absl::Status BuildRunRequest(const RunFlags& flags, v1::RunRequest* request) {
   request->set_check_correctness(flags.check);
   request->set_warmup(flags.warmup);
   request->set_repetitions(flags.repetitions);
+  request->set_timer(TimerFromFlag(flags.timer));
   // Outputs cross the wire only when they are going to be saved.
   request->set_omit_outputs(flags.output.empty());
   return absl::OkStatus();
@@ -164,9 +173,7 @@ absl::Status BuildBenchRequest(const BenchFlags& flags, v1::BenchmarkRequest* re
   p->set_cuda_graph(flags.graph);
   p->set_graph_calls(flags.graph_calls);
   p->set_rotate_inputs(flags.rotate);
-  if (flags.timer == "cupti") p->set_timer(v1::TIMER_CUPTI);
-  if (flags.timer == "events") p->set_timer(v1::TIMER_CUDA_EVENTS);
-  if (flags.timer == "host") p->set_timer(v1::TIMER_HOST_CLOCK);
+  p->set_timer(TimerFromFlag(flags.timer));
   if (flags.seed) p->set_seed(*flags.seed);
   p->set_measure_copy_bandwidth(flags.measure_copy);
   p->set_max_total_seconds(flags.max_total_seconds);

@@ -93,6 +93,7 @@ say '```'
 stop_server
 
 section "RPC overhead against a bare gRPC echo on cuda:0 (rpc_overhead_bench)"
+# Run's default timer on a GPU is CUDA events; --disable-cupti also detaches CUPTI.
 for iso in thread process; do
   for cupti in "" --disable-cupti; do
     say '```'

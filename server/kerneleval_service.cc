@@ -28,6 +28,23 @@ bool DeadlinePassed(const grpc::CallbackServerContext* context) {
   return context->deadline() <= std::chrono::system_clock::now();
 }
 
+// Work starts only while its caller still waits for it; `when` says where it stood ("before
+// it was queued", "after 2.1 s in the queue of cpu"). The deadline is checked first: gRPC
+// cancels a call whose deadline has passed too, and the deadline is the cause to report.
+absl::Status StillWanted(const grpc::CallbackServerContext* context, const std::string& when) {
+  if (DeadlinePassed(context)) {
+    return absl::DeadlineExceededError(absl::StrCat("deadline passed ", when, "; not started"));
+  }
+  if (context->IsCancelled()) {
+    return absl::CancelledError(absl::StrCat("cancelled ", when, "; not started"));
+  }
+  return absl::OkStatus();
+}
+
+std::string InQueueOf(const Backend& backend, double queue_seconds) {
+  return absl::StrCat("after ", queue_seconds, " s in the queue of ", backend.name());
+}
+
 std::string CodeName(grpc::StatusCode code) {
   static const char* const kNames[] = {"OK",
                                        "CANCELLED",
@@ -50,37 +67,29 @@ std::string CodeName(grpc::StatusCode code) {
   return i >= 0 && i < 17 ? kNames[i] : "UNKNOWN";
 }
 
-// Compares without an early exit, so that response times do not reveal how much of a
-// guessed token was right (only its length).
-bool TokensEqual(const std::string& given, const std::string& expected) {
-  unsigned char diff = given.size() == expected.size() ? 0 : 1;
-  for (std::size_t i = 0; i < given.size() && i < expected.size(); ++i) {
-    diff |= static_cast<unsigned char>(given[i] ^ expected[i]);
-  }
-  return diff == 0;
-}
-
-// Authentication, then whether the server takes work at all.
-absl::Status Admit(const ServiceState& state, const grpc::CallbackServerContext* context,
-                   bool needs_ready) {
-  if (!state.auth_token.empty()) {
-    const auto& md = context->client_metadata();
-    auto it = md.find("authorization");
-    if (it == md.end()) {
-      return absl::UnauthenticatedError("missing 'authorization: Bearer <token>' metadata");
-    }
-    const std::string value(it->second.data(), it->second.size());
-    const std::string prefix = "Bearer ";
-    if (value.rfind(prefix, 0) != 0 ||
-        !TokensEqual(value.substr(prefix.size()), state.auth_token)) {
-      return absl::PermissionDeniedError("the bearer token is not valid for this server");
-    }
-  }
+// Whether the server takes work at all. The bearer token was checked before the call got
+// here (server/auth.h).
+absl::Status Admit(const ServiceState& state, bool needs_ready) {
   if (state.draining.load()) {
     return absl::UnavailableError("server is shutting down and accepts no new requests");
   }
   if (needs_ready && !state.warmed.load()) {
     return absl::UnavailableError("server is warming up; retry when readiness is SERVING");
+  }
+  return absl::OkStatus();
+}
+
+// A timer the device has: the host clock for CPUs, CUPTI or CUDA events for GPUs.
+absl::Status CheckTimerFits(v1::Timer timer, const Backend& backend, const char* field) {
+  if (timer == v1::TIMER_UNSPECIFIED) return absl::OkStatus();
+  const bool gpu = DeviceKind(backend.name()) == "cuda";
+  if (gpu && timer == v1::TIMER_HOST_CLOCK) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": TIMER_HOST_CLOCK is for the CPU backend, not ", backend.name()));
+  }
+  if (!gpu && timer != v1::TIMER_HOST_CLOCK) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", v1::Timer_Name(timer),
+                                                   " needs a CUDA device, not ", backend.name()));
   }
   return absl::OkStatus();
 }
@@ -114,12 +123,8 @@ grpc::Status ExecuteRun(ServiceState* state, Backend& backend, double queue_seco
                         v1::RunResponse* response, const Problem& problem,
                         const std::string& impl) {
   state->metrics->ObserveQueueWait(backend.name(), queue_seconds);
-  if (context->IsCancelled())
-    return grpc::Status(grpc::StatusCode::CANCELLED, "cancelled while queued");
-  if (DeadlinePassed(context)) {
-    return grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
-                        absl::StrCat("deadline passed after ", queue_seconds, " s in the queue of ",
-                                     backend.name(), "; not started"));
+  if (absl::Status s = StillWanted(context, InQueueOf(backend, queue_seconds)); !s.ok()) {
+    return ToGrpcStatus(s);
   }
   const auto t0 = Clock::now();
   const bool writes_residual = WritesResidual(problem.mode);
@@ -139,6 +144,11 @@ grpc::Status ExecuteRun(ServiceState* state, Backend& backend, double queue_seco
   options.warmup = request.warmup();
   options.repetitions = request.repetitions() == 0 ? 1 : request.repetitions();
   options.cold = false;
+  // Events unless CUPTI is asked for: CUPTI's two forced activity flushes per timed call
+  // cost ~0.5 ms on an H200, 300x a small kernel (docs/results/device-isolation-h200.md).
+  options.timer = request.timer() != v1::TIMER_UNSPECIFIED ? request.timer()
+                  : DeviceKind(backend.name()) == "cuda"   ? v1::TIMER_CUDA_EVENTS
+                                                           : v1::TIMER_UNSPECIFIED;
   options.should_stop = [context] { return context->IsCancelled(); };
   const HostInputs inputs{request.hidden_states().data().data(), request.residual().data().data(),
                           request.weight().data().data()};
@@ -225,7 +235,7 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<v1::BenchmarkEven
 
  private:
   absl::Status Start() {
-    RETURN_IF_ERROR(Admit(*state_, context_, /*needs_ready=*/true));
+    RETURN_IF_ERROR(Admit(*state_, /*needs_ready=*/true));
     const v1::BenchmarkRequest& req = *request_;
     // Suite.
     if (!req.suite().empty() && req.has_custom_suite()) {
@@ -285,9 +295,7 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<v1::BenchmarkEven
         }
       }
     }
-    if (DeadlinePassed(context_)) {
-      return absl::DeadlineExceededError("deadline passed before the benchmark could start");
-    }
+    RETURN_IF_ERROR(StillWanted(context_, "before it was queued"));
 
     deadline_ =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(
@@ -340,22 +348,11 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<v1::BenchmarkEven
   }
 
   static absl::Status CheckProtocolFits(const v1::Protocol& p, const Backend& backend) {
-    if (DeviceKind(backend.name()) == "cuda") {
-      if (p.timer() == v1::TIMER_HOST_CLOCK) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "protocol.timer: TIMER_HOST_CLOCK is for the CPU backend, not ", backend.name()));
-      }
-      return absl::OkStatus();
-    }
-    if (p.cuda_graph()) {
+    if (p.cuda_graph() && DeviceKind(backend.name()) != "cuda") {
       return absl::InvalidArgumentError(absl::StrCat(
           "protocol.cuda_graph: graph replay needs a CUDA device, not ", backend.name()));
     }
-    if (p.timer() != v1::TIMER_UNSPECIFIED && p.timer() != v1::TIMER_HOST_CLOCK) {
-      return absl::InvalidArgumentError(absl::StrCat("protocol.timer: ", v1::Timer_Name(p.timer()),
-                                                     " needs a CUDA device, not ", backend.name()));
-    }
-    return absl::OkStatus();
+    return CheckTimerFits(p.timer(), backend, "protocol.timer");
   }
 
   bool ShouldStop() const {
@@ -367,6 +364,13 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<v1::BenchmarkEven
   void RunOnDevice(Backend& backend, double queue_seconds, std::size_t index,
                    const BenchmarkPlan& plan) {
     state_->metrics->ObserveQueueWait(backend.name(), queue_seconds);
+    if (absl::Status s = StillWanted(context_, InQueueOf(backend, queue_seconds)); !s.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_.store(true);  // jobs on other devices stop too
+      if (final_status_.ok()) final_status_ = ToGrpcStatus(s);
+      if (--pending_jobs_ == 0) FinishReportLocked();
+      return;
+    }
     const auto t0 = Clock::now();
     DeviceRun run = RunSuiteOnDevice(
         backend, plan,
@@ -408,7 +412,10 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<v1::BenchmarkEven
     report->set_complete(complete);
     report->set_wall_seconds(SecondsSince(t0_));
     if (named_suite_) RecordMetrics(*report);
-    if (cancelled_.load() || context_->IsCancelled()) {
+    if (DeadlinePassed(context_)) {
+      final_status_ = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                   "deadline passed while the benchmark ran; stopped early");
+    } else if (cancelled_.load() || context_->IsCancelled()) {
       final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "benchmark cancelled");
     } else {
       pending_writes_.push_back(std::move(e));
@@ -502,13 +509,13 @@ grpc::ServerUnaryReactor* KernelEvalService::Run(grpc::CallbackServerContext* co
     FinishUnary(state_, reactor, "Run", ToGrpcStatus(s), t0, received, 0);
     return reactor;
   };
-  if (absl::Status s = Admit(*state_, context, /*needs_ready=*/true); !s.ok()) return fail(s);
+  if (absl::Status s = Admit(*state_, /*needs_ready=*/true); !s.ok()) return fail(s);
   absl::StatusOr<Problem> problem = ValidateRunRequest(*request, state_->limits);
   if (!problem.ok()) return fail(problem.status());
 
-  absl::StatusOr<DeviceWorker*> device = request->device().empty()
-                                             ? state_->devices->LeastLoaded()
-                                             : state_->devices->FindHealthy(request->device(), "device");
+  absl::StatusOr<DeviceWorker*> device =
+      request->device().empty() ? state_->devices->LeastLoaded()
+                                : state_->devices->FindHealthy(request->device(), "device");
   if (!device.ok()) return fail(device.status());
   std::string impl = request->implementation();
   if (impl.empty()) {
@@ -517,9 +524,10 @@ grpc::ServerUnaryReactor* KernelEvalService::Run(grpc::CallbackServerContext* co
     return fail(absl::NotFoundError(
         absl::StrCat("implementation: '", impl, "' is not available on ", (*device)->name())));
   }
-  if (DeadlinePassed(context)) {
-    return fail(absl::DeadlineExceededError("deadline passed before the request was queued"));
+  if (absl::Status s = CheckTimerFits(request->timer(), (*device)->backend(), "timer"); !s.ok()) {
+    return fail(s);
   }
+  if (absl::Status s = StillWanted(context, "before it was queued"); !s.ok()) return fail(s);
   ServiceState* state = state_;
   const absl::Status submitted =
       (*device)->Submit([state, reactor, context, request, response, p = *problem, impl, t0,
@@ -543,7 +551,7 @@ grpc::ServerUnaryReactor* KernelEvalService::ListSuites(grpc::CallbackServerCont
   const auto t0 = Clock::now();
   state_->metrics->RpcStarted("ListSuites");
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::Status s = Admit(*state_, context, /*needs_ready=*/false);
+  absl::Status s = Admit(*state_, /*needs_ready=*/false);
   if (s.ok()) {
     for (const v1::SuiteDefinition& suite : state_->suites) *response->add_suites() = suite;
   }
@@ -558,7 +566,7 @@ grpc::ServerUnaryReactor* KernelEvalService::ListDevices(grpc::CallbackServerCon
   const auto t0 = Clock::now();
   state_->metrics->RpcStarted("ListDevices");
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::Status s = Admit(*state_, context, /*needs_ready=*/false);
+  absl::Status s = Admit(*state_, /*needs_ready=*/false);
   if (s.ok()) {
     for (const auto& w : state_->devices->workers()) {
       v1::Device d = w->backend().Describe();
@@ -579,7 +587,7 @@ grpc::ServerUnaryReactor* KernelEvalService::ListImplementations(
   const auto t0 = Clock::now();
   state_->metrics->RpcStarted("ListImplementations");
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::Status s = Admit(*state_, context, /*needs_ready=*/false);
+  absl::Status s = Admit(*state_, /*needs_ready=*/false);
   if (s.ok()) {
     std::vector<DeviceWorker*> devices;
     if (request->device().empty()) {

@@ -18,7 +18,6 @@ struct ServiceState {
   std::vector<v1::SuiteDefinition> suites;  // loaded at start
   Metrics* metrics = nullptr;
   RequestLimits limits;
-  std::string auth_token;  // empty: no authentication
   std::atomic<bool> ready{false};
   // Every device has warmed up: work is admitted from then on. Readiness also drops while
   // a device recovers from a fault, but healthy devices keep serving meanwhile.

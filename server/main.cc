@@ -57,7 +57,7 @@ bool WritePortFile(const std::string& path, int grpc_port, int metrics_port) {
 int main(int argc, char** argv) {
   kerneleval::server::ServerOptions o;
   o.suites_dir = DefaultSuitesDir();
-  std::string port_file, token_file;
+  std::string port_file, token_file, metrics_auth_file;
   double drain_seconds = 30;
   std::uint64_t max_tensor_bytes = o.limits.max_tensor_bytes;
 
@@ -97,6 +97,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--auth-token-file", token_file,
                  "File holding the bearer token every RPC but health must present");
+  app.add_option("--metrics-basic-auth-file", metrics_auth_file,
+                 "File holding 'user:password' that /metrics asks for (HTTP basic auth)");
   app.add_option("--tls-cert", o.tls_cert_file, "PEM server certificate chain (enables TLS)");
   app.add_option("--tls-key", o.tls_key_file, "PEM server private key");
   app.add_option("--tls-client-ca", o.tls_client_ca_file, "PEM CA that client certificates need");
@@ -139,6 +141,19 @@ int main(int argc, char** argv) {
     o.auth_token = std::string(absl::StripAsciiWhitespace(token));
     if (o.auth_token.empty()) {  // never start open because the file held no token
       std::cerr << "error: --auth-token-file: cannot read a token from '" << token_file << "'\n";
+      return 2;
+    }
+  }
+
+  if (!metrics_auth_file.empty()) {
+    std::ifstream in(metrics_auth_file);
+    std::string line;
+    std::getline(in, line);
+    o.metrics_basic_auth = std::string(absl::StripAsciiWhitespace(line));
+    const std::size_t colon = o.metrics_basic_auth.find(':');
+    if (colon == 0 || colon == std::string::npos) {  // never serve /metrics open instead
+      std::cerr << "error: --metrics-basic-auth-file: cannot read 'user:password' from '"
+                << metrics_auth_file << "'\n";
       return 2;
     }
   }

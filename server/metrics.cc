@@ -211,6 +211,10 @@ void Metrics::RpcFinished(const std::string& method, const std::string& code, do
   sent_bytes_.Add({{"method", method}}).Increment(static_cast<double>(sent_bytes));
 }
 
+void Metrics::RpcRejected(const std::string& method, const std::string& code) {
+  rpc_requests_.Add({{"method", method}, {"code", code}}).Increment();
+}
+
 void Metrics::SetDevice(const v1::Device& d) {
   device_info_
       .Add({{"device", d.name()},

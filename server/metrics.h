@@ -29,6 +29,8 @@ class Metrics {
   void RpcStarted(const std::string& method);
   void RpcFinished(const std::string& method, const std::string& code, double seconds,
                    std::size_t received_bytes, std::size_t sent_bytes);
+  // A call refused before it reached a handler (authentication): counted by code only.
+  void RpcRejected(const std::string& method, const std::string& code);
 
   // Devices and their queues.
   void SetDevice(const v1::Device& device);

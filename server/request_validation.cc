@@ -112,6 +112,9 @@ v1::Mode ModeToProto(Mode mode) {
 
 absl::StatusOr<Problem> ValidateRunRequest(const v1::RunRequest& request,
                                            const RequestLimits& limits) {
+  if (!v1::Timer_IsValid(request.timer())) {
+    return Invalid("timer", absl::StrCat("unknown value ", request.timer()));
+  }
   if (!request.has_hidden_states()) return Invalid("hidden_states", "required");
   if (!request.has_residual()) return Invalid("residual", "required");
   if (!request.has_weight()) return Invalid("weight", "required");

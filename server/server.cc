@@ -12,6 +12,7 @@
 #include <prometheus/exposer.h>
 
 #include "absl/strings/str_cat.h"
+#include "server/auth.h"
 #include "server/benchmark_engine.h"
 #include "server/device_factory.h"
 #include "server/kerneleval_service.h"
@@ -30,11 +31,14 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, const char* flag) 
   return ss.str();
 }
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& o) {
+// With a token, every port checks it before a call reaches a handler (server/auth.h).
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& o,
+                                                                     Metrics* metrics) {
   if (o.tls_cert_file.empty() && o.tls_key_file.empty()) {
     if (!o.tls_client_ca_file.empty()) {
       return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
     }
+    if (!o.auth_token.empty()) return TokenCheckingCredentials(nullptr, o.auth_token, metrics);
     return grpc::InsecureServerCredentials();
   }
   if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
@@ -55,6 +59,7 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
     ssl.pem_root_certs = *ca;
     ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   }
+  if (!o.auth_token.empty()) return TokenCheckingCredentials(&ssl, o.auth_token, metrics);
   return grpc::SslServerCredentials(ssl);
 }
 
@@ -160,13 +165,19 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
     if (!suites.ok()) return suites.status();
     s->state.suites = std::move(*suites);
   }
-  auto creds = Credentials(options);
+  auto creds = Credentials(options, &s->metrics);
   if (!creds.ok()) return creds.status();
+  if (!options.metrics_basic_auth.empty()) {
+    const std::size_t colon = options.metrics_basic_auth.find(':');
+    if (colon == 0 || colon == std::string::npos) {
+      return absl::InvalidArgumentError(
+          "--metrics-basic-auth-file: expected one line 'user:password'");
+    }
+  }
 
   s->state.devices = &s->devices;
   s->state.metrics = &s->metrics;
   s->state.limits = options.limits;
-  s->state.auth_token = options.auth_token;
   for (auto& b : backends) {
     const std::string name = b->name();
     Metrics* metrics = &s->metrics;
@@ -189,6 +200,18 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
     } catch (const std::exception& e) {
       return absl::UnavailableError(absl::StrCat("--metrics-listen: cannot listen on ",
                                                  options.metrics_listen, ": ", e.what()));
+    }
+    // Authentication first: the registry is never reachable without it.
+    if (!options.metrics_basic_auth.empty()) {
+      const std::string& auth = options.metrics_basic_auth;
+      const std::size_t colon = auth.find(':');
+      s->exposer->RegisterAuth(
+          [user = auth.substr(0, colon), password = auth.substr(colon + 1)](const std::string& u,
+                                                                            const std::string& p) {
+            // Both compared every time: which of the two was wrong takes no time to tell.
+            return SecretsEqual(u, user) & SecretsEqual(p, password);
+          },
+          "kerneleval");
     }
     s->exposer->RegisterCollectable(s->metrics.registry());
   }

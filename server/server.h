@@ -27,6 +27,7 @@ struct ServerOptions {
   RequestLimits limits;
   std::string auth_token;  // empty: no authentication
   std::string tls_cert_file, tls_key_file, tls_client_ca_file;
+  std::string metrics_basic_auth;  // "user:password" that /metrics asks for; empty: open
   double nvml_sample_seconds = 5;
   // Registers test-only implementations that fault on purpose (CUDA: an illegal address).
   // Refused unless the build allows it (KERNELEVAL_FAULT_INJECTION).

@@ -188,6 +188,78 @@ TEST(Admission, FullQueueIsResourceExhaustedAndAcceptedWorkIsNotLost) {
   EXPECT_EQ(other.load(), 0);
 }
 
+// The client sees DEADLINE_EXCEEDED from its own timer whatever the server does, so the
+// server's side is checked through its metrics: the queued calls end as DEADLINE_EXCEEDED and
+// the benchmark never started (a started one records a run of its suite).
+TEST(Admission, WorkWhoseDeadlinePassesInTheQueueIsNeverStarted) {
+  auto gate = std::make_shared<Gate>();
+  std::vector<std::unique_ptr<server::Backend>> backends;
+  backends.push_back(GatedCpuBackend(gate));
+  TestServer t = StartServer(LoopbackOptions(), std::move(backends));
+  ASSERT_NE(t.client, nullptr);
+
+  std::thread holder([&] {
+    v1::RunResponse resp;
+    EXPECT_TRUE(t.client->Run(SmallRun(1, 4), &resp).ok());
+  });
+  while (gate->entered.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+
+  auto stub =
+      v1::KernelEval::NewStub(grpc::CreateChannel(t.target(), grpc::InsecureChannelCredentials()));
+  const auto short_deadline = [] {
+    return std::chrono::system_clock::now() + std::chrono::milliseconds(300);
+  };
+  v1::BenchmarkRequest bench;
+  bench.set_suite("fused_add_rmsnorm_h2048");
+  bench.add_implementations("gated");
+  grpc::ClientContext bench_context;
+  bench_context.set_deadline(short_deadline());
+  auto reader = stub->Benchmark(&bench_context, bench);
+  int events = 0;
+  for (v1::BenchmarkEvent e; reader->Read(&e);) ++events;
+  const grpc::Status bench_status = reader->Finish();
+  EXPECT_EQ(bench_status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+      << bench_status.error_message();
+  EXPECT_EQ(events, 0);
+
+  grpc::ClientContext run_context;
+  run_context.set_deadline(short_deadline());
+  v1::RunResponse run_response;
+  const grpc::Status run_status = stub->Run(&run_context, SmallRun(1, 4), &run_response);
+  EXPECT_EQ(run_status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+      << run_status.error_message();
+
+  gate->open = true;
+  holder.join();
+  // The queue is FIFO: once this Run is answered, both queued jobs have been dequeued.
+  v1::RunResponse resp;
+  ASSERT_TRUE(t.client->Run(SmallRun(1, 4), &resp).ok());
+  EXPECT_EQ(gate->entered.load(), 2);  // the holder and the last Run, not the expired Run
+
+  auto code_count = [](const std::string& metrics, const char* method, const char* code) {
+    return MetricValue(metrics, "kerneleval_rpc_requests_total",
+                       {{"method", method}, {"code", code}});
+  };
+  std::string metrics;
+  for (int i = 0; i < 500; ++i) {  // a finished RPC is recorded when gRPC reports it done
+    metrics = ScrapeMetrics(t.server->metrics_port());
+    if (code_count(metrics, "Benchmark", "DEADLINE_EXCEEDED") >= 1 &&
+        code_count(metrics, "Run", "DEADLINE_EXCEEDED") >= 1) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(code_count(metrics, "Benchmark", "DEADLINE_EXCEEDED"), 1);
+  EXPECT_EQ(code_count(metrics, "Run", "DEADLINE_EXCEEDED"), 1);
+  for (const char* code : {"OK", "CANCELLED"}) {
+    EXPECT_EQ(code_count(metrics, "Benchmark", code), -1) << code;
+  }
+  EXPECT_EQ(MetricValue(metrics, "kerneleval_benchmark_runs_total",
+                        {{"suite", "fused_add_rmsnorm_h2048"}}),
+            -1)
+      << "the expired benchmark was started";
+}
+
 TEST(Drain, ShutdownFinishesAcceptedWorkThenRefusesNewWork) {
   auto gate = std::make_shared<Gate>();
   gate->open = true;

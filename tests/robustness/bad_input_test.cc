@@ -209,6 +209,10 @@ TEST_F(BadInputTest, MalformedRunRequests) {
        Code::INVALID_ARGUMENT, "repetitions"},
       {"repetitions uint32 max", [](RunRequest* r) { r->set_repetitions(4294967295u); },
        Code::INVALID_ARGUMENT, "repetitions"},
+      {"timer out of range", [](RunRequest* r) { r->set_timer(static_cast<v1::Timer>(77)); },
+       Code::INVALID_ARGUMENT, "timer"},
+      {"CUDA timer on the CPU", [](RunRequest* r) { r->set_timer(v1::TIMER_CUDA_EVENTS); },
+       Code::INVALID_ARGUMENT, "timer"},
       {"warmup over the maximum", [](RunRequest* r) { r->set_warmup(1001); },
        Code::INVALID_ARGUMENT, "warmup"},
       // gRPC rounds deadlines up to the millisecond: the work must take longer than that.

@@ -1,6 +1,7 @@
 // Bad local input given to the real binaries: truncated or incomplete safetensors files for
-// `kerneleval run --input`, malformed suite JSON for `kerneleval bench --suite-file`, and a
-// token file without a token for `kerneleval-server --auth-token-file`. Each must end with
+// `kerneleval run --input`, malformed suite JSON for `kerneleval bench --suite-file`, a
+// token file without a token for `kerneleval-server --auth-token-file` and a credentials file
+// without 'user:password' for `--metrics-basic-auth-file`. Each must end with
 // the usage exit code (2) and a message naming the file, before anything is sent.
 //
 // Usage: cli_bad_input_test PATH_TO_kerneleval PATH_TO_kerneleval-server [gtest flags]
@@ -219,6 +220,29 @@ TEST(ServerBadInput, TokenFileWithoutATokenRefusesToStart) {
                               {"--listen", "127.0.0.1:0", "--metrics-listen", "", "--device", "cpu",
                                "--auth-token-file", dir.File("absent.txt")});
   EXPECT_EQ(o.exit_code, 2) << o.err;
+}
+
+// Likewise for /metrics: a file without 'user:password' never starts an open endpoint.
+TEST(ServerBadInput, MetricsAuthFileWithoutUserAndPasswordRefusesToStart) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::vector<std::pair<const char*, std::string>> files = {
+      {"empty", ""},
+      {"blank lines", "  \n\n"},
+      {"no colon", "scraper-secret\n"},
+      {"no user", ":secret\n"},
+  };
+  for (const auto& [what, text] : files) {
+    SCOPED_TRACE(what);
+    const std::string path = dir.File("metrics-auth.txt");
+    ASSERT_TRUE(WriteWholeFile(path, text));
+    const Outcome o = RunBinary(dir, g_server,
+                                {"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+                                 "--device", "cpu", "--metrics-basic-auth-file", path});
+    EXPECT_EQ(o.exit_code, 2) << o.err;
+    EXPECT_NE(o.err.find("--metrics-basic-auth-file"), std::string::npos) << o.err;
+    EXPECT_EQ(o.err.find("secret"), std::string::npos) << o.err;
+  }
 }
 
 }  // namespace

@@ -1,11 +1,15 @@
 // Authentication and transport security of a real server on loopback: the bearer token on
-// every KernelEval RPC (health stays open), TLS and mutual TLS with certificates made at
-// test time by the openssl command line tool, and the token kept out of logs and metrics.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
+// every RPC but health (KernelEval and reflection), checked before the request message is
+// read; TLS and mutual TLS with certificates made at test time by the openssl command line
+// tool; and the token kept out of logs and metrics.
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
+
+#include <grpcpp/generic/generic_stub.h>
+
+#include "absl/strings/escaping.h"
 
 #include "robustness_util.h"
 #include "test_server.h"
@@ -74,25 +78,42 @@ grpc::Status ListDevicesWithAuthorization(const std::string& target, const char*
   return stub->ListDevices(&context, v1::ListDevicesRequest(), &response);
 }
 
-// GET /metrics over plain HTTP/1.0; empty on any failure.
-std::string ScrapeMetrics(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return "";
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string body;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) {
-    const std::string request = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-    if (send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size())) {
-      char buf[65536];
-      ssize_t n;
-      while ((n = recv(fd, buf, sizeof(buf), 0)) > 0) body.append(buf, static_cast<size_t>(n));
+// Opens a call to `method` with `authorization` (none when null) and sends the metadata but
+// never a message. A server that checks the token only once it has the message cannot answer
+// before the deadline.
+grpc::Status CallThatSendsNoMessage(const std::string& target, const std::string& method,
+                                    const char* authorization, double* seconds) {
+  class Reactor final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+   public:
+    void OnDone(const grpc::Status& s) override {
+      std::lock_guard<std::mutex> lock(mu_);
+      status_ = s;
+      done_ = true;
+      cv_.notify_all();
     }
-  }
-  close(fd);
-  return body;
+    grpc::Status Wait() {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return done_; });
+      return status_;
+    }
+
+   private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool done_ = false;
+    grpc::Status status_;
+  };
+  grpc::GenericStub stub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  if (authorization != nullptr) context.AddMetadata("authorization", authorization);
+  Reactor reactor;
+  const auto t0 = std::chrono::steady_clock::now();
+  stub.PrepareBidiStreamingCall(&context, method, grpc::StubOptions(), &reactor);
+  reactor.StartCall();
+  const grpc::Status status = reactor.Wait();
+  *seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return status;
 }
 
 class BearerTokenTest : public ::testing::Test {
@@ -179,6 +200,56 @@ TEST_F(BearerTokenTest, HealthNeedsNoToken) {
   }
 }
 
+TEST_F(BearerTokenTest, ReflectionNeedsTheTokenToo) {
+  ASSERT_NE(server_->server, nullptr);
+  std::vector<std::string> services;
+  const grpc::Status none = Connect(ClientFor(*server_))->ListReflectionServices(&services);
+  EXPECT_EQ(none.error_code(), grpc::StatusCode::UNAUTHENTICATED) << none.error_message();
+  EXPECT_TRUE(services.empty());
+  client::ClientOptions o = ClientFor(*server_);
+  o.bearer_token = "not-the-token";
+  const grpc::Status wrong = Connect(o)->ListReflectionServices(&services);
+  EXPECT_EQ(wrong.error_code(), grpc::StatusCode::PERMISSION_DENIED) << wrong.error_message();
+  o.bearer_token = kToken;
+  const grpc::Status right = Connect(o)->ListReflectionServices(&services);
+  ASSERT_TRUE(right.ok()) << right.error_message();
+  EXPECT_NE(std::find(services.begin(), services.end(), "kerneleval.v1.KernelEval"),
+            services.end());
+
+  const std::string metrics = ScrapeMetrics(server_->server->metrics_port());
+  EXPECT_GE(MetricValue(metrics, "kerneleval_rpc_requests_total",
+                        {{"method", "ServerReflectionInfo"}, {"code", "UNAUTHENTICATED"}}),
+            1);
+  EXPECT_GE(MetricValue(metrics, "kerneleval_rpc_requests_total",
+                        {{"method", "ServerReflectionInfo"}, {"code", "PERMISSION_DENIED"}}),
+            1);
+}
+
+// The old check ran in the handlers, which gRPC calls only once the request message has
+// arrived: a call that never sends one would wait for its deadline.
+TEST_F(BearerTokenTest, CallsAreRefusedBeforeTheRequestMessageIsRead) {
+  ASSERT_NE(server_->server, nullptr);
+  const std::string wrong = std::string("Bearer ") + kToken + "-wrong";
+  for (const char* method : {"/kerneleval.v1.KernelEval/Run", "/kerneleval.v1.KernelEval/Benchmark",
+                             "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                             "/no.such.Service/Method"}) {
+    SCOPED_TRACE(method);
+    double seconds = 0;
+    grpc::Status s = CallThatSendsNoMessage(server_->target(), method, nullptr, &seconds);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << s.error_message();
+    EXPECT_LT(seconds, 5);
+    s = CallThatSendsNoMessage(server_->target(), method, wrong.c_str(), &seconds);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << s.error_message();
+    EXPECT_LT(seconds, 5);
+  }
+  // Made-up methods do not add label values to the metrics.
+  const std::string metrics = ScrapeMetrics(server_->server->metrics_port());
+  EXPECT_EQ(metrics.find("no.such.Service"), std::string::npos);
+  EXPECT_GE(MetricValue(metrics, "kerneleval_rpc_requests_total",
+                        {{"method", "unknown"}, {"code", "UNAUTHENTICATED"}}),
+            1);
+}
+
 TEST_F(BearerTokenTest, TheTokenNeverReachesStderrOrMetrics) {
   ASSERT_NE(server_->server, nullptr);
   TempDir dir;
@@ -208,6 +279,51 @@ TEST_F(BearerTokenTest, TheTokenNeverReachesStderrOrMetrics) {
   const std::string metrics = ScrapeMetrics(server_->server->metrics_port());
   ASSERT_NE(metrics.find("200 OK"), std::string::npos) << metrics.substr(0, 200);
   EXPECT_EQ(metrics.find(kToken), std::string::npos);
+}
+
+std::string BasicAuthorization(const std::string& user_password) {
+  return "Authorization: Basic " + absl::Base64Escape(user_password) + "\r\n";
+}
+
+TEST(MetricsBasicAuth, MetricsNeedTheConfiguredUserAndPassword) {
+  server::ServerOptions o = LoopbackOptions();
+  o.metrics_basic_auth = "scraper:pass:with-colon-7f3a";  // the first colon ends the user
+  TestServer t = StartServer(o);
+  ASSERT_NE(t.server, nullptr);
+  const int port = t.server->metrics_port();
+
+  const std::string open = ScrapeMetrics(port);
+  EXPECT_NE(open.find("401 Unauthorized"), std::string::npos) << open.substr(0, 200);
+  EXPECT_NE(open.find("WWW-Authenticate: Basic"), std::string::npos) << open.substr(0, 200);
+  EXPECT_EQ(open.find("kerneleval_"), std::string::npos);
+  for (const std::string& wrong :
+       {std::string("scraper:wrong"), std::string("other:pass:with-colon-7f3a"),
+        std::string("scraper:pass:with-colon-7f3"), std::string("scraper"), std::string(":"),
+        std::string("Scraper:pass:with-colon-7f3a")}) {
+    SCOPED_TRACE(wrong);
+    const std::string refused = ScrapeMetrics(port, BasicAuthorization(wrong));
+    EXPECT_NE(refused.find("401 Unauthorized"), std::string::npos) << refused.substr(0, 200);
+    EXPECT_EQ(refused.find("kerneleval_"), std::string::npos);
+  }
+  const std::string served = ScrapeMetrics(port, BasicAuthorization(o.metrics_basic_auth));
+  EXPECT_NE(served.find("200 OK"), std::string::npos) << served.substr(0, 200);
+  EXPECT_NE(served.find("kerneleval_ready 1"), std::string::npos);
+  // gRPC is unaffected: it has its own (bearer token) setting.
+  EXPECT_TRUE(SmallRun(*t.client).ok());
+}
+
+TEST(MetricsBasicAuth, SettingWithoutAUserAndPasswordRefusesToStart) {
+  for (const char* bad : {"no-colon", ":password-without-user"}) {
+    SCOPED_TRACE(bad);
+    server::ServerOptions o = LoopbackOptions();
+    o.metrics_basic_auth = bad;
+    std::vector<std::unique_ptr<server::Backend>> backends;
+    backends.push_back(std::make_unique<server::CpuBackend>("cpu"));
+    auto started = server::KernelEvalServer::Start(o, std::move(backends));
+    ASSERT_FALSE(started.ok());
+    EXPECT_NE(started.status().message().find("--metrics-basic-auth-file"), std::string::npos);
+    EXPECT_EQ(started.status().message().find(bad), std::string::npos);  // never echoed
+  }
 }
 
 // A throwaway PKI: a CA, a server certificate for 127.0.0.1 and localhost, a client
@@ -357,8 +473,19 @@ TEST_F(TlsTest, TokenAndMutualTlsTogether) {
   EXPECT_EQ(SmallRun(*Connect(o)).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   o.bearer_token = "wrong";
   EXPECT_EQ(SmallRun(*Connect(o)).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  std::vector<std::string> services;
+  EXPECT_EQ(Connect(o)->ListReflectionServices(&services).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
   o.bearer_token = kToken;
   EXPECT_TRUE(SmallRun(*Connect(o)).ok());
+  EXPECT_TRUE(Connect(o)->ListReflectionServices(&services).ok());
+  o.bearer_token.clear();
+  EXPECT_EQ(Connect(o)->ListReflectionServices(&services).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  bool serving = false;
+  const grpc::Status health = Connect(o)->HealthCheck("readiness", &serving);
+  EXPECT_TRUE(health.ok()) << health.error_message();
+  EXPECT_TRUE(serving);
 }
 
 TEST_F(TlsTest, IncompleteOrUnreadableTlsSettingsRefuseToStart) {

@@ -1,0 +1,138 @@
+#include "server/auth.h"
+
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+
+#include <google/protobuf/descriptor.h>
+
+#include "absl/strings/match.h"
+
+namespace kerneleval::server {
+namespace {
+
+constexpr absl::string_view kHealthPrefix = "/grpc.health.v1.Health/";
+constexpr absl::string_view kBearer = "Bearer ";
+
+absl::string_view View(const grpc_slice& slice) {
+  return absl::string_view(reinterpret_cast<const char*>(GRPC_SLICE_START_PTR(slice)),
+                           GRPC_SLICE_LENGTH(slice));
+}
+
+// The method label of the RPC metrics. Only methods compiled into this binary get their own
+// value, so that made-up paths cannot grow the label set.
+std::string MethodLabel(absl::string_view path) {
+  if (!absl::StartsWith(path, "/")) return "unknown";
+  std::string full(path.substr(1));
+  const std::size_t slash = full.find('/');
+  if (slash == std::string::npos) return "unknown";
+  full[slash] = '.';
+  const google::protobuf::MethodDescriptor* method =
+      google::protobuf::DescriptorPool::generated_pool()->FindMethodByName(full);
+  return method != nullptr ? method->name() : "unknown";
+}
+
+struct TokenCheck {
+  std::string token;
+  Metrics* metrics;
+};
+
+// Runs on a gRPC thread once a call's initial metadata has arrived, and answers at once:
+// the check neither blocks nor waits.
+void ProcessCall(void* state, grpc_auth_context* /*context*/, const grpc_metadata* md,
+                 std::size_t count, grpc_process_auth_metadata_done_cb done, void* user_data) {
+  const auto* check = static_cast<const TokenCheck*>(state);
+  absl::string_view path;
+  std::vector<absl::string_view> authorization;
+  std::vector<grpc_metadata> consumed;
+  for (std::size_t i = 0; i < count; ++i) {
+    const absl::string_view key = View(md[i].key);
+    if (key == ":path") path = View(md[i].value);
+    if (key == "authorization") {
+      authorization.push_back(View(md[i].value));
+      consumed.push_back(md[i]);
+    }
+  }
+  const grpc::Status status = CheckBearerToken(path, authorization, check->token);
+  if (!status.ok() && check->metrics != nullptr) {
+    check->metrics->RpcRejected(MethodLabel(path),
+                                status.error_code() == grpc::StatusCode::UNAUTHENTICATED
+                                    ? "UNAUTHENTICATED"
+                                    : "PERMISSION_DENIED");
+  }
+  done(user_data, consumed.empty() ? nullptr : consumed.data(), consumed.size(), nullptr, 0,
+       static_cast<grpc_status_code>(status.error_code()),
+       status.ok() ? nullptr : status.error_message().c_str());
+}
+
+// Adds its ports with core credentials that carry the token check, the way gRPC's own
+// wrappers add theirs (SslServerCredentials builds the same TLS credentials).
+class TokenCheckingServerCredentials final : public grpc::ServerCredentials {
+ public:
+  TokenCheckingServerCredentials(const grpc::SslServerCredentialsOptions* tls, std::string token,
+                                 Metrics* metrics) {
+    if (tls == nullptr) {
+      creds_ = grpc_insecure_server_credentials_create();
+    } else {
+      std::vector<grpc_ssl_pem_key_cert_pair> pairs;
+      for (const auto& pair : tls->pem_key_cert_pairs) {
+        pairs.push_back({pair.private_key.c_str(), pair.cert_chain.c_str()});
+      }
+      creds_ = grpc_ssl_server_credentials_create_ex(
+          tls->pem_root_certs.empty() ? nullptr : tls->pem_root_certs.c_str(),
+          pairs.empty() ? nullptr : pairs.data(), pairs.size(),
+          tls->force_client_auth ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                                 : tls->client_certificate_request,
+          nullptr);
+    }
+    grpc_auth_metadata_processor processor;
+    processor.process = ProcessCall;
+    processor.destroy = [](void* state) { delete static_cast<TokenCheck*>(state); };
+    processor.state = new TokenCheck{std::move(token), metrics};
+    grpc_server_credentials_set_auth_metadata_processor(creds_, processor);
+  }
+  ~TokenCheckingServerCredentials() override { grpc_server_credentials_release(creds_); }
+
+  // The token check is the processor; it is not to be replaced.
+  void SetAuthMetadataProcessor(const std::shared_ptr<grpc::AuthMetadataProcessor>&) override {}
+
+ private:
+  int AddPortToServer(const std::string& addr, grpc_server* server) override {
+    return grpc_server_add_http2_port(server, addr.c_str(), creds_);
+  }
+
+  grpc_server_credentials* creds_ = nullptr;
+};
+
+}  // namespace
+
+bool SecretsEqual(absl::string_view given, absl::string_view expected) {
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (std::size_t i = 0; i < given.size() && i < expected.size(); ++i) {
+    diff |= static_cast<unsigned char>(given[i] ^ expected[i]);
+  }
+  return diff == 0;
+}
+
+grpc::Status CheckBearerToken(absl::string_view path,
+                              const std::vector<absl::string_view>& authorization,
+                              absl::string_view token) {
+  if (absl::StartsWith(path, kHealthPrefix)) return grpc::Status::OK;
+  if (authorization.empty()) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "missing 'authorization: Bearer <token>' metadata");
+  }
+  const absl::string_view value = authorization.front();
+  if (authorization.size() != 1 || !absl::StartsWith(value, kBearer) ||
+      !SecretsEqual(value.substr(kBearer.size()), token)) {
+    return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
+                        "the bearer token is not valid for this server");
+  }
+  return grpc::Status::OK;
+}
+
+std::shared_ptr<grpc::ServerCredentials> TokenCheckingCredentials(
+    const grpc::SslServerCredentialsOptions* tls, std::string token, Metrics* metrics) {
+  return std::make_shared<TokenCheckingServerCredentials>(tls, std::move(token), metrics);
+}
+
+}  // namespace kerneleval::server

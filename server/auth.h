@@ -1,0 +1,41 @@
+// Bearer-token authentication in the transport. gRPC's server auth filter checks the token
+// on each call's initial metadata, before a handler is picked or the request message is
+// read, so a call without the token costs the server no message parsing and reaches no
+// handler; every service is covered alike (KernelEval and reflection) except
+// grpc.health.v1.Health, which stays open for probes.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/support/status.h>
+
+#include "absl/strings/string_view.h"
+#include "server/metrics.h"
+
+namespace kerneleval::server {
+
+// Compares without an early exit, so that response times do not reveal how much of a
+// guessed secret was right (only whether its length was).
+bool SecretsEqual(absl::string_view given, absl::string_view expected);
+
+// The decision for a call to `path` ("/package.Service/Method") that carries these
+// `authorization` values: OK for health, or for exactly one value "Bearer <token>";
+// UNAUTHENTICATED without a value; PERMISSION_DENIED otherwise. The message never holds a
+// token, given or expected, and the comparison takes the same time wherever the tokens
+// differ.
+grpc::Status CheckBearerToken(absl::string_view path,
+                              const std::vector<absl::string_view>& authorization,
+                              absl::string_view token);
+
+// Plaintext (`tls` null) or TLS server credentials whose ports apply CheckBearerToken to
+// every call with `token` (not empty). The token is taken off the call's metadata once
+// checked, so handlers never hold it. Rejected calls are counted in `metrics` (may be null;
+// must outlive the server). gRPC's own plaintext credentials cannot carry such a check:
+// their SetAuthMetadataProcessor aborts.
+std::shared_ptr<grpc::ServerCredentials> TokenCheckingCredentials(
+    const grpc::SslServerCredentialsOptions* tls, std::string token, Metrics* metrics);
+
+}  // namespace kerneleval::server
