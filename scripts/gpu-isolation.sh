@@ -35,7 +35,8 @@ start_server() {  # name, then server flags; sets port, mport, pid, cli
   shift
   rm -f "$out/$name.ports.json"
   "$bin/kerneleval-server" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --device cuda:0 \
-    --suites-dir suites --port-file "$out/$name.ports.json" "$@" 2>"$out/$name.server.log" &
+    --suites-dir suites --port-file "$out/$name.ports.json" "$@" \
+    2> >(while IFS= read -r line; do printf '%s %s\n' "$(date +%T.%3N)" "$line"; done >"$out/$name.server.log") &
   pid=$!
   for _ in $(seq 1 600); do [ -s "$out/$name.ports.json" ] && break; sleep 0.1; done
   port=$(sed -E 's/.*"grpc_port": *([0-9]+).*/\1/' "$out/$name.ports.json")
@@ -73,13 +74,26 @@ for iso in thread process; do
   stop_server
 done
 
+section "Run's reported latency: one event-timed call (the default) against CUPTI and 100 calls"
+start_server runlat
+say '```'
+for b in 1 79 16254; do
+  for flags in "" "--timer cupti" "--repetitions 100" "--repetitions 100 --timer cupti"; do
+    # shellcheck disable=SC2086
+    say "B=$b ${flags:-(default)}: $("${cli[@]}" run --device cuda:0 --batch "$b" --hidden 2048 $flags 2>&1 | grep -E '^(median|timer)' | tr -s ' ' | tr '\n' ' ')"
+  done
+done
+say '```'
+stop_server
+
 section "Sticky CUDA fault, three times, device host isolation (the default for GPUs)"
 start_server fault --enable-fault-injection
 say '```'
 for round in 1 2 3; do
   t0=$(date +%s.%N)
+  say "$(date +%T.%3N) round $round: fault call"
   "${cli[@]}" run --device cuda:0 --impl fault_illegal_address --batch 4 --hidden 2048 2>&1 | tee -a "$log"
-  say "round $round: fault run exit ${PIPESTATUS[0]}; readiness right after: $("${cli[@]}" health --service readiness 2>&1)"
+  say "$(date +%T.%3N) round $round: fault run exit ${PIPESTATUS[0]}; readiness right after: $("${cli[@]}" health --service readiness 2>&1)"
   for _ in $(seq 1 1200); do "${cli[@]}" health --service readiness >/dev/null 2>&1 && break; sleep 0.05; done
   t1=$(date +%s.%N)
   say "round $round: readiness SERVING again $(python3 -c "print(f'{$t1-$t0:.2f}')") s after the fault call started"

@@ -70,6 +70,8 @@ class CudaBackend final : public Backend {
   CudaStream stream_;
   DeviceBuffer flush_;       // 2 x L2, read before cold calls
   DeviceBuffer flush_sink_;  // the flush kernel's never-taken store
+  DeviceBuffer gate_flag_;   // the stream gate of hot event-timed calls ...
+  CudaStream gate_stream_;   // ... and the stream that opens it
   // The weight and first input set of the last call, kept for the next one where they are
   // large enough: cudaMalloc and cudaFree (which waits for the device) cost several times a
   // small kernel, on the path of every Run.

@@ -1,5 +1,6 @@
 #include "server/device_host.h"
 
+#include <cstdlib>
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -109,7 +110,9 @@ int ServeDeviceHost(Backend& backend, int channel_fd, int region_fd) {
     if (!reply.healthy()) {
       std::cerr << "kerneleval-device-host " << backend.name()
                 << ": the device faulted; exiting so that the server starts a new host\n";
-      return 3;
+      // No destructors: releasing memory and streams through a poisoned context can only
+      // fail or stall, and the driver reclaims all of it when the process ends.
+      std::_Exit(3);
     }
   }
 }

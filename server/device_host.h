@@ -8,8 +8,9 @@
 namespace kerneleval::server {
 
 // Sends the backend's identity, warms it up, then answers measurement calls. Returns the
-// process exit code: 0 once the server closed the channel, 3 after a call left the device
-// faulted (the server starts a new host), 1 on a broken channel or failed warm-up.
+// process exit code: 0 once the server closed the channel, 1 on a broken channel or failed
+// warm-up. After a call that left the device faulted it ends the process at once with
+// status 3 (the server starts a new host).
 int ServeDeviceHost(Backend& backend, int channel_fd, int region_fd);
 
 }  // namespace kerneleval::server
