@@ -5,15 +5,9 @@
 # Timestamps in the log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bundle=bundle/gpu
-if [ ! -d "$bundle" ] && [ -f bundle/gpu.tgz ]; then tar -C bundle -xzf bundle/gpu.tgz; fi
-out=${OUT:-gpu-results}
-mkdir -p "$out"
-export LD_LIBRARY_PATH="$PWD/$bundle/lib:${LD_LIBRARY_PATH:-}"
-bin="$bundle/bin"
+source scripts/gpu-env.sh
 log="$out/fault-timing.md"
 : >"$log"
-say() { printf '%s\n' "$*" | tee -a "$log"; }
 stamp() { while IFS= read -r line; do printf '%s %s\n' "$(date +%T.%3N)" "$line"; done; }
 variant() {  # name, env assignment or "", extra run flags
   local name=$1 envset=$2 runflags=$3

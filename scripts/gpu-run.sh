@@ -6,16 +6,9 @@
 # ./gpu-results); results.md there is the entry for docs/results/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bundle=bundle/gpu
-if [ ! -d "$bundle" ] && [ -f bundle/gpu.tgz ]; then tar -C bundle -xzf bundle/gpu.tgz; fi
-out=${OUT:-gpu-results}
-mkdir -p "$out"
-export LD_LIBRARY_PATH="$PWD/$bundle/lib:${LD_LIBRARY_PATH:-}"
-bin="$bundle/bin"
+source scripts/gpu-env.sh
 log="$out/results.md"
 : >"$log"
-say() { printf '%s\n' "$*" | tee -a "$log"; }
-section() { say ""; say "### $*"; say ""; }
 
 section "Machine"
 say '```'

@@ -1,0 +1,11 @@
+# Sourced by the scripts that run on the GPU machine, from the repository root: unpacks
+# bundle/gpu (scripts/gpu-bundle.sh) if needed, puts its libraries on the loader path, and
+# defines $bin, $out ($OUT, or ./gpu-results) and the log helpers writing to $log.
+bundle=bundle/gpu
+if [ ! -d "$bundle" ] && [ -f bundle/gpu.tgz ]; then tar -C bundle -xzf bundle/gpu.tgz; fi
+out=${OUT:-gpu-results}
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$PWD/$bundle/lib:${LD_LIBRARY_PATH:-}"
+bin="$bundle/bin"
+say() { printf '%s\n' "$*" | tee -a "$log"; }
+section() { say ""; say "### $*"; say ""; }
