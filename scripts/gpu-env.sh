@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034,SC2154
 # Sourced by the scripts that run on the GPU machine, from the repository root: unpacks
 # bundle/gpu (scripts/gpu-bundle.sh) if needed, puts its libraries on the loader path, and
 # defines $bin, $out ($OUT, or ./gpu-results) and the log helpers writing to $log.

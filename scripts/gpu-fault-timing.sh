@@ -4,18 +4,18 @@
 # timed by CUDA events behind the stream gate (Run's default) and by CUPTI (no gate).
 # Timestamps in the log.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 source scripts/gpu-env.sh
 log="$out/fault-timing.md"
 : >"$log"
 stamp() { while IFS= read -r line; do printf '%s %s\n' "$(date +%T.%3N)" "$line"; done; }
-variant() {  # name, env assignment or "", extra run flags
-  local name=$1 envset=$2 runflags=$3
+variant() {  # name, extra run flags
+  local name=$1 runflags=$2
   say ""
   say "### $name"
   say '```'
   rm -f "$out/ports.json"
-  env $envset "$bin/kerneleval-server" --listen 127.0.0.1:0 --metrics-listen "" --device cuda:0 \
+  "$bin/kerneleval-server" --listen 127.0.0.1:0 --metrics-listen "" --device cuda:0 \
     --port-file "$out/ports.json" --enable-fault-injection 2> >(stamp >>"$log") &
   local pid=$!
   for _ in $(seq 1 600); do [ -s "$out/ports.json" ] && break; sleep 0.1; done
@@ -37,5 +37,5 @@ variant() {  # name, env assignment or "", extra run flags
   sleep 0.2
   say '```'
 }
-variant "fault call timed by events behind the gate (default)" "" ""
-variant "fault call timed by CUPTI" "" "--timer cupti"
+variant "fault call timed by events behind the gate (default)" ""
+variant "fault call timed by CUPTI" "--timer cupti"

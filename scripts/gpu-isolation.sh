@@ -7,7 +7,7 @@
 # the RPC overhead against a bare echo in both isolations. Results go to $OUT (or
 # ./gpu-results); isolation.md there is the entry for docs/results/.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 source scripts/gpu-env.sh
 log="$out/isolation.md"
 : >"$log"
@@ -23,7 +23,7 @@ section "GPU service tests (InProcess and DeviceHost)"
 say "- service_gpu_test: exit $? ($(grep -E '^\[  (PASSED|FAILED)' "$out/service_gpu_test.log" | tr '\n' ' '))"
 grep -E 'FAILED|Failure' "$out/service_gpu_test.log" | head -20 | tee -a "$log"
 
-start_server() {  # name, then server flags; sets port, mport, pid, cli
+start_server() {  # name, then server flags; sets port, pid, cli
   local name=$1
   shift
   rm -f "$out/$name.ports.json"
@@ -33,7 +33,6 @@ start_server() {  # name, then server flags; sets port, mport, pid, cli
   pid=$!
   for _ in $(seq 1 600); do [ -s "$out/$name.ports.json" ] && break; sleep 0.1; done
   port=$(sed -E 's/.*"grpc_port": *([0-9]+).*/\1/' "$out/$name.ports.json")
-  mport=$(sed -E 's/.*"metrics_port": *([0-9]+).*/\1/' "$out/$name.ports.json")
   cli=("$bin/kerneleval" --target "127.0.0.1:$port" --deadline 600)
   for _ in $(seq 1 600); do "${cli[@]}" health --service readiness >/dev/null 2>&1 && break; sleep 0.1; done
 }
