@@ -1,5 +1,6 @@
 #include "server/kerneleval_service.h"
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -297,9 +298,6 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<v1::BenchmarkEven
     }
     RETURN_IF_ERROR(StillWanted(context_, "before it was queued"));
 
-    deadline_ =
-        Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                           std::chrono::duration<double>(plan_.protocol.max_total_seconds()));
     runs_.resize(devices.size());
     pending_jobs_ = devices.size();
     for (std::size_t i = 0; i < devices.size(); ++i) {
@@ -356,8 +354,18 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<v1::BenchmarkEven
   }
 
   bool ShouldStop() const {
-    return cancelled_.load() || context_->IsCancelled() || Clock::now() >= deadline_ ||
-           DeadlinePassed(context_);
+    return cancelled_.load() || context_->IsCancelled() ||
+           Clock::now().time_since_epoch().count() >= cap_ticks_.load() || DeadlinePassed(context_);
+  }
+
+  // The time cap counts from the first device that starts: time spent queued behind other
+  // work is not the benchmark's (the client's deadline covers the wait).
+  void StartCapClock() {
+    std::call_once(cap_started_, [this] {
+      const auto cap = std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(plan_.protocol.max_total_seconds()));
+      cap_ticks_.store((Clock::now() + cap).time_since_epoch().count());
+    });
   }
 
   // On the device's worker thread.
@@ -371,6 +379,7 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<v1::BenchmarkEven
       if (--pending_jobs_ == 0) FinishReportLocked();
       return;
     }
+    StartCapClock();
     const auto t0 = Clock::now();
     DeviceRun run = RunSuiteOnDevice(
         backend, plan,
@@ -474,7 +483,8 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<v1::BenchmarkEven
   grpc::CallbackServerContext* context_;
   const v1::BenchmarkRequest* request_;
   const Clock::time_point t0_;
-  Clock::time_point deadline_;
+  std::once_flag cap_started_;
+  std::atomic<Clock::rep> cap_ticks_{Clock::time_point::max().time_since_epoch().count()};
   std::size_t received_ = 0;
   std::size_t sent_ = 0;
   BenchmarkPlan plan_;

@@ -260,6 +260,39 @@ TEST(Admission, WorkWhoseDeadlinePassesInTheQueueIsNeverStarted) {
       << "the expired benchmark was started";
 }
 
+TEST(Admission, TimeCapCountsFromTheStartNotFromTheQueue) {
+  auto gate = std::make_shared<Gate>();
+  std::vector<std::unique_ptr<server::Backend>> backends;
+  backends.push_back(GatedCpuBackend(gate));
+  TestServer t = StartServer(LoopbackOptions(), std::move(backends));
+  ASSERT_NE(t.client, nullptr);
+  std::thread holder([&] {
+    v1::RunResponse resp;
+    EXPECT_TRUE(t.client->Run(SmallRun(1, 4), &resp).ok());
+  });
+  while (gate->entered.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+
+  // Queued for longer than its cap: the cap must not have run out when it starts.
+  v1::BenchmarkRequest bench;
+  *bench.mutable_custom_suite() = SmallSuite(v1::DTYPE_FP32, {1, 2}, 64);
+  bench.add_implementations("cpu_fused");
+  bench.mutable_protocol()->set_repetitions(3);
+  bench.mutable_protocol()->set_warmup(0);
+  bench.mutable_protocol()->set_cache(v1::CACHE_MODE_HOT);  // microseconds of work in all
+  bench.mutable_protocol()->set_max_total_seconds(2.0);
+  v1::BenchmarkReport report;
+  std::thread bencher([&] { report = RunBenchmark(*t.client, bench); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  gate->open = true;
+  holder.join();
+  bencher.join();
+  EXPECT_TRUE(report.complete());
+  ASSERT_EQ(report.results_size(), 2);
+  for (const v1::WorkloadResult& r : report.results()) {
+    EXPECT_EQ(r.status(), v1::RESULT_STATUS_PASSED) << r.workload() << " " << r.error();
+  }
+}
+
 TEST(Drain, ShutdownFinishesAcceptedWorkThenRefusesNewWork) {
   auto gate = std::make_shared<Gate>();
   gate->open = true;
