@@ -41,17 +41,6 @@ stop_server() {
   wait "$pid"
   say "- server exit after SIGTERM: $?; device host processes left: $(pgrep -c -f kerneleval-device-host)"
 }
-bench() {  # name, then bench flags
-  local name=$1
-  shift
-  say ""
-  say "#### $name: kerneleval bench $*"
-  say '```'
-  "${cli[@]}" bench "$@" --format json --out "$out/$name.json" >/dev/null 2>"$out/$name.err"
-  say "exit $?"
-  python3 scripts/summarize_report.py "$out/$name.json" | tee -a "$log"
-  say '```'
-}
 
 section "h2048 suite, device in the server process vs in a device host (same run)"
 for iso in thread process; do

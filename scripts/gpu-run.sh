@@ -33,17 +33,6 @@ mport=$(sed -E 's/.*"metrics_port": *([0-9]+).*/\1/' "$out/ports.json")
 cli=("$bin/kerneleval" --target "127.0.0.1:$port" --deadline 600)
 for _ in $(seq 1 600); do "${cli[@]}" health --service readiness >/dev/null 2>&1 && break; sleep 0.2; done
 "${cli[@]}" devices | tee -a "$log"
-bench() {  # name, then bench flags
-  local name=$1
-  shift
-  say ""
-  say "#### $name: kerneleval bench $*"
-  say '```'
-  "${cli[@]}" bench "$@" --format json --out "$out/$name.json" >/dev/null 2>"$out/$name.err"
-  say "exit $?"
-  python3 scripts/summarize_report.py "$out/$name.json" | tee -a "$log"
-  say '```'
-}
 d0=(--device cuda:0)
 bench h2048_cold --suite fused_add_rmsnorm_h2048 "${d0[@]}" --cold --repetitions 100
 bench h2048_cold_repeat --suite fused_add_rmsnorm_h2048 "${d0[@]}" --cold --repetitions 100

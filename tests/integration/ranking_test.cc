@@ -191,18 +191,34 @@ TEST(Admission, FullQueueIsResourceExhaustedAndAcceptedWorkIsNotLost) {
 // The client sees DEADLINE_EXCEEDED from its own timer whatever the server does, so the
 // server's side is checked through its metrics: the queued calls end as DEADLINE_EXCEEDED and
 // the benchmark never started (a started one records a run of its suite).
-TEST(Admission, WorkWhoseDeadlinePassesInTheQueueIsNeverStarted) {
-  auto gate = std::make_shared<Gate>();
-  std::vector<std::unique_ptr<server::Backend>> backends;
-  backends.push_back(GatedCpuBackend(gate));
-  TestServer t = StartServer(LoopbackOptions(), std::move(backends));
-  ASSERT_NE(t.client, nullptr);
+// A server on one gated CPU device, and a Run that holds the device until Release().
+struct HeldDevice {
+  HeldDevice() {
+    std::vector<std::unique_ptr<server::Backend>> backends;
+    backends.push_back(GatedCpuBackend(gate));
+    t = StartServer(LoopbackOptions(), std::move(backends));
+    if (t.client == nullptr) return;
+    holder = std::thread([this] {
+      v1::RunResponse resp;
+      EXPECT_TRUE(t.client->Run(SmallRun(1, 4), &resp).ok());
+    });
+    while (gate->entered.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ~HeldDevice() { Release(); }
+  void Release() {
+    gate->open = true;
+    if (holder.joinable()) holder.join();
+  }
 
-  std::thread holder([&] {
-    v1::RunResponse resp;
-    EXPECT_TRUE(t.client->Run(SmallRun(1, 4), &resp).ok());
-  });
-  while (gate->entered.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::shared_ptr<Gate> gate = std::make_shared<Gate>();
+  TestServer t;
+  std::thread holder;
+};
+
+TEST(Admission, WorkWhoseDeadlinePassesInTheQueueIsNeverStarted) {
+  HeldDevice held;
+  ASSERT_NE(held.t.client, nullptr);
+  TestServer& t = held.t;
 
   auto stub =
       v1::KernelEval::NewStub(grpc::CreateChannel(t.target(), grpc::InsecureChannelCredentials()));
@@ -229,12 +245,11 @@ TEST(Admission, WorkWhoseDeadlinePassesInTheQueueIsNeverStarted) {
   EXPECT_EQ(run_status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
       << run_status.error_message();
 
-  gate->open = true;
-  holder.join();
+  held.Release();
   // The queue is FIFO: once this Run is answered, both queued jobs have been dequeued.
   v1::RunResponse resp;
   ASSERT_TRUE(t.client->Run(SmallRun(1, 4), &resp).ok());
-  EXPECT_EQ(gate->entered.load(), 2);  // the holder and the last Run, not the expired Run
+  EXPECT_EQ(held.gate->entered.load(), 2);  // the holder and the last Run, not the expired Run
 
   auto code_count = [](const std::string& metrics, const char* method, const char* code) {
     return MetricValue(metrics, "kerneleval_rpc_requests_total",
@@ -261,16 +276,9 @@ TEST(Admission, WorkWhoseDeadlinePassesInTheQueueIsNeverStarted) {
 }
 
 TEST(Admission, TimeCapCountsFromTheStartNotFromTheQueue) {
-  auto gate = std::make_shared<Gate>();
-  std::vector<std::unique_ptr<server::Backend>> backends;
-  backends.push_back(GatedCpuBackend(gate));
-  TestServer t = StartServer(LoopbackOptions(), std::move(backends));
-  ASSERT_NE(t.client, nullptr);
-  std::thread holder([&] {
-    v1::RunResponse resp;
-    EXPECT_TRUE(t.client->Run(SmallRun(1, 4), &resp).ok());
-  });
-  while (gate->entered.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  HeldDevice held;
+  ASSERT_NE(held.t.client, nullptr);
+  TestServer& t = held.t;
 
   // Queued for longer than its cap: the cap must not have run out when it starts.
   v1::BenchmarkRequest bench;
@@ -283,8 +291,7 @@ TEST(Admission, TimeCapCountsFromTheStartNotFromTheQueue) {
   v1::BenchmarkReport report;
   std::thread bencher([&] { report = RunBenchmark(*t.client, bench); });
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
-  gate->open = true;
-  holder.join();
+  held.Release();
   bencher.join();
   EXPECT_TRUE(report.complete());
   ASSERT_EQ(report.results_size(), 2);
