@@ -5,6 +5,11 @@
 #include "absl/strings/str_cat.h"
 
 namespace kerneleval::server {
+namespace {
+
+constexpr auto kIdleHealthCheck = std::chrono::seconds(1);
+
+}  // namespace
 
 DeviceWorker::DeviceWorker(std::unique_ptr<Backend> backend, std::size_t capacity,
                            DepthObserver on_depth, HealthObserver on_health,
@@ -67,7 +72,8 @@ void DeviceWorker::RecoverDevice() {
     std::cerr << "kerneleval-server: " << name() << " fault: recovery attempt " << attempt + 1
               << ": " << (s.ok() ? "device rebuilt" : s.ToString()) << "\n";
   }
-  if (backend_->Healthy()) {
+  gave_up_ = !backend_->Healthy();
+  if (!gave_up_) {
     fault_reported_.store(false);
     if (on_health_) on_health_(true);
   } else {
@@ -85,7 +91,14 @@ void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
     Entry entry;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      // Idle, the device is still watched: a device host that died between jobs is replaced
+      // now rather than failing the next request.
+      while (
+          !cv_.wait_for(lock, kIdleHealthCheck, [this] { return stopping_ || !queue_.empty(); })) {
+        lock.unlock();
+        if (!gave_up_ && !backend_->Healthy()) RecoverDevice();
+        lock.lock();
+      }
       // Drain: accepted work runs even while stopping.
       if (queue_.empty()) return;
       entry = std::move(queue_.front());

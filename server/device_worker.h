@@ -66,6 +66,7 @@ class DeviceWorker {
   HealthObserver on_health_;
   std::function<void()> on_failed_;  // recovery gave up
   std::atomic<bool> fault_reported_{false};
+  bool gave_up_ = false;  // recovery failed; retried after the next job, not while idle
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Entry> queue_;

@@ -195,7 +195,10 @@ absl::Status ProcessBackend::AwaitReady() {
 absl::Status ProcessBackend::WarmUp() { return AwaitReady(); }
 
 absl::Status ProcessBackend::Recover() {
-  KillHost();
+  const pid_t old = host_pid();
+  const std::string how = KillHost();
+  if (old != 0)
+    std::cerr << "kerneleval-server: " << name_ << ": device host " << old << " " << how << "\n";
   RETURN_IF_ERROR(Spawn());
   RETURN_IF_ERROR(AwaitReady());
   std::cerr << "kerneleval-server: " << name_ << ": new device host " << host_pid()
@@ -370,7 +373,12 @@ std::string ProcessBackend::TimerStatus() const {
 
 bool ProcessBackend::Healthy() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return healthy_ && pid_ != 0;
+  if (!healthy_ || pid_ == 0) return false;
+  // A host that has ended (killed from outside, out of memory) is seen here without being
+  // reaped: KillHost() reaps it, on the worker thread.
+  siginfo_t info{};
+  return waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) != 0 ||
+         info.si_pid == 0;
 }
 
 pid_t ProcessBackend::host_pid() const {

@@ -3,14 +3,21 @@
 // crashed and a hung device are real processes dying or hanging, not a simulation. The
 // server must answer the failing call with a clear error, drop readiness, start a new host,
 // run the work queued behind the fault, and leave no process behind when it stops.
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <random>
+#include <sstream>
 #include <thread>
+
+#include "absl/strings/numbers.h"
 
 #include "test_server.h"
 
@@ -174,6 +181,47 @@ TEST(DeviceHost, HungHostIsKilledAfterTheCallTimeout) {
     ExpectRunMatchesReference(*t.client, v1::MODE_OUTPUT, 5);
   }
   ExpectNoChildProcesses();
+}
+
+// The device hosts this process has started, from /proc.
+std::vector<pid_t> DeviceHostChildren() {
+  std::vector<pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(entry.path().filename().string(), &pid)) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    // pid (comm) state ppid ...: comm is cut to 15 characters.
+    const std::size_t close = line.rfind(')');
+    if (close == std::string::npos || line.find("(kerneleval-devi") == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == getpid() && state != 'Z') out.push_back(pid);
+  }
+  return out;
+}
+
+TEST(DeviceHost, HostKilledWhileIdleIsReplacedBeforeTheNextRequest) {
+  TestServer t = StartServer(IsolatedOptions());
+  ASSERT_NE(t.client, nullptr);
+  const std::vector<pid_t> hosts = DeviceHostChildren();
+  ASSERT_EQ(hosts.size(), 1u);
+  ASSERT_EQ(kill(hosts[0], SIGKILL), 0);
+  // Seen without any request: a new host starts and readiness returns.
+  std::vector<pid_t> now;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    now = DeviceHostChildren();
+    if (now.size() == 1 && now[0] != hosts[0]) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_NE(now[0], hosts[0]);
+  EXPECT_TRUE(WaitForReadiness(*t.client, true));
+  ExpectRunMatchesReference(*t.client, v1::MODE_OUTPUT, 6);
 }
 
 TEST(DeviceHost, MissingExecutableIsAStartupError) {
