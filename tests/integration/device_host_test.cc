@@ -51,6 +51,13 @@ v1::RunRequest RandomRun(int batch, int hidden, v1::Mode mode, unsigned seed) {
   return run;
 }
 
+// A small Run of one of the device host's test-only fault implementations.
+v1::RunRequest FaultRun(const char* implementation) {
+  v1::RunRequest run = SmallRun(2, 64);
+  run.set_implementation(implementation);
+  return run;
+}
+
 bool WaitForReadiness(const client::KernelEvalClient& client, bool want) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline) {
@@ -121,8 +128,7 @@ TEST(DeviceHost, CrashedHostIsReplacedAndQueuedWorkRuns) {
   {
     TestServer t = StartServer(IsolatedOptions());
     ASSERT_NE(t.client, nullptr);
-    v1::RunRequest crash = SmallRun(2, 64);
-    crash.set_implementation("fault_crash");
+    const v1::RunRequest crash = FaultRun("fault_crash");
     // The crash and, queued behind it, valid work that must not be lost.
     auto crashed = std::async(std::launch::async, [&] {
       v1::RunResponse resp;
@@ -154,8 +160,7 @@ TEST(DeviceHost, CrashedHostIsReplacedAndQueuedWorkRuns) {
 TEST(DeviceHost, ReadinessDropsBeforeTheFaultIsAnswered) {
   TestServer t = StartServer(IsolatedOptions());
   ASSERT_NE(t.client, nullptr);
-  v1::RunRequest crash = SmallRun(2, 64);
-  crash.set_implementation("fault_crash");
+  v1::RunRequest crash = FaultRun("fault_crash");
   v1::RunResponse resp;
   ASSERT_EQ(t.client->Run(crash, &resp).error_code(), grpc::StatusCode::INTERNAL);
   // A host restart takes longer than this check: readiness must already be off.
@@ -169,8 +174,7 @@ TEST(DeviceHost, HungHostIsKilledAfterTheCallTimeout) {
   {
     TestServer t = StartServer(IsolatedOptions());
     ASSERT_NE(t.client, nullptr);
-    v1::RunRequest hang = SmallRun(2, 64);
-    hang.set_implementation("fault_hang");
+    const v1::RunRequest hang = FaultRun("fault_hang");
     v1::RunResponse resp;
     const grpc::Status s = t.client->Run(hang, &resp);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
@@ -239,8 +243,7 @@ TEST(DeviceHost, EveryDeviceGetsItsOwnHost) {
   TestServer t = StartServer(o);
   ASSERT_NE(t.client, nullptr);
   // A crash on cpu:0 leaves cpu:1 serving.
-  v1::RunRequest crash = SmallRun(2, 64);
-  crash.set_implementation("fault_crash");
+  v1::RunRequest crash = FaultRun("fault_crash");
   crash.set_device("cpu:0");
   v1::RunResponse resp;
   EXPECT_EQ(t.client->Run(crash, &resp).error_code(), grpc::StatusCode::INTERNAL);
