@@ -8,7 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev
   prometheus prometheus-pushgateway yamllint python3 python3-yaml clang-format openssl
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev libhwy-dev
 )
 
 missing=()

@@ -47,14 +47,20 @@ struct FusedAddRmsNormArgs {
   void* residual_out = nullptr;  // [batch, hidden]; nullptr for kOutput; == residual for kInPlace
 };
 
+class CpuThreadPool;  // cpu_thread_pool.h
+
 // Host implementation: fp32 arithmetic, one rounding per element. Pointers are host memory.
-// Thread-safe; uses only the calling thread.
-void FusedAddRmsNormCpu(const FusedAddRmsNormArgs& args);
+// SIMD code for the best instruction set of the running CPU (cpu_simd.h). Rows of large calls
+// are spread over `threads` (nullptr: the calling thread only); a row's result is the same
+// on any thread and in any batch. Thread-safe.
+void FusedAddRmsNormCpu(const FusedAddRmsNormArgs& args, CpuThreadPool* threads = nullptr);
 
 // Unfused host baseline: pass 1 writes the rounded sum to `scratch` ([batch, hidden] of the
-// dtype), pass 2 normalizes it. It models what an eager framework does (two passes, the sum
-// rounded in between), so its numerics differ from the fused path within the tolerance.
-void UnfusedAddRmsNormCpu(const FusedAddRmsNormArgs& args, void* scratch);
+// dtype), pass 2 normalizes it. It models what an eager framework does (two passes over the
+// whole tensor, the sum rounded in between), so its numerics differ from the fused path
+// within the tolerance.
+void UnfusedAddRmsNormCpu(const FusedAddRmsNormArgs& args, void* scratch,
+                          CpuThreadPool* threads = nullptr);
 
 // fp64 reference from the (already rounded) input values: out and res are [batch, hidden]
 // doubles; res may be nullptr.
