@@ -1,0 +1,67 @@
+/* The ABI of a submitted kernel: what every kernel of a submission's launch plan receives.
+ *
+ * A submitted kernel is a __global__ function with exactly one parameter, this struct by
+ * value:
+ *
+ *   #include <kerneleval/submission_abi.h>
+ *   extern "C" __global__ void my_kernel(const kerneleval_params p) { ... }
+ *
+ * It computes, for every row b < batch (see kerneleval/kernels/fused_add_rmsnorm.h):
+ *   s            = hidden_states[b] + residual[b]                 (fp32)
+ *   output[b]    = s * rsqrt(mean(s^2) + eps) * weight            (rounded once to the dtype)
+ *   residual_out[b] = s                                           (rounded once; not in OUTPUT)
+ *
+ * Element (b, i) of a tensor is at `ptr + b * stride + i` in elements of the dtype. Pointers
+ * are device memory of the device the kernel runs on, aligned to at least 16 bytes at row 0
+ * (rows are contiguous today: every stride equals hidden; kernels must still use the strides).
+ * In OUTPUT mode the inputs must be left unchanged and residual_out is NULL; in IN_PLACE mode
+ * output == hidden_states and residual_out == residual.
+ *
+ * Plain C, no includes: the same text compiles in NVRTC (served as a virtual include), in
+ * nvcc and in a host C or C++ compiler. Field order and sizes are the contract: the layout
+ * is fixed at KERNELEVAL_PARAMS_BYTES bytes, and a new field would bump KERNELEVAL_ABI_VERSION.
+ */
+#ifndef KERNELEVAL_SUBMISSION_ABI_H_
+#define KERNELEVAL_SUBMISSION_ABI_H_
+
+#define KERNELEVAL_ABI_VERSION 1
+#define KERNELEVAL_PARAMS_BYTES 128
+
+/* Values of kerneleval_params.dtype: the storage type of every tensor. */
+#define KERNELEVAL_DTYPE_BF16 0 /* __nv_bfloat16 */
+#define KERNELEVAL_DTYPE_FP16 1 /* __half */
+#define KERNELEVAL_DTYPE_FP32 2 /* float */
+
+/* Values of kerneleval_params.mode. */
+#define KERNELEVAL_MODE_OUTPUT 0              /* writes output only */
+#define KERNELEVAL_MODE_OUTPUT_AND_RESIDUAL 1 /* writes output and residual_out */
+#define KERNELEVAL_MODE_IN_PLACE 2            /* residual <- s, hidden_states <- output */
+
+typedef struct kerneleval_params {
+  const void* hidden_states; /* [batch, hidden] */
+  const void* residual;      /* [batch, hidden] */
+  const void* weight;        /* [hidden] */
+  void* output;              /* [batch, hidden]; == hidden_states in IN_PLACE */
+  void* residual_out;        /* [batch, hidden]; NULL in OUTPUT; == residual in IN_PLACE */
+  void* scratch;             /* [batch, hidden] of the dtype when the plan asks; else NULL */
+  long long batch;
+  long long hidden;
+  long long hidden_states_stride; /* elements between rows */
+  long long residual_stride;
+  long long output_stride;
+  long long residual_out_stride; /* 0 when residual_out is NULL */
+  long long scratch_bytes;       /* 0 without scratch */
+  float eps;
+  int dtype;        /* KERNELEVAL_DTYPE_* */
+  int mode;         /* KERNELEVAL_MODE_* */
+  int sm_count;     /* SMs of the device: persistent kernels size their loops with it */
+  int kernel_index; /* which kernel of the launch plan this launch is, from 0 */
+  int num_kernels;  /* kernels in the launch plan */
+} kerneleval_params;
+
+#ifdef __cplusplus
+static_assert(sizeof(kerneleval_params) == KERNELEVAL_PARAMS_BYTES,
+              "kerneleval_params layout is the ABI");
+#endif
+
+#endif /* KERNELEVAL_SUBMISSION_ABI_H_ */

@@ -1,0 +1,62 @@
+// The server's side of compilation: each compile runs in a kerneleval-compile process of its
+// own (started per call, never NVRTC in the server), with an address-space limit, a CPU-time
+// limit and a wall-clock timeout, so that a source that makes the compiler spin or swell
+// costs one child process. Results are cached by (source hash, options, arch).
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "absl/status/statusor.h"
+#include "kerneleval/internal/compile.pb.h"
+
+namespace kerneleval::server::submissions {
+
+struct CompilerOptions {
+  std::string tool_path;         // the kerneleval-compile executable
+  std::string cuda_include_dir;  // passed on; empty: the one the tool was built with
+  double wall_seconds = 60;      // killed after this long (DEADLINE_EXCEEDED)
+  int cpu_seconds = 30;          // RLIMIT_CPU (DEADLINE_EXCEEDED)
+  // RLIMIT_AS. NVRTC compiles a kernel that includes cuda_bf16.h in ~75 MB resident; the
+  // CUDA libraries map far more address space than that.
+  std::uint64_t address_space_bytes = std::uint64_t{4} << 30;
+  std::uint64_t max_output_bytes = std::uint64_t{64} << 20;  // a larger answer is refused
+  std::size_t cache_bytes = std::size_t{256} << 20;          // cubins kept, least recent out
+};
+
+struct CompileResult {
+  internal::CompileResponse response;  // code 0: cubin and diagnostics
+};
+
+class Compiler {
+ public:
+  explicit Compiler(CompilerOptions options);
+
+  // OK with the cubin and diagnostics, or: INVALID_ARGUMENT naming the field (a compile
+  // error carries NVRTC's log in the message, cut at 16 KiB); DEADLINE_EXCEEDED past the
+  // wall or CPU limit; RESOURCE_EXHAUSTED past the address-space or output limit; INTERNAL
+  // when the tool cannot start or crashes. Thread-safe; compiles run concurrently.
+  absl::StatusOr<internal::CompileResponse> Compile(const internal::CompileRequest& request);
+
+  // The cache key: SHA-256 over the language, arch, options, entries and source.
+  static std::string CacheKey(const internal::CompileRequest& request);
+
+  const CompilerOptions& options() const { return options_; }
+
+ private:
+  absl::StatusOr<internal::CompileResponse> RunTool(const internal::CompileRequest& request);
+
+  const CompilerOptions options_;
+  std::mutex mu_;
+  std::list<std::pair<std::string, internal::CompileResponse>> lru_;  // front: most recent
+  std::unordered_map<std::string, decltype(lru_)::iterator> index_;
+  std::size_t cached_bytes_ = 0;
+};
+
+// SHA-256 of `data` as lowercase hex.
+std::string Sha256Hex(const std::string& data);
+
+}  // namespace kerneleval::server::submissions

@@ -1,0 +1,216 @@
+#include "server/submissions/cuda_launcher.h"
+
+#include "absl/strings/str_cat.h"
+#include "server/submissions/launch_plan.h"
+#include "server/submissions/source_rules.h"
+
+namespace kerneleval::server::submissions {
+namespace {
+
+absl::Status DriverStatus(CUresult r, const char* call) {
+  if (r == CUDA_SUCCESS) return absl::OkStatus();
+  const char* name = nullptr;
+  const char* text = nullptr;
+  cuGetErrorName(r, &name);
+  cuGetErrorString(r, &text);
+  const std::string msg =
+      absl::StrCat(call, " failed: ", name ? name : "?", " (", text ? text : "?", ")");
+  return r == CUDA_ERROR_OUT_OF_MEMORY ? absl::ResourceExhaustedError(msg)
+                                       : absl::InternalError(msg);
+}
+
+#define KE_CU_RETURN_IF_ERROR(call)                                                           \
+  do {                                                                                        \
+    if (absl::Status ke_cu_s_ = DriverStatus((call), #call); !ke_cu_s_.ok()) return ke_cu_s_; \
+  } while (false)
+
+int DTypeOf(v1::DType d) {
+  return d == v1::DTYPE_BF16   ? KERNELEVAL_DTYPE_BF16
+         : d == v1::DTYPE_FP16 ? KERNELEVAL_DTYPE_FP16
+                               : KERNELEVAL_DTYPE_FP32;
+}
+
+int ModeOf(v1::Mode m) {
+  return m == v1::MODE_OUTPUT_AND_RESIDUAL ? KERNELEVAL_MODE_OUTPUT_AND_RESIDUAL
+         : m == v1::MODE_IN_PLACE          ? KERNELEVAL_MODE_IN_PLACE
+                                           : KERNELEVAL_MODE_OUTPUT;
+}
+
+}  // namespace
+
+CudaModule& CudaModule::operator=(CudaModule&& o) noexcept {
+  if (this != &o) {
+    if (m_ != nullptr) static_cast<void>(cuModuleUnload(m_));
+    m_ = o.m_;
+    o.m_ = nullptr;
+  }
+  return *this;
+}
+
+CudaModule::~CudaModule() {
+  if (m_ != nullptr) static_cast<void>(cuModuleUnload(m_));
+}
+
+kerneleval_params MakeParams(const FusedAddRmsNormArgs& a, void* scratch,
+                             std::int64_t scratch_bytes, int sm_count, int index, int count) {
+  kerneleval_params p = {};
+  p.hidden_states = a.hidden_states;
+  p.residual = a.residual;
+  p.weight = a.weight;
+  p.output = a.output;
+  p.residual_out = WritesResidual(a.mode) ? a.residual_out : nullptr;
+  p.scratch = scratch;
+  p.batch = a.batch;
+  p.hidden = a.hidden;
+  // Tensors are contiguous rows today; the strides let that change without a new ABI.
+  p.hidden_states_stride = a.hidden;
+  p.residual_stride = a.hidden;
+  p.output_stride = a.hidden;
+  p.residual_out_stride = p.residual_out != nullptr ? a.hidden : 0;
+  p.scratch_bytes = scratch != nullptr ? scratch_bytes : 0;
+  p.eps = a.eps;
+  p.dtype = static_cast<int>(a.dtype);  // DType and the ABI share 0, 1, 2
+  p.mode = static_cast<int>(a.mode);
+  p.sm_count = sm_count;
+  p.kernel_index = index;
+  p.num_kernels = count;
+  return p;
+}
+
+absl::StatusOr<std::unique_ptr<SubmissionLauncher>> SubmissionLauncher::Load(
+    const v1::Submission& submission, const std::string& cubin) {
+  std::unique_ptr<SubmissionLauncher> l(new SubmissionLauncher());
+  l->submission_ = submission;
+  l->submission_.mutable_spec()->clear_source();
+  const v1::LaunchPlan& plan = submission.spec().launch_plan();
+  if (submission.diagnostics().kernels_size() != plan.kernels_size()) {
+    return absl::InternalError(
+        absl::StrCat("submission ", submission.id(), ": diagnostics do not match its launch plan"));
+  }
+  // The runtime's primary context is current: cudaFree(0) makes sure it exists.
+  if (cudaError_t e = cudaFree(nullptr); e != cudaSuccess) {
+    return absl::InternalError(absl::StrCat("cudaFree(0): ", cudaGetErrorName(e)));
+  }
+  CUdevice device = 0;
+  KE_CU_RETURN_IF_ERROR(cuCtxGetDevice(&device));
+  DeviceLimits limits;
+  int major = 0, minor = 0, value = 0;
+  KE_CU_RETURN_IF_ERROR(
+      cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device));
+  KE_CU_RETURN_IF_ERROR(
+      cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device));
+  limits.arch = ArchForComputeCapability(absl::StrCat(major, ".", minor));
+  if (limits.arch != submission.spec().target_arch()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("submission ", submission.id(), " was compiled for ",
+                     submission.spec().target_arch(), "; this device is ", major, ".", minor));
+  }
+  KE_CU_RETURN_IF_ERROR(
+      cuDeviceGetAttribute(&l->sm_count_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device));
+  limits.sm_count = l->sm_count_;
+  KE_CU_RETURN_IF_ERROR(
+      cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device));
+  limits.max_smem_per_block_optin = value;
+  KE_CU_RETURN_IF_ERROR(cuDeviceGetAttribute(&limits.max_threads_per_block,
+                                             CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, device));
+  KE_CU_RETURN_IF_ERROR(cuDeviceGetAttribute(
+      &limits.registers_per_sm, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, device));
+  KE_CU_RETURN_IF_ERROR(cuDeviceGetAttribute(
+      &limits.max_blocks_per_sm, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, device));
+  if (absl::Status s = ValidateLaunchPlan(plan, limits, "launch_plan"); !s.ok()) return s;
+  if (absl::Status s =
+          ValidateResources(plan, submission.diagnostics().kernels(), limits, "launch_plan");
+      !s.ok()) {
+    return s;
+  }
+
+  CUmodule module = nullptr;
+  KE_CU_RETURN_IF_ERROR(cuModuleLoadData(&module, cubin.data()));
+  l->module_ = CudaModule(module);
+  for (int i = 0; i < plan.kernels_size(); ++i) {
+    const std::string& lowered = submission.diagnostics().kernels(i).lowered_name();
+    CUfunction f = nullptr;
+    KE_CU_RETURN_IF_ERROR(cuModuleGetFunction(&f, module, lowered.c_str()));
+    std::size_t offset = 0, size = 0;
+    KE_CU_RETURN_IF_ERROR(cuFuncGetParamInfo(f, 0, &offset, &size));
+    if (size != KERNELEVAL_PARAMS_BYTES ||
+        cuFuncGetParamInfo(f, 1, &offset, &size) != CUDA_ERROR_INVALID_VALUE) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("launch_plan.kernels[", i, "].entry: ", Quote(lowered),
+                       " does not take exactly one kerneleval_params"));
+    }
+    const std::uint32_t smem = plan.kernels(i).dynamic_smem_bytes();
+    if (smem > 48 * 1024) {  // above 48 KiB a kernel must opt in
+      KE_CU_RETURN_IF_ERROR(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                               static_cast<int>(smem)));
+    }
+    if (plan.kernels(i).has_cluster() && plan.kernels(i).cluster().x() > 1) {
+      KE_CU_RETURN_IF_ERROR(
+          cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0));
+    }
+    l->functions_.push_back(f);
+  }
+  return l;
+}
+
+cudaError_t SubmissionLauncher::Launch(const FusedAddRmsNormArgs& args, void* scratch,
+                                       cudaStream_t stream) const {
+  const v1::SubmissionSpec& spec = submission_.spec();
+  if (static_cast<int>(args.dtype) != DTypeOf(spec.dtype()) ||
+      static_cast<int>(args.mode) != ModeOf(spec.mode()) || args.batch < 1 || args.hidden < 1) {
+    return cudaErrorInvalidValue;
+  }
+  if (needs_scratch() && scratch == nullptr) return cudaErrorInvalidValue;
+  const std::int64_t scratch_bytes =
+      needs_scratch()
+          ? args.batch * args.hidden * static_cast<std::int64_t>(ElementSize(args.dtype))
+          : 0;
+  const v1::LaunchPlan& plan = spec.launch_plan();
+  for (int i = 0; i < plan.kernels_size(); ++i) {
+    const v1::KernelLaunch& k = plan.kernels(i);
+    const absl::StatusOr<std::int64_t> grid = GridFor(k, args.batch, sm_count_);
+    if (!grid.ok()) return cudaErrorInvalidConfiguration;
+    kerneleval_params params = MakeParams(args, needs_scratch() ? scratch : nullptr, scratch_bytes,
+                                          sm_count_, i, plan.kernels_size());
+    void* kernel_args[] = {&params};
+    CUlaunchAttribute attrs[2] = {};
+    unsigned n = 0;
+    if (k.pdl()) {
+      attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attrs[n].value.programmaticStreamSerializationAllowed = 1;
+      ++n;
+    }
+    if (k.has_cluster() && k.cluster().x() > 1) {
+      attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attrs[n].value.clusterDim.x = k.cluster().x();
+      attrs[n].value.clusterDim.y = 1;
+      attrs[n].value.clusterDim.z = 1;
+      ++n;
+    }
+    CUlaunchConfig config = {};
+    config.gridDimX = static_cast<unsigned>(*grid);
+    config.gridDimY = 1;
+    config.gridDimZ = 1;
+    config.blockDimX = k.block_size();
+    config.blockDimY = 1;
+    config.blockDimZ = 1;
+    config.sharedMemBytes = k.dynamic_smem_bytes();
+    config.hStream = reinterpret_cast<CUstream>(stream);
+    config.attrs = n > 0 ? attrs : nullptr;
+    config.numAttrs = n;
+    const CUresult r = cuLaunchKernelEx(&config, functions_[i], kernel_args, nullptr);
+    // CUresult and cudaError_t share their values for the errors a launch reports
+    // (1 invalid value, 701 out of resources, 700 illegal address, ...).
+    if (r != CUDA_SUCCESS) return static_cast<cudaError_t>(r);
+  }
+  return cudaSuccess;
+}
+
+std::function<cudaError_t(const FusedAddRmsNormArgs&, void*, cudaStream_t)>
+SubmissionLauncher::AsLaunchFn(std::shared_ptr<const SubmissionLauncher> launcher) {
+  return [launcher](const FusedAddRmsNormArgs& args, void* scratch, cudaStream_t stream) {
+    return launcher->Launch(args, scratch, stream);
+  };
+}
+
+}  // namespace kerneleval::server::submissions

@@ -1,0 +1,76 @@
+// Loads a compiled submission into the current CUDA context and launches its plan: the
+// device host's half of a submission. The result becomes a CudaImplementation
+// (server/cuda_backend.h) whose launch function is Launcher::Launch.
+//
+// Runs only in a device host process: a submission that faults, hangs or leaves a sticky
+// error ends that process, never the server.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kerneleval/kernels/fused_add_rmsnorm.h"
+#include "kerneleval/submission_abi.h"
+#include "kerneleval/v1/submissions.pb.h"
+
+namespace kerneleval::server::submissions {
+
+// Owns a CUmodule (cuModuleUnload on destruction).
+class CudaModule {
+ public:
+  CudaModule() = default;
+  explicit CudaModule(CUmodule m) : m_(m) {}
+  CudaModule(CudaModule&& o) noexcept : m_(o.m_) { o.m_ = nullptr; }
+  CudaModule& operator=(CudaModule&& o) noexcept;
+  CudaModule(const CudaModule&) = delete;
+  CudaModule& operator=(const CudaModule&) = delete;
+  ~CudaModule();
+  CUmodule get() const { return m_; }
+
+ private:
+  CUmodule m_ = nullptr;
+};
+
+// The ABI parameters of one call of a plan's kernel `index`.
+kerneleval_params MakeParams(const FusedAddRmsNormArgs& args, void* scratch,
+                             std::int64_t scratch_bytes, int sm_count, int index, int count);
+
+class SubmissionLauncher {
+ public:
+  // Loads `cubin` into the current context (the device host's, cudaSetDevice first),
+  // resolves every entry by the lowered names in `submission.diagnostics`, checks each
+  // takes one kerneleval_params (cuFuncGetParamInfo), opts in to the plan's dynamic shared
+  // memory and checks the plan against this device. INVALID_ARGUMENT for a plan the device
+  // cannot run; INTERNAL for a CUDA error.
+  static absl::StatusOr<std::unique_ptr<SubmissionLauncher>> Load(const v1::Submission& submission,
+                                                                  const std::string& cubin);
+
+  // Launches the plan on `stream`. `scratch` is [batch, hidden] of the dtype when the plan
+  // asks for one. cudaErrorInvalidValue when args' dtype or mode is not the submission's;
+  // a launch error as CUDA reports it. Thread-compatible (one stream at a time).
+  cudaError_t Launch(const FusedAddRmsNormArgs& args, void* scratch, cudaStream_t stream) const;
+
+  // A CudaImplementation's launch function that keeps this launcher alive.
+  static std::function<cudaError_t(const FusedAddRmsNormArgs&, void*, cudaStream_t)> AsLaunchFn(
+      std::shared_ptr<const SubmissionLauncher> launcher);
+
+  const v1::Submission& submission() const { return submission_; }
+  bool needs_scratch() const { return submission_.spec().launch_plan().needs_scratch(); }
+
+ private:
+  SubmissionLauncher() = default;
+
+  v1::Submission submission_;  // spec without source
+  CudaModule module_;
+  std::vector<CUfunction> functions_;  // plan order
+  int sm_count_ = 0;
+};
+
+}  // namespace kerneleval::server::submissions

@@ -1,0 +1,253 @@
+#include "server/submissions/nvrtc_compile.h"
+
+#include <nvJitLink.h>
+#include <nvrtc.h>
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "kerneleval/submission_abi.h"
+#include "server/submissions/compile_output.h"
+#include "server/submissions/source_rules.h"
+#include "submission_abi_text.h"
+
+namespace kerneleval::server::submissions {
+namespace {
+
+internal::CompileResponse Fail(absl::StatusCode code, std::string message, std::string log = "") {
+  internal::CompileResponse r;
+  r.set_code(static_cast<int>(code));
+  r.set_message(std::move(message));
+  r.mutable_diagnostics()->set_log(std::move(log));
+  return r;
+}
+
+absl::Status CheckRequest(const internal::CompileRequest& req) {
+  if (!IsSupportedArch(req.arch())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("submission.target_arch: ", Quote(req.arch()), " is not sm_90a or sm_100a"));
+  }
+  if (req.source().empty()) {
+    return absl::InvalidArgumentError("submission.source: empty");
+  }
+  if (req.source().size() > kMaxCompileSourceBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("submission.source: ", req.source().size(),
+                                                   " bytes; at most ", kMaxCompileSourceBytes));
+  }
+  if (req.entries().empty()) {
+    return absl::InvalidArgumentError("submission.launch_plan.kernels: no entry to compile");
+  }
+  for (int i = 0; i < req.entries_size(); ++i) {
+    if (absl::Status s = CheckEntry(req.entries(i),
+                                    absl::StrCat("submission.launch_plan.kernels[", i, "].entry"));
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (req.language() == v1::SOURCE_LANGUAGE_PTX) return absl::OkStatus();
+  if (absl::Status s = CheckIncludes(req.source(), "submission.source"); !s.ok()) return s;
+  return CheckDefines(req.defines(), "submission.options.defines");
+}
+
+// The ABI: one parameter, kerneleval_params by value.
+absl::Status CheckEntryParams(const std::string& ptx, const std::string& lowered,
+                              const std::string& entry, int index) {
+  const std::string field = absl::StrCat("submission.launch_plan.kernels[", index, "].entry");
+  const auto params = PtxEntryParamBytes(ptx, lowered);
+  if (!params.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", Quote(entry), " is not a __global__ function of the source"));
+  }
+  if (params->size() != 1 || (*params)[0] != KERNELEVAL_PARAMS_BYTES) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", Quote(entry), " takes ", params->size(),
+                     " parameter(s); the ABI passes exactly one, kerneleval_params by value (",
+                     KERNELEVAL_PARAMS_BYTES, " bytes)"));
+  }
+  return absl::OkStatus();
+}
+
+// Fills the per-entry figures in plan order from the ptxas lines of `log`.
+absl::Status FillResources(const internal::CompileRequest& req,
+                           const std::vector<std::string>& lowered, const std::string& log,
+                           v1::CompileDiagnostics* d) {
+  const auto figures = ParsePtxasInfo(log);
+  for (int i = 0; i < req.entries_size(); ++i) {
+    const auto it = figures.find(lowered[i]);
+    if (it == figures.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "submission.launch_plan.kernels[", i, "].entry: ", Quote(req.entries(i)),
+          " was not compiled as a kernel (no ptxas figures for ", Quote(lowered[i]), ")"));
+    }
+    v1::KernelResources* k = d->add_kernels();
+    *k = it->second;
+    k->set_entry(req.entries(i));
+  }
+  return absl::OkStatus();
+}
+
+struct ProgramDeleter {
+  void operator()(nvrtcProgram p) const { nvrtcDestroyProgram(&p); }
+};
+using Program = std::unique_ptr<std::remove_pointer_t<nvrtcProgram>, ProgramDeleter>;
+
+struct LinkDeleter {
+  void operator()(nvJitLinkHandle h) const { nvJitLinkDestroy(&h); }
+};
+using Link = std::unique_ptr<std::remove_pointer_t<nvJitLinkHandle>, LinkDeleter>;
+
+internal::CompileResponse CompileCuda(const internal::CompileRequest& req,
+                                      const std::string& include_dir) {
+  const std::vector<std::string> options =
+      NvrtcOptions(req.arch(), req.fast_math(), req.defines(), include_dir);
+  nvrtcProgram raw = nullptr;
+  const char* header_text = kSubmissionAbiText;
+  const char* header_name = kAbiInclude;
+  nvrtcResult rc =
+      nvrtcCreateProgram(&raw, req.source().c_str(), kSourceName, 1, &header_text, &header_name);
+  if (rc != NVRTC_SUCCESS) {
+    return Fail(absl::StatusCode::kInternal,
+                absl::StrCat("nvrtcCreateProgram: ", nvrtcGetErrorString(rc)));
+  }
+  Program program(raw);
+  for (const std::string& entry : req.entries()) {
+    rc = nvrtcAddNameExpression(program.get(), entry.c_str());
+    if (rc != NVRTC_SUCCESS) {
+      return Fail(absl::StatusCode::kInternal,
+                  absl::StrCat("nvrtcAddNameExpression: ", nvrtcGetErrorString(rc)));
+    }
+  }
+  std::vector<const char*> argv;
+  for (const std::string& o : options) argv.push_back(o.c_str());
+  rc = nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
+  std::size_t log_size = 0;
+  nvrtcGetProgramLogSize(program.get(), &log_size);
+  std::string log(log_size, '\0');
+  if (log_size > 0) nvrtcGetProgramLog(program.get(), log.data());
+  while (!log.empty() && log.back() == '\0') log.pop_back();
+  if (rc == NVRTC_ERROR_COMPILATION || rc == NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID) {
+    return Fail(absl::StatusCode::kInvalidArgument,
+                absl::StrCat("submission.source: compilation failed (", nvrtcGetErrorString(rc),
+                             "); the log follows"),
+                log);
+  }
+  if (rc != NVRTC_SUCCESS) {
+    return Fail(rc == NVRTC_ERROR_OUT_OF_MEMORY ? absl::StatusCode::kResourceExhausted
+                                                : absl::StatusCode::kInternal,
+                absl::StrCat("nvrtcCompileProgram: ", nvrtcGetErrorString(rc)), log);
+  }
+
+  std::vector<std::string> lowered;
+  for (int i = 0; i < req.entries_size(); ++i) {
+    const char* name = nullptr;
+    if (nvrtcGetLoweredName(program.get(), req.entries(i).c_str(), &name) != NVRTC_SUCCESS ||
+        name == nullptr) {
+      return Fail(absl::StatusCode::kInvalidArgument,
+                  absl::StrCat("submission.launch_plan.kernels[", i,
+                               "].entry: ", Quote(req.entries(i)), " names no __global__ function"),
+                  log);
+    }
+    lowered.emplace_back(name);
+  }
+  std::size_t ptx_size = 0;
+  std::string ptx;
+  if (nvrtcGetPTXSize(program.get(), &ptx_size) == NVRTC_SUCCESS) {
+    ptx.resize(ptx_size);
+    nvrtcGetPTX(program.get(), ptx.data());
+  }
+  for (int i = 0; i < req.entries_size(); ++i) {
+    if (absl::Status s = CheckEntryParams(ptx, lowered[i], req.entries(i), i); !s.ok()) {
+      return Fail(s.code(), std::string(s.message()), log);
+    }
+  }
+  std::size_t cubin_size = 0;
+  if (nvrtcGetCUBINSize(program.get(), &cubin_size) != NVRTC_SUCCESS || cubin_size == 0) {
+    return Fail(absl::StatusCode::kInternal, "NVRTC produced no cubin", log);
+  }
+  internal::CompileResponse response;
+  std::string* cubin = response.mutable_cubin();
+  cubin->resize(cubin_size);
+  nvrtcGetCUBIN(program.get(), cubin->data());
+  v1::CompileDiagnostics* d = response.mutable_diagnostics();
+  if (absl::Status s = FillResources(req, lowered, log, d); !s.ok()) {
+    return Fail(s.code(), std::string(s.message()), log);
+  }
+  for (const std::string& o : options) {
+    if (o.rfind("-I", 0) != 0) d->add_options(o);  // include paths are this machine's
+  }
+  d->set_log(log);
+  return response;
+}
+
+internal::CompileResponse CompilePtx(const internal::CompileRequest& req) {
+  const std::string arch = absl::StrCat("-arch=", req.arch());
+  std::vector<const char*> options = {arch.c_str(), "-verbose", "-lineinfo", "-O3"};
+  nvJitLinkHandle raw = nullptr;
+  if (nvJitLinkCreate(&raw, static_cast<std::uint32_t>(options.size()), options.data()) !=
+      NVJITLINK_SUCCESS) {
+    return Fail(absl::StatusCode::kInternal, "nvJitLinkCreate failed");
+  }
+  Link link(raw);
+  const nvJitLinkResult added = nvJitLinkAddData(
+      link.get(), NVJITLINK_INPUT_PTX, req.source().data(), req.source().size(), "submission.ptx");
+  const nvJitLinkResult done = added == NVJITLINK_SUCCESS ? nvJitLinkComplete(link.get()) : added;
+  auto read_log = [&](bool error) {
+    std::size_t n = 0;
+    (error ? nvJitLinkGetErrorLogSize : nvJitLinkGetInfoLogSize)(link.get(), &n);
+    std::string s(n, '\0');
+    if (n > 0) (error ? nvJitLinkGetErrorLog : nvJitLinkGetInfoLog)(link.get(), s.data());
+    while (!s.empty() && s.back() == '\0') s.pop_back();
+    return s;
+  };
+  const std::string log = absl::StrCat(read_log(true), read_log(false));
+  if (done != NVJITLINK_SUCCESS) {
+    return Fail(absl::StatusCode::kInvalidArgument,
+                "submission.source: PTX assembly failed; the log follows", log);
+  }
+  std::vector<std::string> lowered(req.entries().begin(), req.entries().end());
+  for (int i = 0; i < req.entries_size(); ++i) {
+    if (absl::Status s = CheckEntryParams(req.source(), lowered[i], req.entries(i), i); !s.ok()) {
+      return Fail(s.code(), std::string(s.message()), log);
+    }
+  }
+  internal::CompileResponse response;
+  std::size_t cubin_size = 0;
+  nvJitLinkGetLinkedCubinSize(link.get(), &cubin_size);
+  response.mutable_cubin()->resize(cubin_size);
+  nvJitLinkGetLinkedCubin(link.get(), response.mutable_cubin()->data());
+  v1::CompileDiagnostics* d = response.mutable_diagnostics();
+  if (absl::Status s = FillResources(req, lowered, log, d); !s.ok()) {
+    return Fail(s.code(), std::string(s.message()), log);
+  }
+  for (const char* o : options) d->add_options(o);
+  d->set_log(log);
+  return response;
+}
+
+}  // namespace
+
+internal::CompileResponse CompileSubmission(const internal::CompileRequest& request,
+                                            const std::string& cuda_include_dir) {
+  if (absl::Status s = CheckRequest(request); !s.ok()) {
+    return Fail(s.code(), std::string(s.message()));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  internal::CompileResponse response = request.language() == v1::SOURCE_LANGUAGE_PTX
+                                           ? CompilePtx(request)
+                                           : CompileCuda(request, cuda_include_dir);
+  v1::CompileDiagnostics* d = response.mutable_diagnostics();
+  d->set_target_arch(request.arch());
+  d->set_compile_seconds(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) == NVRTC_SUCCESS) {
+    d->set_nvrtc_version(absl::StrCat(major, ".", minor));
+  }
+  d->set_cubin_bytes(response.cubin().size());
+  return response;
+}
+
+}  // namespace kerneleval::server::submissions

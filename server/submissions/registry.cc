@@ -1,0 +1,160 @@
+#include "server/submissions/registry.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "server/submissions/source_rules.h"
+
+namespace kerneleval::server::submissions {
+namespace fs = std::filesystem;
+
+absl::StatusOr<std::unique_ptr<Registry>> Registry::Open(RegistryOptions options,
+                                                         std::vector<std::string>* skipped) {
+  std::unique_ptr<Registry> r(new Registry(std::move(options)));
+  if (r->options_.data_dir.empty()) return r;
+  const fs::path dir = fs::path(r->options_.data_dir) / "submissions";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("--data-dir: cannot create '", dir.string(), "': ", ec.message()));
+  }
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".pb") continue;
+    std::ifstream in(e.path(), std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    internal::StoredSubmission s;
+    if (!in || !s.ParseFromString(bytes.str()) || s.submission().id().empty()) {
+      if (skipped != nullptr) skipped->push_back(e.path().string());
+      continue;
+    }
+    const std::string& owner = s.submission().owner();
+    r->by_name_[{owner, s.submission().spec().name()}] = s.submission().id();
+    ++r->per_owner_[owner];
+    r->by_id_[{owner, s.submission().id()}] = std::move(s);
+  }
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("--data-dir: cannot read '", dir.string(), "': ", ec.message()));
+  }
+  return r;
+}
+
+std::string Registry::PathOf(const std::string& owner, const std::string& id) const {
+  // Owners are free text (a certificate subject): hex keeps them out of the path syntax.
+  return (fs::path(options_.data_dir) / "submissions" /
+          absl::StrCat(absl::BytesToHexString(owner), "-", id, ".pb"))
+      .string();
+}
+
+const std::string* Registry::IdOf(const std::string& owner, const std::string& id_or_name) const {
+  if (auto it = by_id_.find({owner, id_or_name}); it != by_id_.end()) {
+    return &it->second.submission().id();
+  }
+  if (auto it = by_name_.find({owner, id_or_name}); it != by_name_.end()) return &it->second;
+  return nullptr;
+}
+
+absl::StatusOr<bool> Registry::Add(const internal::StoredSubmission& s) {
+  const std::string& owner = s.submission().owner();
+  const std::string& id = s.submission().id();
+  const std::string& name = s.submission().spec().name();
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto named = by_name_.find({owner, name});
+  if (named != by_name_.end()) {
+    if (named->second == id) return false;
+    return absl::AlreadyExistsError(absl::StrCat(
+        "submission.name: ", Quote(name), " is registered already with other content (id ",
+        named->second, "); delete it first or choose another name"));
+  }
+  if (auto same = by_id_.find({owner, id}); same != by_id_.end()) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("submission: this content is registered already as ",
+                     Quote(same->second.submission().spec().name()), " (id ", id, ")"));
+  }
+  if (per_owner_[owner] >= options_.max_per_owner) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("submission: ", Quote(owner), " holds ", per_owner_[owner],
+                     " submissions, the most allowed; delete one first"));
+  }
+  if (by_id_.size() >= options_.max_total) {
+    return absl::ResourceExhaustedError(absl::StrCat("submission: the server holds ", by_id_.size(),
+                                                     " submissions, the most allowed"));
+  }
+  if (!options_.data_dir.empty()) {
+    const std::string path = PathOf(owner, id);
+    const std::string tmp = path + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      out << s.SerializeAsString();
+      if (!out) return absl::InternalError(absl::StrCat("--data-dir: cannot write '", tmp, "'"));
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+      return absl::InternalError(absl::StrCat("--data-dir: cannot write '", path, "'"));
+    }
+  }
+  by_id_[{owner, id}] = s;
+  by_name_[{owner, name}] = id;
+  ++per_owner_[owner];
+  return true;
+}
+
+absl::StatusOr<internal::StoredSubmission> Registry::Find(const std::string& owner,
+                                                          const std::string& id_or_name) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string* id = IdOf(owner, id_or_name);
+  if (id == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("submission: no submission ", Quote(id_or_name), " of ", Quote(owner)));
+  }
+  return by_id_.at({owner, *id});
+}
+
+std::vector<v1::Submission> Registry::List(const std::string& owner) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<v1::Submission> out;
+  for (auto it = by_name_.lower_bound({owner, ""});
+       it != by_name_.end() && it->first.first == owner; ++it) {
+    v1::Submission s = by_id_.at({owner, it->second}).submission();
+    s.mutable_spec()->clear_source();
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> Registry::Delete(const std::string& owner,
+                                             const std::string& id_or_name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const std::string* found = IdOf(owner, id_or_name);
+  if (found == nullptr) {
+    return absl::NotFoundError(
+        absl::StrCat("submission: no submission ", Quote(id_or_name), " of ", Quote(owner)));
+  }
+  const std::string id = *found;
+  if (!options_.data_dir.empty()) {
+    std::error_code ec;
+    fs::remove(PathOf(owner, id), ec);
+    if (ec) {
+      return absl::InternalError(
+          absl::StrCat("--data-dir: cannot remove '", PathOf(owner, id), "': ", ec.message()));
+    }
+  }
+  const auto it = by_id_.find({owner, id});
+  by_name_.erase({owner, it->second.submission().spec().name()});
+  by_id_.erase(it);
+  if (--per_owner_[owner] == 0) per_owner_.erase(owner);
+  return id;
+}
+
+std::size_t Registry::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return by_id_.size();
+}
+
+}  // namespace kerneleval::server::submissions

@@ -1,0 +1,62 @@
+// Registered submissions: by owner and content-hash id, and by owner and name. Bounded per
+// owner and in total; in memory, and also one file per submission in a directory when one
+// is given, so that a restarted server keeps them. Thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kerneleval/internal/compile.pb.h"
+
+namespace kerneleval::server::submissions {
+
+struct RegistryOptions {
+  std::string data_dir;  // empty: memory only; else <data_dir>/submissions/*.pb
+  std::size_t max_per_owner = 64;
+  std::size_t max_total = 1024;
+};
+
+class Registry {
+ public:
+  // Creates the directory if needed and loads what it holds; INTERNAL if it cannot be made
+  // or read. Files that do not parse are skipped and reported in `skipped`.
+  static absl::StatusOr<std::unique_ptr<Registry>> Open(
+      RegistryOptions options, std::vector<std::string>* skipped = nullptr);
+
+  // Adds `s` (submission.owner, .id and .spec.name set). true when added; false when the
+  // owner had this very content under this name already (nothing changes). ALREADY_EXISTS
+  // when the name holds other content or the content is registered under another name;
+  // RESOURCE_EXHAUSTED at the limits; INTERNAL when the file cannot be written.
+  absl::StatusOr<bool> Add(const internal::StoredSubmission& s);
+
+  // By id ("sub-...") or by name, within the owner's submissions. NOT_FOUND otherwise.
+  absl::StatusOr<internal::StoredSubmission> Find(const std::string& owner,
+                                                  const std::string& id_or_name) const;
+
+  // The owner's submissions by name, sources left out.
+  std::vector<v1::Submission> List(const std::string& owner) const;
+
+  // Removes one (and its file); returns its id. NOT_FOUND when the owner has none such.
+  absl::StatusOr<std::string> Delete(const std::string& owner, const std::string& id_or_name);
+
+  std::size_t size() const;
+
+ private:
+  explicit Registry(RegistryOptions options) : options_(std::move(options)) {}
+  std::string PathOf(const std::string& owner, const std::string& id) const;
+  const std::string* IdOf(const std::string& owner, const std::string& id_or_name) const;
+
+  const RegistryOptions options_;
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, std::string>, internal::StoredSubmission> by_id_;
+  std::map<std::pair<std::string, std::string>, std::string> by_name_;  // -> id
+  std::map<std::string, std::size_t> per_owner_;
+};
+
+}  // namespace kerneleval::server::submissions

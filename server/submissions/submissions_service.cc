@@ -1,0 +1,307 @@
+#include "server/submissions/submissions_service.h"
+
+#include <ctime>
+#include <utility>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
+#include "absl/strings/str_cat.h"
+#include "server/submissions/source_rules.h"
+
+namespace kerneleval::server::submissions {
+namespace {
+
+constexpr std::size_t kMaxDescriptionBytes = 1024;
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+// The content a submission's id is the hash of: everything that changes what runs.
+std::string ContentKey(const internal::CompileRequest& compile, const v1::SubmissionSpec& spec) {
+  v1::SubmissionSpec content;
+  *content.mutable_launch_plan() = spec.launch_plan();
+  content.set_dtype(spec.dtype());
+  content.set_mode(spec.mode());
+  std::string plan;
+  google::protobuf::io::StringOutputStream stream(&plan);
+  {
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    content.SerializeToCodedStream(&coded);
+  }
+  return absl::StrCat(Compiler::CacheKey(compile), ":", Sha256Hex(plan));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SubmissionsService>> SubmissionsService::Create(
+    SubmissionsOptions options, DeviceLister devices) {
+  std::unique_ptr<Registry> registry;
+  if (options.enabled) {
+    RegistryOptions r;
+    r.data_dir = options.data_dir;
+    r.max_per_owner = options.max_per_owner;
+    r.max_total = options.max_total;
+    absl::StatusOr<std::unique_ptr<Registry>> opened = Registry::Open(r);
+    if (!opened.ok()) return opened.status();
+    registry = std::move(*opened);
+  }
+  return std::unique_ptr<SubmissionsService>(
+      new SubmissionsService(std::move(options), std::move(devices), std::move(registry)));
+}
+
+SubmissionsService::SubmissionsService(SubmissionsOptions options, DeviceLister devices,
+                                       std::unique_ptr<Registry> registry)
+    : options_(std::move(options)),
+      devices_(std::move(devices)),
+      registry_(std::move(registry)),
+      compiler_(options_.compiler) {
+  if (!options_.enabled) return;
+  for (int i = 0; i < std::max(1, options_.compile_workers); ++i) {
+    workers_.emplace_back([this] { WorkerLoop(); });
+  }
+}
+
+SubmissionsService::~SubmissionsService() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : workers_) t.join();
+}
+
+bool SubmissionsService::Enqueue(std::function<void()> job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_ || queue_.size() >= options_.compile_queue) return false;
+    queue_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void SubmissionsService::WorkerLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and every accepted compile has answered
+    std::function<void()> job = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    job();
+    lock.lock();
+  }
+}
+
+absl::Status SubmissionsService::Enabled() const {
+  if (options_.enabled) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "submissions are off on this server; start kerneleval-server with --submissions");
+}
+
+std::string SubmissionsService::OwnerOf(const grpc::CallbackServerContext& context) const {
+  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
+  if (auth != nullptr && auth->IsPeerAuthenticated()) {
+    for (const grpc::string_ref& id : auth->GetPeerIdentity()) {
+      if (id.size() > 0) return absl::StrCat("cert:", std::string(id.data(), id.size()));
+    }
+  }
+  return options_.auth_token_configured ? "token" : "anonymous";
+}
+
+absl::StatusOr<DeviceLimits> SubmissionsService::TargetFor(const v1::SubmissionSpec& spec) const {
+  const std::vector<v1::Device> devices = devices_ ? devices_() : std::vector<v1::Device>{};
+  const std::string& arch = spec.target_arch();
+  if (!arch.empty() && !IsSupportedArch(arch)) {
+    return absl::InvalidArgumentError(absl::StrCat("submission.target_arch: ", Quote(arch),
+                                                   " is not supported; use sm_90a or sm_100a"));
+  }
+  if (!spec.device().empty()) {
+    for (const v1::Device& d : devices) {
+      if (d.name() != spec.device()) continue;
+      absl::StatusOr<DeviceLimits> limits = LimitsForDevice(d);
+      if (limits.ok() && !arch.empty() && arch != limits->arch) {
+        return absl::InvalidArgumentError(absl::StrCat("submission.target_arch: ", arch,
+                                                       " does not run on ", d.name(), " (",
+                                                       limits->arch, ")"));
+      }
+      return limits;
+    }
+    return absl::NotFoundError(absl::StrCat("submission.device: ", Quote(spec.device()),
+                                            " is not a device of this server"));
+  }
+  for (const v1::Device& d : devices) {
+    absl::StatusOr<DeviceLimits> limits = LimitsForDevice(d);
+    if (limits.ok() && (arch.empty() || arch == limits->arch)) return limits;
+  }
+  return LimitsForArch(arch.empty() ? "sm_90a" : arch, "submission.target_arch");
+}
+
+absl::StatusOr<v1::RegisterSubmissionResponse> SubmissionsService::Register(
+    const std::string& owner, const v1::SubmissionSpec& given) {
+  if (absl::Status s = Enabled(); !s.ok()) return s;
+  v1::SubmissionSpec spec = given;
+  if (absl::Status s = CheckSubmissionName(spec.name(), "submission.name"); !s.ok()) return s;
+  if (spec.description().size() > kMaxDescriptionBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("submission.description: ", spec.description().size(), " bytes; at most ",
+                     kMaxDescriptionBytes));
+  }
+  if (spec.language() == v1::SOURCE_LANGUAGE_UNSPECIFIED) {
+    spec.set_language(v1::SOURCE_LANGUAGE_CUDA);
+  }
+  if (spec.language() != v1::SOURCE_LANGUAGE_CUDA && spec.language() != v1::SOURCE_LANGUAGE_PTX) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("submission.language: unknown value ", static_cast<int>(spec.language())));
+  }
+  if (spec.source().empty()) {
+    return absl::InvalidArgumentError("submission.source: empty; give the kernel's source");
+  }
+  if (spec.source().size() > options_.max_source_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("submission.source: ", spec.source().size(),
+                                                   " bytes; at most ", options_.max_source_bytes));
+  }
+  if (spec.dtype() == v1::DTYPE_UNSPECIFIED || !v1::DType_IsValid(spec.dtype())) {
+    return absl::InvalidArgumentError(
+        "submission.dtype: required: DTYPE_BF16, DTYPE_FP16 or DTYPE_FP32");
+  }
+  if (spec.mode() == v1::MODE_UNSPECIFIED) spec.set_mode(v1::MODE_OUTPUT);
+  if (!v1::Mode_IsValid(spec.mode())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("submission.mode: unknown value ", static_cast<int>(spec.mode())));
+  }
+  absl::StatusOr<DeviceLimits> limits = TargetFor(spec);
+  if (!limits.ok()) return limits.status();
+  spec.set_target_arch(limits->arch);
+  if (absl::Status s = ValidateLaunchPlan(spec.launch_plan(), *limits, "submission.launch_plan");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckDefines(spec.options().defines(), "submission.options.defines");
+      !s.ok()) {
+    return s;
+  }
+  if (spec.language() == v1::SOURCE_LANGUAGE_CUDA) {
+    if (absl::Status s = CheckIncludes(spec.source(), "submission.source"); !s.ok()) return s;
+  } else if (spec.options().defines_size() > 0 || spec.options().fast_math()) {
+    return absl::InvalidArgumentError(
+        "submission.options: defines and fast_math apply to CUDA sources, not PTX");
+  }
+
+  internal::CompileRequest compile;
+  compile.set_language(spec.language());
+  compile.set_source(spec.source());
+  compile.set_arch(limits->arch);
+  compile.set_fast_math(spec.options().fast_math());
+  *compile.mutable_defines() = spec.options().defines();
+  for (const v1::KernelLaunch& k : spec.launch_plan().kernels()) compile.add_entries(k.entry());
+  absl::StatusOr<internal::CompileResponse> compiled = compiler_.Compile(compile);
+  if (!compiled.ok()) return compiled.status();
+  if (absl::Status s = ValidateResources(spec.launch_plan(), compiled->diagnostics().kernels(),
+                                         *limits, "submission.launch_plan");
+      !s.ok()) {
+    return s;
+  }
+
+  internal::StoredSubmission stored;
+  v1::Submission* sub = stored.mutable_submission();
+  sub->set_id(absl::StrCat("sub-", Sha256Hex(ContentKey(compile, spec)).substr(0, 24)));
+  sub->set_owner(owner);
+  *sub->mutable_spec() = spec;
+  sub->mutable_spec()->clear_device();  // the limits checked are recorded by the arch
+  *sub->mutable_diagnostics() = compiled->diagnostics();
+  sub->set_created_unix_seconds(static_cast<std::int64_t>(std::time(nullptr)));
+  *stored.mutable_cubin() = std::move(*compiled->mutable_cubin());
+  absl::StatusOr<bool> added = registry_->Add(stored);
+  if (!added.ok()) return added.status();
+  v1::RegisterSubmissionResponse response;
+  if (*added) {
+    *response.mutable_submission() = std::move(*sub);
+  } else {
+    // Registered before: the stored record (its creation time), today's diagnostics.
+    absl::StatusOr<internal::StoredSubmission> existing = registry_->Find(owner, sub->id());
+    if (!existing.ok()) return existing.status();
+    *response.mutable_submission() = existing->submission();
+    *response.mutable_submission()->mutable_diagnostics() = compiled->diagnostics();
+  }
+  response.set_created(*added);
+  return response;
+}
+
+absl::StatusOr<ResolvedSubmission> SubmissionsService::Resolve(
+    const std::string& owner, const std::string& id_or_name) const {
+  if (absl::Status s = Enabled(); !s.ok()) return s;
+  absl::StatusOr<internal::StoredSubmission> found = registry_->Find(owner, id_or_name);
+  if (!found.ok()) return found.status();
+  ResolvedSubmission r;
+  r.submission = std::move(*found->mutable_submission());
+  r.cubin = std::move(*found->mutable_cubin());
+  return r;
+}
+
+grpc::ServerUnaryReactor* SubmissionsService::RegisterSubmission(
+    grpc::CallbackServerContext* context, const v1::RegisterSubmissionRequest* request,
+    v1::RegisterSubmissionResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status s = Enabled(); !s.ok()) {
+    reactor->Finish(ToGrpc(s));
+    return reactor;
+  }
+  const std::string owner = OwnerOf(*context);
+  const bool queued = Enqueue([this, reactor, request, response, owner] {
+    absl::StatusOr<v1::RegisterSubmissionResponse> r = Register(owner, request->submission());
+    if (r.ok()) *response = std::move(*r);
+    reactor->Finish(ToGrpc(r.status()));
+  });
+  if (!queued) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                 absl::StrCat("submission: ", options_.compile_queue,
+                                              " compiles are waiting already; retry later")));
+  }
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* SubmissionsService::ListSubmissions(
+    grpc::CallbackServerContext* context, const v1::ListSubmissionsRequest* /*request*/,
+    v1::ListSubmissionsResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (absl::Status s = Enabled(); !s.ok()) {
+    reactor->Finish(ToGrpc(s));
+    return reactor;
+  }
+  for (v1::Submission& s : registry_->List(OwnerOf(*context))) {
+    *response->add_submissions() = std::move(s);
+  }
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* SubmissionsService::GetSubmission(grpc::CallbackServerContext* context,
+                                                            const v1::GetSubmissionRequest* request,
+                                                            v1::GetSubmissionResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::StatusOr<ResolvedSubmission> found = Resolve(OwnerOf(*context), request->submission());
+  if (found.ok()) *response->mutable_submission() = std::move(found->submission);
+  reactor->Finish(ToGrpc(found.status()));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* SubmissionsService::DeleteSubmission(
+    grpc::CallbackServerContext* context, const v1::DeleteSubmissionRequest* request,
+    v1::DeleteSubmissionResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::Status status = Enabled();
+  if (status.ok()) {
+    absl::StatusOr<std::string> id = registry_->Delete(OwnerOf(*context), request->submission());
+    if (id.ok()) response->set_id(*id);
+    status = id.status();
+  }
+  reactor->Finish(ToGrpc(status));
+  return reactor;
+}
+
+}  // namespace kerneleval::server::submissions

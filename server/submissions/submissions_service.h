@@ -1,0 +1,99 @@
+// The RPC edge of kerneleval.v1.Submissions: checks a submission, compiles it in a
+// kerneleval-compile process, checks its resources against the device and registers it.
+// Compiles run on a few worker threads of this service, never on gRPC's threads.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kerneleval/v1/submissions.grpc.pb.h"
+#include "server/submissions/compiler.h"
+#include "server/submissions/launch_plan.h"
+#include "server/submissions/registry.h"
+
+namespace kerneleval::server::submissions {
+
+struct SubmissionsOptions {
+  bool enabled = false;  // --submissions; off: every call is FAILED_PRECONDITION
+  std::string data_dir;  // --data-dir: where registered submissions are kept; empty: memory
+  CompilerOptions compiler;
+  std::size_t max_source_bytes = 256 << 10;
+  std::size_t max_per_owner = 64;
+  std::size_t max_total = 1024;
+  int compile_workers = 2;             // compiles at once
+  std::size_t compile_queue = 16;      // waiting beyond that: RESOURCE_EXHAUSTED
+  bool auth_token_configured = false;  // owners are "token" rather than "anonymous"
+};
+
+// The devices the server serves, asked at call time (a device may be replaced).
+using DeviceLister = std::function<std::vector<v1::Device>()>;
+
+// A registered submission ready for a device host: what the lead's evaluation path needs.
+struct ResolvedSubmission {
+  v1::Submission submission;  // spec (with source), diagnostics, id, owner
+  std::string cubin;
+};
+
+class SubmissionsService final : public v1::Submissions::CallbackService {
+ public:
+  static absl::StatusOr<std::unique_ptr<SubmissionsService>> Create(SubmissionsOptions options,
+                                                                    DeviceLister devices);
+  ~SubmissionsService() override;  // finishes queued compiles, joins the workers
+
+  grpc::ServerUnaryReactor* RegisterSubmission(grpc::CallbackServerContext* context,
+                                               const v1::RegisterSubmissionRequest* request,
+                                               v1::RegisterSubmissionResponse* response) override;
+  grpc::ServerUnaryReactor* ListSubmissions(grpc::CallbackServerContext* context,
+                                            const v1::ListSubmissionsRequest* request,
+                                            v1::ListSubmissionsResponse* response) override;
+  grpc::ServerUnaryReactor* GetSubmission(grpc::CallbackServerContext* context,
+                                          const v1::GetSubmissionRequest* request,
+                                          v1::GetSubmissionResponse* response) override;
+  grpc::ServerUnaryReactor* DeleteSubmission(grpc::CallbackServerContext* context,
+                                             const v1::DeleteSubmissionRequest* request,
+                                             v1::DeleteSubmissionResponse* response) override;
+
+  // For Run and Benchmark: the caller's submission by id or name (NOT_FOUND otherwise;
+  // FAILED_PRECONDITION when submissions are off).
+  absl::StatusOr<ResolvedSubmission> Resolve(const std::string& owner,
+                                             const std::string& id_or_name) const;
+
+  // The identity a call's submissions belong to: the client certificate's subject under
+  // mutual TLS, "token" when a bearer token guards the server (every holder of the one token
+  // shares it), else "anonymous".
+  std::string OwnerOf(const grpc::CallbackServerContext& context) const;
+
+  // The compile-and-check path without RPC (tests and the service share it).
+  absl::StatusOr<v1::RegisterSubmissionResponse> Register(const std::string& owner,
+                                                          const v1::SubmissionSpec& spec);
+
+ private:
+  SubmissionsService(SubmissionsOptions options, DeviceLister devices,
+                     std::unique_ptr<Registry> registry);
+  absl::Status Enabled() const;
+  // The arch and limits a spec is compiled and checked for.
+  absl::StatusOr<DeviceLimits> TargetFor(const v1::SubmissionSpec& spec) const;
+  bool Enqueue(std::function<void()> job);
+  void WorkerLoop();
+
+  const SubmissionsOptions options_;
+  const DeviceLister devices_;
+  std::unique_ptr<Registry> registry_;
+  Compiler compiler_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace kerneleval::server::submissions
