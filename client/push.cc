@@ -4,95 +4,22 @@
 #include <cctype>
 #include <memory>
 
-#include <prometheus/family.h>
+#include <cstdlib>
+
 #include <prometheus/gateway.h>
-#include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
 #include "absl/strings/str_cat.h"
+#include "metrics/report_metrics.h"
 
 namespace kerneleval::client {
 namespace {
 
-const char* PeakLabel(v1::PeakSource source) {
-  switch (source) {
-    case v1::PEAK_SOURCE_DEVICE_ATTRIBUTES:
-      return "device_attributes";
-    case v1::PEAK_SOURCE_DATASHEET:
-      return "datasheet";
-    case v1::PEAK_SOURCE_MEASURED_COPY:
-      return "measured_copy";
-    default:
-      return "unknown";
-  }
-}
-
-// The server's rules (RecordMetrics in the service): every result but skipped ones; latency,
-// bandwidth and SOL only when measured; suite figures only for implementations that passed
-// everywhere; one last-run timestamp per device.
 std::shared_ptr<prometheus::Registry> BuildRegistry(const v1::BenchmarkReport& report,
-                                                    double unix_seconds) {
-  using prometheus::BuildGauge;
+                                                    double unix_seconds, const std::string& node) {
   auto registry = std::make_shared<prometheus::Registry>();
-  auto& latency = BuildGauge()
-                      .Name("kerneleval_benchmark_latency_seconds")
-                      .Help("Latest median latency per call of a suite workload")
-                      .Register(*registry);
-  auto& bandwidth = BuildGauge()
-                        .Name("kerneleval_benchmark_bandwidth_bytes_per_second")
-                        .Help("Latest bytes that must move over the median latency")
-                        .Register(*registry);
-  auto& sol = BuildGauge()
-                  .Name("kerneleval_benchmark_sol_ratio")
-                  .Help("Latest speed-of-light ratio (0..1) against the labelled peak")
-                  .Register(*registry);
-  auto& correct = BuildGauge()
-                      .Name("kerneleval_benchmark_correct")
-                      .Help("1 if the latest run passed the correctness check, else 0")
-                      .Register(*registry);
-  auto& suite_latency = BuildGauge()
-                            .Name("kerneleval_benchmark_suite_mean_latency_seconds")
-                            .Help("Latest mean over a suite's workloads of the median latency")
-                            .Register(*registry);
-  auto& suite_sol = BuildGauge()
-                        .Name("kerneleval_benchmark_suite_sol_ratio")
-                        .Help("Latest geometric-mean SOL ratio of a suite (device-attribute peak)")
-                        .Register(*registry);
-  auto& last_run = BuildGauge()
-                       .Name("kerneleval_benchmark_last_run_timestamp_seconds")
-                       .Help("Unix time at which the latest run of a suite finished")
-                       .Register(*registry);
-
-  const std::string suite = !report.suite().empty() ? report.suite() : report.definition().name();
-  for (const v1::WorkloadResult& r : report.results()) {
-    if (r.status() == v1::RESULT_STATUS_SKIPPED) continue;
-    const prometheus::Labels labels{{"suite", suite},
-                                    {"workload", r.workload()},
-                                    {"implementation", r.implementation()},
-                                    {"device", r.device()}};
-    correct.Add(labels).Set(r.correctness().passed() ? 1 : 0);
-    const bool measured =
-        r.status() == v1::RESULT_STATUS_PASSED || r.status() == v1::RESULT_STATUS_INCORRECT;
-    if (!measured) continue;
-    latency.Add(labels).Set(r.latency().median_seconds());
-    bandwidth.Add(labels).Set(r.bytes_per_second());
-    for (const v1::SolFigure& f : r.sol()) {
-      prometheus::Labels l = labels;
-      l["peak"] = PeakLabel(f.source());
-      sol.Add(l).Set(f.sol_ratio());
-    }
-  }
-  for (const v1::ImplementationSummary& s : report.summaries()) {
-    if (s.failed() != 0 || s.passed() == 0) continue;
-    const prometheus::Labels labels{
-        {"suite", suite}, {"implementation", s.implementation()}, {"device", s.device()}};
-    suite_latency.Add(labels).Set(s.mean_latency_seconds());
-    suite_sol.Add(labels).Set(s.geomean_sol_ratio());
-  }
-  for (const v1::Environment& env : report.environments()) {
-    last_run.Add({{"suite", suite}, {"device", env.device().name()}}).Set(unix_seconds);
-  }
+  metrics::ReportMetrics(*registry).Record(report, node, unix_seconds);
   return registry;
 }
 
@@ -180,14 +107,22 @@ bool IsValidPushJob(const std::string& job) {
   });
 }
 
-std::string RenderPushMetrics(const v1::BenchmarkReport& report, double unix_seconds) {
-  return prometheus::TextSerializer().Serialize(BuildRegistry(report, unix_seconds)->Collect());
+std::string PushNodeName() {
+  const char* node = std::getenv("NODE_NAME");
+  return node != nullptr ? node : "";
+}
+
+std::string RenderPushMetrics(const v1::BenchmarkReport& report, double unix_seconds,
+                              const std::string& node) {
+  return prometheus::TextSerializer().Serialize(
+      BuildRegistry(report, unix_seconds, node)->Collect());
 }
 
 absl::Status PushReport(const PushgatewayAddress& gateway, const std::string& job,
                         const std::string& instance, const v1::BenchmarkReport& report,
                         double unix_seconds) {
-  std::shared_ptr<prometheus::Registry> registry = BuildRegistry(report, unix_seconds);
+  std::shared_ptr<prometheus::Registry> registry =
+      BuildRegistry(report, unix_seconds, PushNodeName());
   // The instance travels base64-encoded: a target may hold ':' '[' ']' or '/'.
   prometheus::Gateway gw{
       gateway.host, gateway.port, job, {{"instance@base64", Base64Url(instance)}}};

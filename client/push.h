@@ -1,10 +1,16 @@
 // Publishing benchmark results to a Prometheus Pushgateway (`kerneleval bench --pushgateway`).
 //
-// Each target's report becomes one group, job=<job> and instance=<target>, holding the gauges
-// the server exports for its latest run (same names, help and labels as server/metrics.cc):
-// kerneleval_benchmark_latency_seconds, _bandwidth_bytes_per_second, _sol_ratio{peak},
-// _correct, _suite_mean_latency_seconds, _suite_sol_ratio, _last_run_timestamp_seconds.
-// A push replaces the group (HTTP PUT), so the gateway always holds each target's latest run.
+// Each target's report becomes one group, job=<job> and instance=<target>, holding the series
+// the server exports for its latest run, written by the same schema code
+// (metrics/report_metrics.h): latency, bandwidth, SOL per peak, correctness, suite figures,
+// runtime errors and the last-run timestamp, labelled by suite, workload, implementation,
+// device, GPU uuid, node and protocol. A push replaces the group (HTTP PUT), so the gateway
+// always holds each target's latest run.
+//
+// The `node` label is $NODE_NAME of the pushing process: the fleet-validation Job
+// (deploy/k8s/fleet-validation) runs the server and this client on the node under test and
+// sets it from the downward API. A client that benchmarks remote servers should leave it
+// unset (an empty node) rather than name its own node.
 #pragma once
 
 #include <string>
@@ -30,8 +36,12 @@ absl::StatusOr<PushgatewayAddress> ParsePushgatewayUrl(const std::string& url);
 bool IsValidPushJob(const std::string& job);
 
 // The report's gauges in the Prometheus text format (what a push sends, before the gateway
-// adds job and instance). `unix_seconds` is the last-run timestamp.
-std::string RenderPushMetrics(const v1::BenchmarkReport& report, double unix_seconds);
+// adds job and instance). `unix_seconds` is the last-run timestamp; `node` the node label.
+std::string RenderPushMetrics(const v1::BenchmarkReport& report, double unix_seconds,
+                              const std::string& node = "");
+
+// $NODE_NAME, or "" when unset.
+std::string PushNodeName();
 
 // Pushes the report's gauges to job=`job`, instance=`instance`. UNAVAILABLE naming the HTTP
 // status (or the transport error) when the gateway does not answer 2xx.

@@ -435,27 +435,7 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<v1::BenchmarkEven
   }
 
   void RecordMetrics(const v1::BenchmarkReport& report) {
-    Metrics* m = state_->metrics;
-    for (const v1::WorkloadResult& r : report.results()) {
-      if (r.status() != v1::RESULT_STATUS_SKIPPED) m->RecordResult(report.suite(), r);
-    }
-    for (const v1::ImplementationSummary& s : report.summaries()) {
-      if (s.failed() == 0 && s.passed() > 0) m->RecordSummary(report.suite(), s);
-    }
-    const double now = absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch());
-    for (const v1::Environment& env : report.environments()) {
-      const std::string& device = env.device().name();
-      bool errored = false;
-      for (const v1::WorkloadResult& r : report.results()) {
-        errored =
-            errored || (r.device() == device && r.status() == v1::RESULT_STATUS_RUNTIME_ERROR);
-      }
-      m->RecordBenchmarkRun(report.suite(), device,
-                            errored             ? "error"
-                            : report.complete() ? "complete"
-                                                : "incomplete",
-                            now);
-    }
+    state_->metrics->RecordReport(report, absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
   }
 
   void Enqueue(v1::BenchmarkEvent e) {

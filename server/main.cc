@@ -69,6 +69,13 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-listen", o.metrics_listen,
                  "Prometheus /metrics address; empty disables")
       ->capture_default_str();
+  app.add_option("--health-listen", o.health_listen,
+                 "Plaintext gRPC health-only address for probes when --listen has TLS or a "
+                 "token; empty disables");
+  if (const char* node = std::getenv("NODE_NAME")) o.node_name = node;
+  app.add_option("--node-name", o.node_name,
+                 "Value of the `node` label of device metrics (default: $NODE_NAME)")
+      ->capture_default_str();
   app.add_option("--device", o.device, "auto | cpu | cuda | cuda:N[,cuda:M...]")
       ->capture_default_str();
   app.add_option("--cpu-devices", o.cpu_devices,

@@ -1,8 +1,6 @@
 #include "server/metrics.h"
 
-#include <mutex>
-
-#include "absl/strings/str_cat.h"
+#include "server/process_metrics.h"
 
 namespace kerneleval::server {
 namespace {
@@ -21,18 +19,23 @@ const Histogram::BucketBoundaries& RequestBuckets() {
   return b;
 }
 
-// Kernel samples: 500 ns .. 1 s; the h2048 suite spans ~1 us to ~50 us on an H200.
+// Kernel samples: ten buckets per decade (the E10 series, steps of ~26%) from 500 ns to 1 ms,
+// where this operation lives (h2048 suite: ~1 us at B=1 to ~50 us at B=16254 on an H200),
+// so that a quantile interpolated inside a bucket is within ~13% rather than the ~50% of a
+// 1-2-5 series; coarse above. prometheus-cpp 1.0 has no native histograms.
 const Histogram::BucketBoundaries& KernelBuckets() {
-  static const Histogram::BucketBoundaries b{5e-7, 1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5,
-                                             1e-4, 2e-4, 5e-4, 1e-3, 1e-2, 0.1,  1};
+  static const Histogram::BucketBoundaries b = [] {
+    static const double kE10[] = {1, 1.25, 1.6, 2, 2.5, 3.2, 4, 5, 6.3, 8};
+    Histogram::BucketBoundaries out;
+    for (double decade : {1e-7, 1e-6, 1e-5, 1e-4}) {
+      for (double m : kE10) {
+        if (m * decade >= 5e-7) out.push_back(m * decade);
+      }
+    }
+    for (double upper : {1e-3, 2e-3, 5e-3, 1e-2, 0.1, 1.0}) out.push_back(upper);
+    return out;
+  }();
   return b;
-}
-
-// Serializes RecordResult: it removes series, and another thread holding a reference
-// from Add() to a removed series would write freed memory.
-std::mutex& ResultMutex() {
-  static std::mutex mu;
-  return mu;
 }
 
 template <typename T>
@@ -40,20 +43,12 @@ void RemoveIfPresent(prometheus::Family<T>& family, const prometheus::Labels& la
   if (family.Has(labels)) family.Remove(&family.Add(labels));
 }
 
-}  // namespace
-
-const char* PeakLabel(v1::PeakSource source) {
-  switch (source) {
-    case v1::PEAK_SOURCE_DEVICE_ATTRIBUTES:
-      return "device_attributes";
-    case v1::PEAK_SOURCE_DATASHEET:
-      return "datasheet";
-    case v1::PEAK_SOURCE_MEASURED_COPY:
-      return "measured_copy";
-    default:
-      return "unknown";
-  }
+prometheus::Labels With(prometheus::Labels labels, const char* name, const std::string& value) {
+  labels[name] = value;
+  return labels;
 }
+
+}  // namespace
 
 const std::vector<std::pair<std::uint64_t, const char*>>& ThrottleReasons() {
   // Bit values of nvmlClocksEventReasons (nvml.h).
@@ -73,6 +68,7 @@ const std::vector<std::pair<std::uint64_t, const char*>>& ThrottleReasons() {
 
 Metrics::Metrics()
     : registry_(std::make_shared<prometheus::Registry>()),
+      process_(std::make_shared<ProcessCollector>()),
       rpc_requests_(BuildCounter()
                         .Name("kerneleval_rpc_requests_total")
                         .Help("RPCs handled, by method and gRPC status code")
@@ -117,34 +113,11 @@ Metrics::Metrics()
                           .Name("kerneleval_benchmark_runs_total")
                           .Help("Benchmark runs of named suites by outcome")
                           .Register(*registry_)),
-      bench_latency_(BuildGauge()
-                         .Name("kerneleval_benchmark_latency_seconds")
-                         .Help("Latest median latency per call of a suite workload")
-                         .Register(*registry_)),
-      bench_bandwidth_(BuildGauge()
-                           .Name("kerneleval_benchmark_bandwidth_bytes_per_second")
-                           .Help("Latest bytes that must move over the median latency")
+      device_restarts_(BuildCounter()
+                           .Name("kerneleval_device_host_restarts_total")
+                           .Help("Devices rebuilt after a fault, a crash or a hang (with process "
+                                 "isolation: device host processes replaced)")
                            .Register(*registry_)),
-      bench_sol_(BuildGauge()
-                     .Name("kerneleval_benchmark_sol_ratio")
-                     .Help("Latest speed-of-light ratio (0..1) against the labelled peak")
-                     .Register(*registry_)),
-      bench_correct_(BuildGauge()
-                         .Name("kerneleval_benchmark_correct")
-                         .Help("1 if the latest run passed the correctness check, else 0")
-                         .Register(*registry_)),
-      suite_latency_(BuildGauge()
-                         .Name("kerneleval_benchmark_suite_mean_latency_seconds")
-                         .Help("Latest mean over a suite's workloads of the median latency")
-                         .Register(*registry_)),
-      suite_sol_(BuildGauge()
-                     .Name("kerneleval_benchmark_suite_sol_ratio")
-                     .Help("Latest geometric-mean SOL ratio of a suite (device-attribute peak)")
-                     .Register(*registry_)),
-      last_run_(BuildGauge()
-                    .Name("kerneleval_benchmark_last_run_timestamp_seconds")
-                    .Help("Unix time at which the latest run of a suite finished")
-                    .Register(*registry_)),
       device_info_(BuildGauge()
                        .Name("kerneleval_device_info")
                        .Help("Devices served, value 1")
@@ -196,7 +169,60 @@ Metrics::Metrics()
       ready_(BuildGauge()
                  .Name("kerneleval_ready")
                  .Help("1 while the readiness health status is SERVING")
-                 .Register(*registry_)) {}
+                 .Register(*registry_)),
+      report_(*registry_) {}
+
+void Metrics::SetNodeName(const std::string& node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  node_ = node;
+}
+
+void Metrics::AddBuiltinImplementations(const std::vector<v1::Implementation>& implementations) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const v1::Implementation& i : implementations) {
+    builtin_.insert(i.name());
+    others_.erase(i.name());
+  }
+}
+
+prometheus::Labels Metrics::DeviceLabelsLocked(const std::string& device) const {
+  const auto it = uuids_.find(device);
+  return {{"device", device}, {"uuid", it == uuids_.end() ? "" : it->second}, {"node", node_}};
+}
+
+void Metrics::TouchImplementationLocked(const std::string& implementation) {
+  if (builtin_.count(implementation) != 0) return;
+  others_[implementation] = std::chrono::steady_clock::now();
+  while (others_.size() > kMaxOtherImplementations) {
+    auto oldest = others_.begin();
+    for (auto it = others_.begin(); it != others_.end(); ++it) {
+      if (it->second < oldest->second) oldest = it;
+    }
+    const std::string evicted = oldest->first;
+    others_.erase(oldest);
+    RemoveImplementationLocked(evicted);
+  }
+}
+
+void Metrics::RemoveImplementationLocked(const std::string& implementation) {
+  report_.RemoveImplementation(implementation);
+  metrics::RemoveSeriesWhere(kernel_duration_, "implementation", implementation, "", "",
+                             [this](const prometheus::Labels& l) -> prometheus::Histogram& {
+                               return kernel_duration_.Add(l, KernelBuckets());
+                             });
+}
+
+void Metrics::ExpireSeries(std::chrono::steady_clock::time_point now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = others_.begin(); it != others_.end();) {
+    if (now - it->second >= kOtherImplementationTtl) {
+      RemoveImplementationLocked(it->first);
+      it = others_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
 
 void Metrics::RpcStarted(const std::string& method) {
   inflight_.Add({{"method", method}}).Increment();
@@ -216,118 +242,120 @@ void Metrics::RpcRejected(const std::string& method, const std::string& code) {
 }
 
 void Metrics::SetDevice(const v1::Device& d) {
-  device_info_
-      .Add({{"device", d.name()},
-            {"kind", d.kind()},
-            {"model", d.model()},
-            {"uuid", d.uuid()},
-            {"compute_capability", d.compute_capability()}})
-      .Set(1);
-  if (d.sm_count() > 0) device_sm_count_.Add({{"device", d.name()}}).Set(d.sm_count());
-  device_memory_.Add({{"device", d.name()}}).Set(static_cast<double>(d.memory_bytes()));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (uuids_[d.name()] != d.uuid()) {
+    uuids_[d.name()] = d.uuid();
+    // Series written before the UUID was known would otherwise stay beside the new ones.
+    auto drop = [&](auto& family) {
+      metrics::RemoveSeriesWhere(family, "device", d.name(), "uuid", d.uuid());
+    };
+    for (auto* f :
+         {&queue_depth_, &queue_capacity_, &device_info_, &device_sm_count_, &device_memory_,
+          &device_peak_, &device_healthy_, &gpu_sm_clock_, &gpu_mem_clock_, &gpu_temperature_,
+          &gpu_power_, &gpu_memory_used_, &gpu_throttle_}) {
+      drop(*f);
+    }
+    for (auto* f : {&benchmark_runs_, &device_restarts_}) drop(*f);
+    for (auto* f : {&queue_wait_, &compute_}) {
+      metrics::RemoveSeriesWhere(
+          *f, "device", d.name(), "uuid", d.uuid(),
+          [f](const prometheus::Labels& l) -> Histogram& { return f->Add(l, RequestBuckets()); });
+    }
+    metrics::RemoveSeriesWhere(kernel_duration_, "device", d.name(), "uuid", d.uuid(),
+                               [this](const prometheus::Labels& l) -> Histogram& {
+                                 return kernel_duration_.Add(l, KernelBuckets());
+                               });
+    report_.RemoveDeviceUuidOtherThan(d.name(), d.uuid());
+  }
+  const prometheus::Labels labels = DeviceLabelsLocked(d.name());
+  prometheus::Labels info = labels;
+  info["kind"] = d.kind();
+  info["model"] = d.model();
+  info["compute_capability"] = d.compute_capability();
+  device_info_.Add(info).Set(1);
+  if (d.sm_count() > 0) device_sm_count_.Add(labels).Set(d.sm_count());
+  device_memory_.Add(labels).Set(static_cast<double>(d.memory_bytes()));
   const std::pair<v1::PeakSource, double> peaks[] = {
       {v1::PEAK_SOURCE_DEVICE_ATTRIBUTES, d.peak_bytes_per_second()},
       {v1::PEAK_SOURCE_DATASHEET, d.datasheet_bytes_per_second()},
       {v1::PEAK_SOURCE_MEASURED_COPY, d.measured_copy_bytes_per_second()}};
   for (const auto& [source, value] : peaks) {
-    if (value > 0)
-      device_peak_.Add({{"device", d.name()}, {"source", PeakLabel(source)}}).Set(value);
+    if (value > 0) device_peak_.Add(With(labels, "source", metrics::PeakLabel(source))).Set(value);
   }
-  device_healthy_.Add({{"device", d.name()}}).Set(d.healthy() ? 1 : 0);
-  queue_capacity_.Add({{"device", d.name()}}).Set(d.queue_capacity());
-  queue_depth_.Add({{"device", d.name()}});
+  device_healthy_.Add(labels).Set(d.healthy() ? 1 : 0);
+  queue_capacity_.Add(labels).Set(d.queue_capacity());
+  queue_depth_.Add(labels);
+  // From the first sight of a device, so that increase() sees its first restart.
+  device_restarts_.Add(labels);
 }
 
 void Metrics::SetDeviceHealthy(const std::string& device, bool healthy) {
-  device_healthy_.Add({{"device", device}}).Set(healthy ? 1 : 0);
+  std::lock_guard<std::mutex> lock(mu_);
+  device_healthy_.Add(DeviceLabelsLocked(device)).Set(healthy ? 1 : 0);
+}
+
+void Metrics::DeviceRestarted(const std::string& device) {
+  std::lock_guard<std::mutex> lock(mu_);
+  device_restarts_.Add(DeviceLabelsLocked(device)).Increment();
 }
 
 void Metrics::SetQueueDepth(const std::string& device, std::size_t depth) {
-  queue_depth_.Add({{"device", device}}).Set(static_cast<double>(depth));
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_depth_.Add(DeviceLabelsLocked(device)).Set(static_cast<double>(depth));
 }
 
 void Metrics::ObserveQueueWait(const std::string& device, double seconds) {
-  queue_wait_.Add({{"device", device}}, RequestBuckets()).Observe(seconds);
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_wait_.Add(DeviceLabelsLocked(device), RequestBuckets()).Observe(seconds);
 }
 
 void Metrics::ObserveCompute(const std::string& device, double seconds) {
-  compute_.Add({{"device", device}}, RequestBuckets()).Observe(seconds);
+  std::lock_guard<std::mutex> lock(mu_);
+  compute_.Add(DeviceLabelsLocked(device), RequestBuckets()).Observe(seconds);
 }
 
 void Metrics::ObserveKernelSamples(const std::string& implementation, const std::string& device,
                                    const std::vector<double>& samples_seconds) {
-  auto& h = kernel_duration_.Add({{"implementation", implementation}, {"device", device}},
+  std::lock_guard<std::mutex> lock(mu_);
+  TouchImplementationLocked(implementation);
+  auto& h = kernel_duration_.Add(With(DeviceLabelsLocked(device), "implementation", implementation),
                                  KernelBuckets());
   for (double s : samples_seconds) h.Observe(s);
 }
 
-void Metrics::RecordResult(const std::string& suite, const v1::WorkloadResult& r) {
-  const prometheus::Labels labels{{"suite", suite},
-                                  {"workload", r.workload()},
-                                  {"implementation", r.implementation()},
-                                  {"device", r.device()}};
-  std::lock_guard<std::mutex> lock(ResultMutex());
-  // A result that never ran has no verdict: its failure shows in benchmark_runs_total.
-  if (r.status() == v1::RESULT_STATUS_RUNTIME_ERROR) {
-    RemoveIfPresent(bench_correct_, labels);
-  } else {
-    bench_correct_.Add(labels).Set(r.correctness().passed() ? 1 : 0);
+void Metrics::RecordReport(const v1::BenchmarkReport& report, double unix_seconds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const v1::ImplementationSummary& s : report.summaries()) {
+    TouchImplementationLocked(s.implementation());
   }
-  // The gauges hold the latest run: figures this run does not have (a runtime error, or a
-  // peak it was not measured against) are removed rather than left from an earlier run.
-  const bool measured =
-      r.status() == v1::RESULT_STATUS_PASSED || r.status() == v1::RESULT_STATUS_INCORRECT;
-  if (measured) {
-    bench_latency_.Add(labels).Set(r.latency().median_seconds());
-    bench_bandwidth_.Add(labels).Set(r.bytes_per_second());
-  } else {
-    RemoveIfPresent(bench_latency_, labels);
-    RemoveIfPresent(bench_bandwidth_, labels);
-  }
-  for (v1::PeakSource source : {v1::PEAK_SOURCE_DEVICE_ATTRIBUTES, v1::PEAK_SOURCE_DATASHEET,
-                                v1::PEAK_SOURCE_MEASURED_COPY}) {
-    prometheus::Labels l = labels;
-    l["peak"] = PeakLabel(source);
-    const v1::SolFigure* figure = nullptr;
-    for (const v1::SolFigure& f : r.sol()) {
-      if (f.source() == source) figure = &f;
+  report_.Record(report, node_, unix_seconds);
+  const std::string suite = metrics::ReportSuite(report);
+  const std::string protocol = metrics::ProtocolLabel(report.protocol());
+  for (const v1::Environment& env : report.environments()) {
+    prometheus::Labels labels = DeviceLabelsLocked(env.device().name());
+    labels["suite"] = suite;
+    labels["protocol"] = protocol;
+    // Every outcome's series exists from a suite's first run on, at 0 until it happens, so
+    // that increase() sees the first increment of an outcome (a series that appears with
+    // value 1 has no earlier sample to increase from).
+    for (const char* outcome : {"complete", "incomplete", "error"}) {
+      benchmark_runs_.Add(With(labels, "result", outcome));
     }
-    if (measured && figure != nullptr) {
-      bench_sol_.Add(l).Set(figure->sol_ratio());
-    } else {
-      RemoveIfPresent(bench_sol_, l);
-    }
+    benchmark_runs_.Add(With(labels, "result", metrics::DeviceOutcome(report, env.device().name())))
+        .Increment();
   }
-}
-
-void Metrics::RecordSummary(const std::string& suite, const v1::ImplementationSummary& s) {
-  const prometheus::Labels labels{
-      {"suite", suite}, {"implementation", s.implementation()}, {"device", s.device()}};
-  suite_latency_.Add(labels).Set(s.mean_latency_seconds());
-  suite_sol_.Add(labels).Set(s.geomean_sol_ratio());
-}
-
-void Metrics::RecordBenchmarkRun(const std::string& suite, const std::string& device,
-                                 const std::string& result, double unix_seconds) {
-  // Every outcome's series exists from a suite's first run on, at 0 until it happens, so
-  // that increase() sees the first increment of an outcome (a series that appears with
-  // value 1 has no earlier sample to increase from).
-  for (const char* outcome : {"complete", "incomplete", "error"}) {
-    benchmark_runs_.Add({{"suite", suite}, {"device", device}, {"result", outcome}});
-  }
-  benchmark_runs_.Add({{"suite", suite}, {"device", device}, {"result", result}}).Increment();
-  last_run_.Add({{"suite", suite}, {"device", device}}).Set(unix_seconds);
 }
 
 void Metrics::SetClocks(const std::string& device, const v1::Clocks& c) {
-  gpu_sm_clock_.Add({{"device", device}}).Set(c.sm_mhz() * 1e6);
-  gpu_mem_clock_.Add({{"device", device}}).Set(c.memory_mhz() * 1e6);
-  gpu_temperature_.Add({{"device", device}}).Set(c.temperature_c());
-  gpu_power_.Add({{"device", device}}).Set(c.power_watts());
-  gpu_memory_used_.Add({{"device", device}}).Set(static_cast<double>(c.memory_used_bytes()));
+  std::lock_guard<std::mutex> lock(mu_);
+  const prometheus::Labels labels = DeviceLabelsLocked(device);
+  gpu_sm_clock_.Add(labels).Set(c.sm_mhz() * 1e6);
+  gpu_mem_clock_.Add(labels).Set(c.memory_mhz() * 1e6);
+  gpu_temperature_.Add(labels).Set(c.temperature_c());
+  gpu_power_.Add(labels).Set(c.power_watts());
+  gpu_memory_used_.Add(labels).Set(static_cast<double>(c.memory_used_bytes()));
   for (const auto& [bit, label] : ThrottleReasons()) {
-    gpu_throttle_.Add({{"device", device}, {"reason", label}})
-        .Set((c.throttle_reasons() & bit) != 0 ? 1 : 0);
+    gpu_throttle_.Add(With(labels, "reason", label)).Set((c.throttle_reasons() & bit) != 0 ? 1 : 0);
   }
 }
 

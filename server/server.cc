@@ -72,6 +72,7 @@ struct KernelEvalServer::Impl {
   ServiceState state;
   std::unique_ptr<KernelEvalService> service;
   std::unique_ptr<grpc::Server> grpc_server;
+  std::unique_ptr<grpc::Server> health_server;  // --health-listen: plaintext, health only
   std::unique_ptr<prometheus::Exposer> exposer;
   int grpc_port = 0;
 
@@ -83,13 +84,18 @@ struct KernelEvalServer::Impl {
   bool shut_down = false;
   std::thread telemetry;
 
+  // Both servers answer health with the same statuses.
+  void SetServing(const std::string& service, bool serving) {
+    for (grpc::Server* server : {grpc_server.get(), health_server.get()}) {
+      if (server != nullptr) server->GetHealthCheckService()->SetServingStatus(service, serving);
+    }
+  }
+
   void SetReady(bool ready) {
     state.ready.store(ready);
     metrics.SetReady(ready);
-    if (grpc_server != nullptr) {
-      grpc_server->GetHealthCheckService()->SetServingStatus(kReadiness, ready);
-      grpc_server->GetHealthCheckService()->SetServingStatus("kerneleval.v1.KernelEval", ready);
-    }
+    SetServing(kReadiness, ready);
+    SetServing("kerneleval.v1.KernelEval", ready);
   }
 
   void OnWarm(DeviceWorker* worker, const absl::Status& status) {
@@ -97,6 +103,7 @@ struct KernelEvalServer::Impl {
     d.set_queue_capacity(static_cast<std::uint32_t>(worker->capacity()));
     d.set_healthy(status.ok());
     metrics.SetDevice(d);
+    metrics.AddBuiltinImplementations(worker->backend().Implementations());
     std::lock_guard<std::mutex> lock(mu);
     if (status.ok()) ++healthy_devices;
     if (--warm_pending == 0 && !shut_down && healthy_devices > 0) {
@@ -110,6 +117,8 @@ struct KernelEvalServer::Impl {
   // load balancers and probes stop sending work to a server that cannot do it.
   void OnHealth(const std::string& device, bool healthy) {
     metrics.SetDeviceHealthy(device, healthy);
+    // The worker reports healthy only after a rebuild.
+    if (healthy) metrics.DeviceRestarted(device);
     std::lock_guard<std::mutex> lock(mu);
     if (!healthy) {
       ++recovering;
@@ -132,6 +141,7 @@ struct KernelEvalServer::Impl {
         if (available) metrics.SetClocks(w->name(), c);
         metrics.SetDeviceHealthy(w->name(), w->backend().Healthy());
       }
+      metrics.ExpireSeries();
       lock.lock();
       cv.wait_for(lock, std::chrono::duration<double>(options.nvml_sample_seconds),
                   [this] { return shut_down; });
@@ -176,6 +186,7 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   }
 
   s->state.devices = &s->devices;
+  s->metrics.SetNodeName(options.node_name);
   s->state.metrics = &s->metrics;
   s->state.limits = options.limits;
   for (auto& b : backends) {
@@ -187,7 +198,7 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
         [s, name](bool healthy) { s->OnHealth(name, healthy); },
         [s] {
           // Liveness (the whole-server status) fails: a restart is the remaining remedy.
-          s->grpc_server->GetHealthCheckService()->SetServingStatus("", false);
+          s->SetServing("", false);
         }));
   }
   s->metrics.SetBuildInfo(ServerVersion(), GitRevision(),
@@ -214,6 +225,7 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
           "kerneleval");
     }
     s->exposer->RegisterCollectable(s->metrics.registry());
+    s->exposer->RegisterCollectable(s->metrics.process_collectable());
   }
 
   grpc::EnableDefaultHealthCheckService(true);
@@ -229,6 +241,18 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   s->grpc_server = builder.BuildAndStart();
   if (s->grpc_server == nullptr || s->grpc_port == 0) {
     return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", options.listen));
+  }
+  if (!options.health_listen.empty()) {
+    // Plaintext and without a token, serving health (and reflection, which the global plugin
+    // adds) but not KernelEval: the kubelet's gRPC probes speak neither TLS nor tokens.
+    grpc::ServerBuilder health;
+    int health_port = 0;
+    health.AddListeningPort(options.health_listen, grpc::InsecureServerCredentials(), &health_port);
+    s->health_server = health.BuildAndStart();
+    if (s->health_server == nullptr || health_port == 0) {
+      return absl::UnavailableError(
+          absl::StrCat("--health-listen: cannot listen on ", options.health_listen));
+    }
   }
   s->SetReady(false);
 
@@ -270,6 +294,7 @@ void KernelEvalServer::Shutdown(absl::Duration grace) {
   impl_->grpc_server->Shutdown(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(grace));
   for (const auto& w : impl_->devices.workers()) w->Stop();
   impl_->grpc_server->Wait();
+  if (impl_->health_server != nullptr) impl_->health_server->Shutdown();
   if (impl_->telemetry.joinable()) impl_->telemetry.join();
 }
 

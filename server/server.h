@@ -18,6 +18,9 @@ namespace kerneleval::server {
 struct ServerOptions {
   std::string listen = "0.0.0.0:50051";
   std::string metrics_listen = "0.0.0.0:9464";  // empty: no metrics endpoint
+  // Plaintext gRPC health (no TLS, no token) for probes when --listen has TLS; empty: none.
+  std::string health_listen;
+  std::string node_name;  // the `node` label of device series (Kubernetes node)
   std::string device = "auto";                  // auto | cpu | cuda | cuda:N[,cuda:M...]
   int cpu_devices = 1;     // >1 serves cpu:0..cpu:N-1 (stand-ins for several devices)
   std::string suites_dir;  // empty: no suites

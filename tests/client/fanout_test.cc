@@ -233,29 +233,49 @@ TEST(Pushgateway, Url) {
 }
 
 TEST(Pushgateway, MetricsFollowTheServersNamesAndLabels) {
-  const std::string text = RenderPushMetrics(SampleReport("cpu", true), 1700000000);
-  const std::string labels =
-      "device=\"cpu\",implementation=\"cpu_fused\",suite=\"fused_add_rmsnorm_h2048\","
-      "workload=\"batch_size=1\"";
+  // The same writer as the server's /metrics (metrics/report_metrics.h); the protocol of
+  // this report is not the scheduled one (warm-up and repetitions unset), hence _custom.
+  const std::string text = RenderPushMetrics(SampleReport("cpu", true), 1700000000, "gpu-node-1");
+  const std::string device =
+      "device=\"cpu\",implementation=\"cpu_fused\",model=\"Test CPU\",node=\"gpu-node-1\",";
+  const std::string labels = device +
+                             "protocol=\"cold_custom\",suite=\"fused_add_rmsnorm_h2048\",uuid=\"\","
+                             "workload=\"batch_size=1\"";
+  const std::string suite = device +
+                            "peak=\"device_attributes\",protocol=\"cold_custom\",suite="
+                            "\"fused_add_rmsnorm_h2048\",uuid=\"\"";
+  const std::string run =
+      "device=\"cpu\",model=\"Test CPU\",node=\"gpu-node-1\",protocol=\"cold_custom\","
+      "suite=\"fused_add_rmsnorm_h2048\",uuid=\"\"";
   for (const std::string& line :
        {"kerneleval_benchmark_latency_seconds{" + labels + "} 2e-06",
         "kerneleval_benchmark_bandwidth_bytes_per_second{" + labels + "} 8192000000",
-        std::string("kerneleval_benchmark_sol_ratio{device=\"cpu\",implementation=\"cpu_fused\","
-                    "peak=\"device_attributes\",suite=\"fused_add_rmsnorm_h2048\","
-                    "workload=\"batch_size=1\"} 0.25"),
+        "kerneleval_benchmark_sol_ratio{" + device +
+            "peak=\"device_attributes\",protocol=\"cold_custom\",suite=\"fused_add_rmsnorm_h2048\","
+            "uuid=\"\",workload=\"batch_size=1\"} 0.25",
         "kerneleval_benchmark_correct{" + labels + "} 1",
-        std::string("kerneleval_benchmark_suite_mean_latency_seconds{device=\"cpu\","
-                    "implementation=\"cpu_fused\",suite=\"fused_add_rmsnorm_h2048\"} 2e-06"),
-        std::string("kerneleval_benchmark_suite_sol_ratio{device=\"cpu\",implementation="
-                    "\"cpu_fused\",suite=\"fused_add_rmsnorm_h2048\"} 0.25"),
-        std::string("kerneleval_benchmark_last_run_timestamp_seconds{device=\"cpu\",suite="
-                    "\"fused_add_rmsnorm_h2048\"} 1700000000")}) {
+        "kerneleval_benchmark_suite_mean_latency_seconds{" + device +
+            "protocol=\"cold_custom\",suite=\"fused_add_rmsnorm_h2048\",uuid=\"\"} 2e-06",
+        "kerneleval_benchmark_suite_sol_ratio{" + suite + "} 0.25",
+        "kerneleval_benchmark_runtime_errors{" + run + "} 0",
+        "kerneleval_benchmark_last_run_timestamp_seconds{" + run + "} 1700000000"}) {
     EXPECT_NE(text.find(line + "\n"), std::string::npos) << line << "\nin:\n" << text;
   }
   // An implementation that failed somewhere has no suite figures (as on the server).
-  const std::string failed = RenderPushMetrics(SampleReport("cpu", false), 1);
+  const std::string failed = RenderPushMetrics(SampleReport("cpu", false), 1, "gpu-node-1");
   EXPECT_EQ(failed.find("kerneleval_benchmark_suite_sol_ratio{"), std::string::npos);
   EXPECT_NE(failed.find("kerneleval_benchmark_correct{" + labels + "} 0\n"), std::string::npos);
+  // A runtime error has no verdict: no correct series (not a 0 that would claim a wrong
+  // result), no figures, and one runtime error on the device (as on the server).
+  v1::BenchmarkReport errored = SampleReport("cpu", false);
+  errored.mutable_results(0)->set_status(v1::RESULT_STATUS_RUNTIME_ERROR);
+  const std::string error_text = RenderPushMetrics(errored, 1, "gpu-node-1");
+  EXPECT_EQ(error_text.find("kerneleval_benchmark_correct{"), std::string::npos) << error_text;
+  EXPECT_EQ(error_text.find("kerneleval_benchmark_latency_seconds{"), std::string::npos);
+  EXPECT_EQ(error_text.find("kerneleval_benchmark_sol_ratio{"), std::string::npos);
+  EXPECT_NE(error_text.find("kerneleval_benchmark_runtime_errors{" + run + "} 1\n"),
+            std::string::npos)
+      << error_text;
 }
 
 }  // namespace

@@ -1,0 +1,171 @@
+#include "metrics/report_metrics.h"
+
+#include <map>
+
+#include "absl/strings/str_cat.h"
+
+namespace kerneleval::metrics {
+namespace {
+
+using prometheus::BuildGauge;
+
+// The protocol the scheduled benchmark runs with (`kerneleval bench` without protocol
+// flags): the defaults documented in proto/kerneleval/v1/kerneleval.proto.
+constexpr std::uint32_t kDefaultWarmup = 10;
+constexpr std::uint32_t kDefaultRepetitions = 50;
+constexpr std::uint64_t kDefaultSeed = 200;
+
+template <typename T>
+void RemoveIfPresent(prometheus::Family<T>& family, const prometheus::Labels& labels) {
+  if (family.Has(labels)) family.Remove(&family.Add(labels));
+}
+
+prometheus::Family<prometheus::Gauge>& Gauge(prometheus::Registry& r, const char* name,
+                                             const char* help) {
+  return BuildGauge().Name(name).Help(help).Register(r);
+}
+
+}  // namespace
+
+const char* PeakLabel(v1::PeakSource source) {
+  switch (source) {
+    case v1::PEAK_SOURCE_DEVICE_ATTRIBUTES:
+      return "device_attributes";
+    case v1::PEAK_SOURCE_DATASHEET:
+      return "datasheet";
+    case v1::PEAK_SOURCE_MEASURED_COPY:
+      return "measured_copy";
+    default:
+      return "unknown";
+  }
+}
+
+std::string ProtocolLabel(const v1::Protocol& p) {
+  std::string label = p.cache() == v1::CACHE_MODE_HOT ? "hot" : "cold";
+  if (p.cuda_graph()) label += "_graph";
+  if (p.rotate_inputs()) label += "_rotate";
+  const bool custom = p.warmup() != kDefaultWarmup || p.repetitions() != kDefaultRepetitions ||
+                      p.has_adaptive() || p.seed() != kDefaultSeed;
+  if (custom) label += "_custom";
+  return label;
+}
+
+std::string ReportSuite(const v1::BenchmarkReport& report) {
+  return !report.suite().empty() ? report.suite() : report.definition().name();
+}
+
+std::string DeviceOutcome(const v1::BenchmarkReport& report, const std::string& device) {
+  for (const v1::WorkloadResult& r : report.results()) {
+    if (r.device() == device && r.status() == v1::RESULT_STATUS_RUNTIME_ERROR) return "error";
+  }
+  return report.complete() ? "complete" : "incomplete";
+}
+
+ReportMetrics::ReportMetrics(prometheus::Registry& r)
+    : latency_(Gauge(r, "kerneleval_benchmark_latency_seconds",
+                     "Latest median latency per call of a suite workload")),
+      bandwidth_(Gauge(r, "kerneleval_benchmark_bandwidth_bytes_per_second",
+                       "Latest bytes that must move over the median latency")),
+      sol_(Gauge(r, "kerneleval_benchmark_sol_ratio",
+                 "Latest speed-of-light ratio (0..1) against the labelled peak")),
+      correct_(Gauge(r, "kerneleval_benchmark_correct",
+                     "1 if the latest run passed the correctness check, 0 if it failed; absent "
+                     "after a runtime error")),
+      suite_latency_(Gauge(r, "kerneleval_benchmark_suite_mean_latency_seconds",
+                           "Latest mean over a suite's workloads of the median latency")),
+      suite_sol_(Gauge(r, "kerneleval_benchmark_suite_sol_ratio",
+                       "Latest geometric-mean SOL ratio of a suite against the labelled peak")),
+      runtime_errors_(Gauge(r, "kerneleval_benchmark_runtime_errors",
+                            "Results of the latest run of a suite that ended in a runtime error")),
+      last_run_(Gauge(r, "kerneleval_benchmark_last_run_timestamp_seconds",
+                      "Unix time at which the latest run of a suite finished")) {}
+
+void ReportMetrics::Record(const v1::BenchmarkReport& report, const std::string& node,
+                           double unix_seconds) {
+  const std::string suite = ReportSuite(report);
+  const std::string protocol = ProtocolLabel(report.protocol());
+  std::map<std::string, const v1::Device*> devices;
+  for (const v1::Environment& env : report.environments()) {
+    devices[env.device().name()] = &env.device();
+  }
+  auto device_labels = [&](const std::string& device) {
+    const auto it = devices.find(device);
+    const v1::Device* d = it != devices.end() ? it->second : nullptr;
+    return prometheus::Labels{{"suite", suite},
+                              {"device", device},
+                              {"uuid", d != nullptr ? d->uuid() : ""},
+                              {"model", d != nullptr ? d->model() : ""},
+                              {"node", node},
+                              {"protocol", protocol}};
+  };
+
+  std::map<std::string, int> runtime_errors;  // device -> count
+  for (const v1::WorkloadResult& r : report.results()) {
+    if (r.status() == v1::RESULT_STATUS_SKIPPED) continue;
+    prometheus::Labels labels = device_labels(r.device());
+    labels["workload"] = r.workload();
+    labels["implementation"] = r.implementation();
+    const bool measured =
+        r.status() == v1::RESULT_STATUS_PASSED || r.status() == v1::RESULT_STATUS_INCORRECT;
+    if (r.status() == v1::RESULT_STATUS_RUNTIME_ERROR) ++runtime_errors[r.device()];
+    if (measured) {
+      correct_.Add(labels).Set(r.correctness().passed() ? 1 : 0);
+      latency_.Add(labels).Set(r.latency().median_seconds());
+      bandwidth_.Add(labels).Set(r.bytes_per_second());
+    } else {
+      RemoveIfPresent(correct_, labels);
+      RemoveIfPresent(latency_, labels);
+      RemoveIfPresent(bandwidth_, labels);
+    }
+    for (v1::PeakSource source : {v1::PEAK_SOURCE_DEVICE_ATTRIBUTES, v1::PEAK_SOURCE_DATASHEET,
+                                  v1::PEAK_SOURCE_MEASURED_COPY}) {
+      prometheus::Labels l = labels;
+      l["peak"] = PeakLabel(source);
+      const v1::SolFigure* figure = nullptr;
+      for (const v1::SolFigure& f : r.sol()) {
+        if (f.source() == source) figure = &f;
+      }
+      if (measured && figure != nullptr) {
+        sol_.Add(l).Set(figure->sol_ratio());
+      } else {
+        RemoveIfPresent(sol_, l);
+      }
+    }
+  }
+
+  for (const v1::ImplementationSummary& s : report.summaries()) {
+    prometheus::Labels labels = device_labels(s.device());
+    labels["implementation"] = s.implementation();
+    prometheus::Labels sol_labels = labels;
+    // ImplementationSummary.geomean_sol_ratio is against the device-attribute peak.
+    sol_labels["peak"] = PeakLabel(v1::PEAK_SOURCE_DEVICE_ATTRIBUTES);
+    if (s.failed() == 0 && s.passed() > 0) {
+      suite_latency_.Add(labels).Set(s.mean_latency_seconds());
+      suite_sol_.Add(sol_labels).Set(s.geomean_sol_ratio());
+    } else {
+      RemoveIfPresent(suite_latency_, labels);
+      RemoveIfPresent(suite_sol_, sol_labels);
+    }
+  }
+
+  for (const v1::Environment& env : report.environments()) {
+    const prometheus::Labels labels = device_labels(env.device().name());
+    runtime_errors_.Add(labels).Set(runtime_errors[env.device().name()]);
+    last_run_.Add(labels).Set(unix_seconds);
+  }
+}
+
+void ReportMetrics::RemoveImplementation(const std::string& implementation) {
+  for (auto* family : {&latency_, &bandwidth_, &sol_, &correct_, &suite_latency_, &suite_sol_}) {
+    RemoveSeriesWhere(*family, "implementation", implementation);
+  }
+}
+
+void ReportMetrics::RemoveDeviceUuidOtherThan(const std::string& device, const std::string& uuid) {
+  for (auto* family : {&latency_, &bandwidth_, &sol_, &correct_, &suite_latency_, &suite_sol_,
+                       &runtime_errors_, &last_run_}) {
+    RemoveSeriesWhere(*family, "device", device, "uuid", uuid);
+  }
+}
+
+}  // namespace kerneleval::metrics
