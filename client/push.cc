@@ -121,11 +121,14 @@ std::string RenderPushMetrics(const v1::BenchmarkReport& report, double unix_sec
 absl::Status PushReport(const PushgatewayAddress& gateway, const std::string& job,
                         const std::string& instance, const v1::BenchmarkReport& report,
                         double unix_seconds) {
-  std::shared_ptr<prometheus::Registry> registry =
-      BuildRegistry(report, unix_seconds, PushNodeName());
-  // The instance travels base64-encoded: a target may hold ':' '[' ']' or '/'.
-  prometheus::Gateway gw{
-      gateway.host, gateway.port, job, {{"instance@base64", Base64Url(instance)}}};
+  const std::string node = PushNodeName();
+  std::shared_ptr<prometheus::Registry> registry = BuildRegistry(report, unix_seconds, node);
+  // The instance travels base64-encoded: a target may hold ':' '[' ']' or '/'. The node is
+  // part of the group, so that the fleet-validation Jobs, which all benchmark 127.0.0.1,
+  // keep one group per node instead of replacing each other's.
+  prometheus::Labels grouping{{"instance@base64", Base64Url(instance)}};
+  if (!node.empty()) grouping["node@base64"] = Base64Url(node);
+  prometheus::Gateway gw{gateway.host, gateway.port, job, grouping};
   gw.RegisterCollectable(registry);
   const int code = gw.Push();
   if (code >= 200 && code < 300) return absl::OkStatus();

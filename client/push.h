@@ -1,11 +1,11 @@
 // Publishing benchmark results to a Prometheus Pushgateway (`kerneleval bench --pushgateway`).
 //
-// Each target's report becomes one group, job=<job> and instance=<target>, holding the series
-// the server exports for its latest run, written by the same schema code
-// (metrics/report_metrics.h): latency, bandwidth, SOL per peak, correctness, suite figures,
-// runtime errors and the last-run timestamp, labelled by suite, workload, implementation,
-// device, GPU uuid, node and protocol. A push replaces the group (HTTP PUT), so the gateway
-// always holds each target's latest run.
+// Each target's report becomes one group, job=<job>, instance=<target> (and node=$NODE_NAME
+// when set), holding the series the server exports for its latest run, written by the same
+// schema code (metrics/report_metrics.h): latency, bandwidth, SOL per peak, correctness,
+// suite figures, runtime errors and the last-run timestamp, labelled by suite, workload,
+// implementation, device, GPU uuid, model, node and protocol. A push replaces the group
+// (HTTP PUT), so the gateway always holds each target's latest run.
 //
 // The `node` label is $NODE_NAME of the pushing process: the fleet-validation Job
 // (deploy/k8s/fleet-validation) runs the server and this client on the node under test and

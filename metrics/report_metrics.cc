@@ -133,12 +133,20 @@ void ReportMetrics::Record(const v1::BenchmarkReport& report, const std::string&
     }
   }
 
+  // The engine's geometric mean takes each result's first SOL figure: the device-attribute
+  // peak on a GPU, the measured copy on a CPU (server/benchmark_engine.cc, RankResults).
+  std::map<std::pair<std::string, std::string>, v1::PeakSource> summary_peaks;
+  for (const v1::WorkloadResult& r : report.results()) {
+    if (r.sol_size() > 0)
+      summary_peaks.emplace(std::make_pair(r.implementation(), r.device()), r.sol(0).source());
+  }
   for (const v1::ImplementationSummary& s : report.summaries()) {
     prometheus::Labels labels = device_labels(s.device());
     labels["implementation"] = s.implementation();
     prometheus::Labels sol_labels = labels;
-    // ImplementationSummary.geomean_sol_ratio is against the device-attribute peak.
-    sol_labels["peak"] = PeakLabel(v1::PEAK_SOURCE_DEVICE_ATTRIBUTES);
+    const auto peak = summary_peaks.find({s.implementation(), s.device()});
+    sol_labels["peak"] =
+        PeakLabel(peak != summary_peaks.end() ? peak->second : v1::PEAK_SOURCE_DEVICE_ATTRIBUTES);
     if (s.failed() == 0 && s.passed() > 0) {
       suite_latency_.Add(labels).Set(s.mean_latency_seconds());
       suite_sol_.Add(sol_labels).Set(s.geomean_sol_ratio());
