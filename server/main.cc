@@ -42,6 +42,13 @@ std::string DefaultDeviceHost() {
   return ec ? "kerneleval-device-host" : (exe.parent_path() / "kerneleval-device-host").string();
 }
 
+// kerneleval-compile (submissions) ships next to the server binary too.
+std::string DefaultCompileTool() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "kerneleval-compile" : (exe.parent_path() / "kerneleval-compile").string();
+}
+
 bool WritePortFile(const std::string& path, int grpc_port, int metrics_port) {
   const std::string tmp = path + ".tmp";
   {
@@ -132,9 +139,42 @@ int main(int argc, char** argv) {
                  "replaced (process isolation)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  auto& sub = o.submissions;
+  sub.compiler.tool_path = DefaultCompileTool();
+  app.add_flag("--submissions", sub.enabled,
+               "Serve kerneleval.v1.Submissions: register submitted kernels (compiled with NVRTC "
+               "in kerneleval-compile processes)");
+  app.add_option("--data-dir", sub.data_dir,
+                 "Keep registered submissions under DIR/submissions (default: in memory)");
+  app.add_option("--compile-tool", sub.compiler.tool_path, "The kerneleval-compile executable")
+      ->capture_default_str();
+  app.add_option("--cuda-include-dir", sub.compiler.cuda_include_dir,
+                 "CUDA toolkit headers for NVRTC (default: the build's toolkit)");
+  app.add_option("--compile-timeout-seconds", sub.compiler.wall_seconds,
+                 "Wall-clock limit of one compile")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--compile-cpu-seconds", sub.compiler.cpu_seconds, "CPU-time limit of one compile")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  std::uint64_t compile_memory_mib = sub.compiler.address_space_bytes >> 20;
+  app.add_option("--compile-memory-mib", compile_memory_mib,
+                 "Address-space limit of one compile, MiB")
+      ->check(CLI::Range(256, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--submission-max-source-bytes", sub.max_source_bytes,
+                 "Largest submission source")
+      ->check(CLI::Range(1, 4 << 20))
+      ->capture_default_str();
+  app.add_option("--max-submissions-per-owner", sub.max_per_owner,
+                 "Submissions one owner may hold")
+      ->capture_default_str();
+  app.add_option("--max-submissions", sub.max_total, "Submissions the server holds in all")
+      ->capture_default_str();
   app.add_option("--port-file", port_file,
                  "Write {\"grpc_port\":N,\"metrics_port\":M} here once listening");
   CLI11_PARSE(app, argc, argv);
+  sub.compiler.address_space_bytes = compile_memory_mib << 20;
   o.limits.max_tensor_bytes = max_tensor_bytes;
   o.device_isolation = isolation == "process"  ? kerneleval::server::DeviceIsolation::kProcess
                        : isolation == "thread" ? kerneleval::server::DeviceIsolation::kThread

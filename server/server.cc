@@ -71,6 +71,8 @@ struct KernelEvalServer::Impl {
   DeviceSet devices;
   ServiceState state;
   std::unique_ptr<KernelEvalService> service;
+  // Outlives grpc_server: its compile workers answer RPCs until they are joined.
+  std::unique_ptr<submissions::SubmissionsService> submissions;
   std::unique_ptr<grpc::Server> grpc_server;
   std::unique_ptr<grpc::Server> health_server;  // --health-listen: plaintext, health only
   std::unique_ptr<prometheus::Exposer> exposer;
@@ -238,6 +240,18 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
   builder.RegisterService(s->service.get());
+  {
+    submissions::SubmissionsOptions submission_options = options.submissions;
+    submission_options.auth_token_configured = !options.auth_token.empty();
+    auto created = submissions::SubmissionsService::Create(submission_options, [s] {
+      std::vector<v1::Device> described;
+      for (const auto& w : s->devices.workers()) described.push_back(w->backend().Describe());
+      return described;
+    });
+    if (!created.ok()) return created.status();
+    s->submissions = std::move(*created);
+    builder.RegisterService(s->submissions.get());
+  }
   s->grpc_server = builder.BuildAndStart();
   if (s->grpc_server == nullptr || s->grpc_port == 0) {
     return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", options.listen));

@@ -12,6 +12,7 @@
 #include "server/backend.h"
 #include "server/device_factory.h"
 #include "server/request_validation.h"
+#include "server/submissions/submissions_service.h"
 
 namespace kerneleval::server {
 
@@ -40,6 +41,8 @@ struct ServerOptions {
   DeviceIsolation device_isolation = DeviceIsolation::kThread;
   std::string device_host_path;  // the kerneleval-device-host executable
   double device_call_timeout_seconds = 300;
+  // Submitted kernels (kerneleval.v1.Submissions): off unless `submissions.enabled`.
+  submissions::SubmissionsOptions submissions;
 };
 
 class KernelEvalServer {
