@@ -188,6 +188,7 @@ std::unique_ptr<CLI::App> BuildCliApp(CliConfig* config) {
   app->add_subcommand("services", "List services through server reflection");
   AddRunCommand(app.get(), &config->run);
   AddBenchCommand(app.get(), &config->bench);
+  AddSubmitCommands(app.get(), &config->submit);
   return app;
 }
 
@@ -216,6 +217,7 @@ int Main(int argc, char** argv) {
     std::cerr << "error: " << status.message() << "\nRun with --help for more information.\n";
     return kExitUsage;
   }
+  if (IsSubmitCommand(config.command)) return RunSubmitCommand(config, std::cout, std::cerr);
   return RunCommand(config, std::cout, std::cerr);
 }
 

@@ -17,6 +17,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "client/submit_command.h"
+
 #include "absl/status/status.h"
 
 namespace kerneleval::client::cli {
@@ -89,6 +91,7 @@ struct CliConfig {
   std::string health_service;
   RunFlags run;
   BenchFlags bench;
+  SubmitFlags submit;  // submit, submissions (client/submit_command.h)
 };
 
 // Builds the parser; parsing writes into `*config`, which must outlive the app.

@@ -1,0 +1,186 @@
+#include "client/submit_client.h"
+
+#include <chrono>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "client/text_table.h"
+
+namespace kerneleval::client {
+namespace {
+
+// A flag given once applies to every kernel; else once per kernel.
+absl::StatusOr<uint32_t> PerKernel(const std::vector<uint32_t>& values, std::size_t i,
+                                   std::size_t kernels, const char* flag, bool required) {
+  if (values.empty()) {
+    if (required) return absl::InvalidArgumentError(absl::StrCat(flag, ": required"));
+    return 0u;
+  }
+  if (values.size() == 1) return values[0];
+  if (values.size() != kernels) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, ": given ", values.size(), " times for ",
+                                                   kernels,
+                                                   " kernels; give it once or once per --entry"));
+  }
+  return values[i];
+}
+
+std::optional<v1::DType> DTypeFlag(const std::string& flag) {
+  if (flag == "bf16") return v1::DTYPE_BF16;
+  if (flag == "fp16") return v1::DTYPE_FP16;
+  if (flag == "fp32") return v1::DTYPE_FP32;
+  return std::nullopt;
+}
+
+std::optional<v1::Mode> ModeFlag(const std::string& flag) {
+  if (flag == "output") return v1::MODE_OUTPUT;
+  if (flag == "output_and_residual") return v1::MODE_OUTPUT_AND_RESIDUAL;
+  if (flag == "in_place") return v1::MODE_IN_PLACE;
+  return std::nullopt;
+}
+
+}  // namespace
+
+SubmissionsClient::SubmissionsClient(std::shared_ptr<grpc::Channel> channel, ClientOptions options)
+    : options_(std::move(options)), stub_(v1::Submissions::NewStub(channel)) {}
+
+std::unique_ptr<grpc::ClientContext> SubmissionsClient::NewContext() const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->set_deadline(std::chrono::system_clock::now() +
+                        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                            std::chrono::duration<double>(options_.deadline_seconds)));
+  if (!options_.bearer_token.empty()) {
+    context->AddMetadata("authorization", "Bearer " + options_.bearer_token);
+  }
+  return context;
+}
+
+grpc::Status SubmissionsClient::Register(const v1::SubmissionSpec& spec,
+                                         v1::RegisterSubmissionResponse* response) const {
+  v1::RegisterSubmissionRequest request;
+  *request.mutable_submission() = spec;
+  return stub_->RegisterSubmission(NewContext().get(), request, response);
+}
+
+grpc::Status SubmissionsClient::List(v1::ListSubmissionsResponse* response) const {
+  return stub_->ListSubmissions(NewContext().get(), v1::ListSubmissionsRequest(), response);
+}
+
+grpc::Status SubmissionsClient::Get(const std::string& id_or_name,
+                                    v1::GetSubmissionResponse* response) const {
+  v1::GetSubmissionRequest request;
+  request.set_submission(id_or_name);
+  return stub_->GetSubmission(NewContext().get(), request, response);
+}
+
+grpc::Status SubmissionsClient::Delete(const std::string& id_or_name,
+                                       v1::DeleteSubmissionResponse* response) const {
+  v1::DeleteSubmissionRequest request;
+  request.set_submission(id_or_name);
+  return stub_->DeleteSubmission(NewContext().get(), request, response);
+}
+
+absl::StatusOr<v1::SubmissionSpec> BuildSubmissionSpec(const SubmitSpec& f) {
+  v1::SubmissionSpec spec;
+  std::ifstream in(f.source_path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("--source: cannot read '", f.source_path, "'"));
+  std::stringstream text;
+  text << in.rdbuf();
+  spec.set_source(text.str());
+  spec.set_language(f.ptx || absl::EndsWith(f.source_path, ".ptx") ? v1::SOURCE_LANGUAGE_PTX
+                                                                   : v1::SOURCE_LANGUAGE_CUDA);
+  spec.set_name(f.name);
+  spec.set_description(f.description);
+  if (f.entries.empty()) return absl::InvalidArgumentError("--entry: required");
+  if (f.rows_per_block.empty() == f.ctas_per_sm.empty() && f.entries.size() == 1) {
+    return absl::InvalidArgumentError("give --rows-per-block or --ctas-per-sm");
+  }
+  v1::LaunchPlan* plan = spec.mutable_launch_plan();
+  plan->set_needs_scratch(f.needs_scratch);
+  for (std::size_t i = 0; i < f.entries.size(); ++i) {
+    v1::KernelLaunch* k = plan->add_kernels();
+    k->set_entry(f.entries[i]);
+    absl::StatusOr<uint32_t> block = PerKernel(f.block_sizes, i, f.entries.size(), "--block", true);
+    if (!block.ok()) return block.status();
+    k->set_block_size(*block);
+    // Per kernel: --rows-per-block where given for it, else --ctas-per-sm.
+    const bool rows = f.rows_per_block.size() == 1 || i < f.rows_per_block.size();
+    if (rows && !f.rows_per_block.empty()) {
+      absl::StatusOr<uint32_t> r =
+          PerKernel(f.rows_per_block, i, f.entries.size(), "--rows-per-block", true);
+      if (!r.ok()) return r.status();
+      k->set_rows_per_block(*r);
+    } else {
+      absl::StatusOr<uint32_t> c =
+          PerKernel(f.ctas_per_sm, i, f.entries.size(), "--ctas-per-sm", true);
+      if (!c.ok()) return c.status();
+      k->set_ctas_per_sm(*c);
+    }
+    absl::StatusOr<uint32_t> smem =
+        PerKernel(f.dynamic_smem_bytes, i, f.entries.size(), "--smem", false);
+    if (!smem.ok()) return smem.status();
+    k->set_dynamic_smem_bytes(*smem);
+    if (f.cluster_x > 1) k->mutable_cluster()->set_x(f.cluster_x);
+    k->set_pdl(f.pdl);
+  }
+  const std::optional<v1::DType> dtype = DTypeFlag(f.dtype);
+  if (!dtype) return absl::InvalidArgumentError("--dtype: bf16, fp16 or fp32");
+  spec.set_dtype(*dtype);
+  const std::optional<v1::Mode> mode = ModeFlag(f.mode);
+  if (!mode) return absl::InvalidArgumentError("--mode: output, output_and_residual or in_place");
+  spec.set_mode(*mode);
+  spec.set_target_arch(f.target_arch);
+  spec.set_device(f.device);
+  spec.mutable_options()->set_fast_math(f.fast_math);
+  for (const std::string& d : f.defines) {
+    v1::Define* define = spec.mutable_options()->add_defines();
+    const std::size_t eq = d.find('=');
+    define->set_name(d.substr(0, eq));
+    if (eq != std::string::npos) define->set_value(d.substr(eq + 1));
+  }
+  return spec;
+}
+
+std::string FormatSubmission(const v1::Submission& s, bool with_log) {
+  const v1::CompileDiagnostics& d = s.diagnostics();
+  std::string out = absl::StrCat(
+      s.spec().name(), "  ", s.id(), "  (", s.owner(), ")\n", "  ",
+      v1::DType_Name(s.spec().dtype()), " ", v1::Mode_Name(s.spec().mode()), ", ", d.target_arch(),
+      ", NVRTC ", d.nvrtc_version(), ", ", d.cubin_bytes(), " bytes of cubin, ",
+      Fixed(d.compile_seconds(), 2), " s", d.cache_hit() ? " (cached)" : "", "\n");
+  TextTable table({"kernel", "block", "grid", "registers", "spill st/ld B", "smem static+dyn B",
+                   "stack B", "pdl"});
+  for (int i = 0; i < d.kernels_size() && i < s.spec().launch_plan().kernels_size(); ++i) {
+    const v1::KernelResources& k = d.kernels(i);
+    const v1::KernelLaunch& l = s.spec().launch_plan().kernels(i);
+    const std::string grid = l.grid_case() == v1::KernelLaunch::kCtasPerSm
+                                 ? absl::StrCat(l.ctas_per_sm(), " x SMs")
+                                 : absl::StrCat("batch / ", l.rows_per_block());
+    table.AddRow({k.entry(), absl::StrCat(l.block_size()), grid, absl::StrCat(k.registers()),
+                  absl::StrCat(k.spill_store_bytes(), "/", k.spill_load_bytes()),
+                  absl::StrCat(k.static_smem_bytes(), "+", l.dynamic_smem_bytes()),
+                  absl::StrCat(k.stack_frame_bytes()), l.pdl() ? "yes" : "no"});
+  }
+  absl::StrAppend(&out, table.Render());
+  if (with_log && !d.log().empty()) absl::StrAppend(&out, "\nNVRTC log:\n", d.log());
+  return out;
+}
+
+std::string FormatSubmissionList(const v1::ListSubmissionsResponse& response) {
+  TextTable table({"name", "id", "dtype", "mode", "arch", "kernels", "registers"});
+  for (const v1::Submission& s : response.submissions()) {
+    std::string registers;
+    for (const v1::KernelResources& k : s.diagnostics().kernels()) {
+      absl::StrAppend(&registers, registers.empty() ? "" : ",", k.registers());
+    }
+    table.AddRow({s.spec().name(), s.id(), v1::DType_Name(s.spec().dtype()),
+                  v1::Mode_Name(s.spec().mode()), s.spec().target_arch(),
+                  absl::StrCat(s.spec().launch_plan().kernels_size()), registers});
+  }
+  return table.Render();
+}
+
+}  // namespace kerneleval::client

@@ -1,0 +1,173 @@
+#include "client/submit_command.h"
+
+#include <iostream>
+
+#include "client/cli.h"
+#include "client/report_format.h"
+
+namespace kerneleval::client::cli {
+namespace {
+
+ClientOptions Options(const GlobalFlags& g) {
+  ClientOptions options;
+  options.target = g.targets.empty() ? options.target : g.targets.front();
+  options.deadline_seconds = g.deadline_seconds;
+  options.max_message_bytes = g.max_message_mib << 20;
+  options.bearer_token = g.token;
+  options.tls = g.tls;
+  options.tls_ca_file = g.tls_ca;
+  options.tls_cert_file = g.tls_cert;
+  options.tls_key_file = g.tls_key;
+  options.tls_server_name = g.tls_server_name;
+  return options;
+}
+
+int RpcError(std::ostream& err, const grpc::Status& status) {
+  err << "error: " << absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()))
+      << ": " << status.error_message() << "\n";
+  return kExitRpcError;
+}
+
+template <typename Message>
+int PrintJson(std::ostream& out, std::ostream& err, const Message& message) {
+  absl::StatusOr<std::string> json = MessageToJson(message);
+  if (!json.ok()) {
+    err << "error: " << json.status().message() << "\n";
+    return kExitRpcError;
+  }
+  out << *json << "\n";
+  return kExitOk;
+}
+
+// bench --suite S --impl <every non-test built-in of the device> --impl <submission id>.
+int Benchmark(const CliConfig& config, const ClientOptions& options, const std::string& id,
+              std::ostream& out, std::ostream& err) {
+  std::unique_ptr<KernelEvalClient> client;
+  if (grpc::Status s = KernelEvalClient::Create(options, &client); !s.ok()) return RpcError(err, s);
+  v1::ListImplementationsResponse impls;
+  if (grpc::Status s = client->ListImplementations(config.submit.spec.device, &impls); !s.ok()) {
+    return RpcError(err, s);
+  }
+  CliConfig bench = config;
+  bench.command = "bench";
+  bench.bench.suite = config.submit.suite;
+  bench.bench.device = config.submit.spec.device;
+  bench.bench.implementations.clear();
+  for (const v1::Implementation& impl : impls.implementations()) {
+    if (!impl.test_only() && impl.device_kind() == "cuda") {
+      bench.bench.implementations.push_back(impl.name());
+    }
+  }
+  bench.bench.implementations.push_back(id);
+  return RunCommand(bench, out, err);
+}
+
+}  // namespace
+
+void AddSubmitCommands(CLI::App* app, SubmitFlags* f) {
+  CLI::App* submit = app->add_subcommand(
+      "submit", "Register a kernel (compiled with NVRTC on the server), optionally benchmark it");
+  SubmitSpec* s = &f->spec;
+  submit->add_option("--source", s->source_path, "CUDA C++ (.cu) or PTX (.ptx) file")
+      ->required()
+      ->check(CLI::ExistingFile);
+  submit->add_option("--name", s->name, "Name, unique among your submissions")->required();
+  submit->add_option("--entry", s->entries, "Kernel name; repeat for a plan of several kernels")
+      ->required()
+      ->allow_extra_args(false);
+  submit->add_option("--block", s->block_sizes, "Threads per CTA (once, or once per --entry)")
+      ->required()
+      ->allow_extra_args(false);
+  auto* rows = submit
+                   ->add_option("--rows-per-block", s->rows_per_block,
+                                "Grid = ceil(batch / N) (once, or once per --entry)")
+                   ->allow_extra_args(false);
+  auto* ctas = submit
+                   ->add_option("--ctas-per-sm", s->ctas_per_sm,
+                                "Persistent grid = N x SMs (once, or once per --entry)")
+                   ->allow_extra_args(false);
+  rows->excludes(ctas);
+  submit->add_option("--smem", s->dynamic_smem_bytes, "Dynamic shared memory bytes per CTA")
+      ->allow_extra_args(false);
+  submit->add_option("--cluster", s->cluster_x, "CTAs per thread block cluster");
+  submit->add_flag("--pdl", s->pdl, "Programmatic dependent launch");
+  submit->add_flag("--scratch", s->needs_scratch, "Pass a [batch, hidden] scratch buffer");
+  submit->add_flag("--ptx", s->ptx, "The source is PTX (default: by the .ptx extension)");
+  submit->add_option("--dtype", s->dtype, "dtype the kernel implements")
+      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
+      ->capture_default_str();
+  submit->add_option("--mode", s->mode, "Mode the kernel implements")
+      ->check(CLI::IsMember({"output", "output_and_residual", "in_place"}))
+      ->capture_default_str();
+  submit->add_option("--arch", s->target_arch, "sm_90a or sm_100a (default: the device's)");
+  submit->add_option("--device", s->device, "Device whose limits apply (and that --suite uses)");
+  submit->add_flag("--fast-math", s->fast_math, "--use_fast_math");
+  submit->add_option("--define", s->defines, "-D NAME[=VALUE] (repeatable)")
+      ->allow_extra_args(false);
+  submit->add_option("--description", s->description, "Free text");
+  submit->add_flag("--log", f->show_log, "Print the NVRTC log on success too");
+  submit->add_option("--suite", f->suite, "Then benchmark this suite with the submission ranked");
+
+  CLI::App* subs = app->add_subcommand("submissions", "List, show or delete your submissions");
+  subs->add_option("action", f->action, "list | get | delete")
+      ->check(CLI::IsMember({"list", "get", "delete"}))
+      ->capture_default_str();
+  subs->add_option("submission", f->submission, "Id (sub-...) or name, for get and delete");
+}
+
+bool IsSubmitCommand(const std::string& command) {
+  return command == "submit" || command == "submissions";
+}
+
+int RunSubmitCommand(const CliConfig& config, std::ostream& out, std::ostream& err) {
+  const ClientOptions options = Options(config.global);
+  std::shared_ptr<grpc::Channel> channel;
+  if (grpc::Status s = MakeChannel(options, &channel); !s.ok()) {
+    err << "error: " << s.error_message() << "\n";
+    return kExitUsage;
+  }
+  const SubmissionsClient client(channel, options);
+  const SubmitFlags& f = config.submit;
+  if (config.command == "submit") {
+    absl::StatusOr<v1::SubmissionSpec> spec = BuildSubmissionSpec(f.spec);
+    if (!spec.ok()) {
+      err << "error: " << spec.status().message() << "\n";
+      return kExitUsage;
+    }
+    v1::RegisterSubmissionResponse response;
+    if (grpc::Status s = client.Register(*spec, &response); !s.ok()) return RpcError(err, s);
+    if (config.global.json) {
+      if (int rc = PrintJson(out, err, response); rc != kExitOk) return rc;
+    } else {
+      out << (response.created() ? "registered " : "already registered ")
+          << FormatSubmission(response.submission(), f.show_log) << "\n";
+    }
+    if (f.suite.empty()) return kExitOk;
+    return Benchmark(config, options, response.submission().id(), out, err);
+  }
+  if (f.action == "list") {
+    v1::ListSubmissionsResponse response;
+    if (grpc::Status s = client.List(&response); !s.ok()) return RpcError(err, s);
+    if (config.global.json) return PrintJson(out, err, response);
+    out << FormatSubmissionList(response);
+    return kExitOk;
+  }
+  if (f.submission.empty()) {
+    err << "error: submissions " << f.action << ": give the submission's id or name\n";
+    return kExitUsage;
+  }
+  if (f.action == "get") {
+    v1::GetSubmissionResponse response;
+    if (grpc::Status s = client.Get(f.submission, &response); !s.ok()) return RpcError(err, s);
+    if (config.global.json) return PrintJson(out, err, response);
+    out << FormatSubmission(response.submission(), true);
+    return kExitOk;
+  }
+  v1::DeleteSubmissionResponse response;
+  if (grpc::Status s = client.Delete(f.submission, &response); !s.ok()) return RpcError(err, s);
+  if (config.global.json) return PrintJson(out, err, response);
+  out << "deleted " << response.id() << "\n";
+  return kExitOk;
+}
+
+}  // namespace kerneleval::client::cli
