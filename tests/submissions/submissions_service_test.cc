@@ -1,0 +1,382 @@
+// The Submissions service through a real server on loopback and the real client, compiling
+// in real kerneleval-compile processes (NVRTC runs without a GPU): the examples compile with
+// their resource figures, and every bad submission gets its code with the field named.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "client/submit_client.h"
+#include "test_server.h"
+
+namespace kerneleval::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string ReadExample(const std::string& name) {
+  std::ifstream in(std::string(KERNELEVAL_TEST_EXAMPLES_DIR) + "/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+server::ServerOptions SubmissionOptions() {
+  server::ServerOptions o = LoopbackOptions();
+  o.submissions.enabled = true;
+  o.submissions.compiler.tool_path = KERNELEVAL_TEST_COMPILE_TOOL;
+  return o;
+}
+
+struct Fixture {
+  TestServer server;
+  std::unique_ptr<client::SubmissionsClient> submissions;
+};
+
+Fixture Start(server::ServerOptions options = SubmissionOptions(),
+              client::ClientOptions client_options = {}) {
+  Fixture f;
+  f.server = StartServer(options, {}, client_options);
+  client_options.target = f.server.target();
+  client_options.deadline_seconds = 120;
+  std::shared_ptr<grpc::Channel> channel;
+  EXPECT_TRUE(client::MakeChannel(client_options, &channel).ok());
+  f.submissions = std::make_unique<client::SubmissionsClient>(channel, client_options);
+  return f;
+}
+
+// A plan of one kernel, `block` threads, one row per CTA.
+v1::SubmissionSpec Spec(const std::string& name, const std::string& source,
+                        const std::string& entry, std::uint32_t block = 256,
+                        std::uint32_t rows_per_block = 1) {
+  v1::SubmissionSpec spec;
+  spec.set_name(name);
+  spec.set_source(source);
+  spec.set_dtype(v1::DTYPE_BF16);
+  v1::KernelLaunch* k = spec.mutable_launch_plan()->add_kernels();
+  k->set_entry(entry);
+  k->set_block_size(block);
+  k->set_rows_per_block(rows_per_block);
+  return spec;
+}
+
+constexpr char kTiny[] =
+    "#include <kerneleval/submission_abi.h>\n"
+    "extern \"C\" __global__ void tiny(const kerneleval_params p) {\n"
+    "  if (threadIdx.x == 0) static_cast<float*>(p.output)[blockIdx.x] = p.eps;\n"
+    "}\n";
+
+grpc::Status Register(const Fixture& f, const v1::SubmissionSpec& spec,
+                      v1::RegisterSubmissionResponse* response = nullptr) {
+  v1::RegisterSubmissionResponse ignored;
+  return f.submissions->Register(spec, response != nullptr ? response : &ignored);
+}
+
+TEST(Submissions, ExamplesCompileWithTheirResources) {
+  const Fixture f = Start();
+  struct Example {
+    const char* file;
+    const char* entry;
+    std::uint32_t block, rows;
+  };
+  for (const Example& e : {Example{"naive_block_per_row.cu", "naive_block_per_row", 256, 1},
+                           Example{"warp_per_row_vec.cu", "warp_per_row_vec", 256, 8},
+                           Example{"fused_rows_vec16.cu", "fused_rows_vec16<0>", 128, 1}}) {
+    v1::SubmissionSpec spec =
+        Spec(std::string(e.file).substr(0, 12), ReadExample(e.file), e.entry, e.block, e.rows);
+    spec.mutable_launch_plan()->mutable_kernels(0)->set_pdl(true);
+    v1::RegisterSubmissionResponse r;
+    const grpc::Status s = Register(f, spec, &r);
+    ASSERT_TRUE(s.ok()) << e.file << ": " << s.error_message();
+    EXPECT_TRUE(r.created());
+    const v1::Submission& sub = r.submission();
+    EXPECT_THAT(sub.id(), ::testing::StartsWith("sub-"));
+    EXPECT_EQ(sub.id().size(), 28u);
+    EXPECT_EQ(sub.owner(), "anonymous");
+    EXPECT_EQ(sub.spec().target_arch(), "sm_90a");  // no GPU here: the Hopper default
+    EXPECT_EQ(sub.spec().mode(), v1::MODE_OUTPUT);
+    ASSERT_EQ(sub.diagnostics().kernels_size(), 1);
+    const v1::KernelResources& k = sub.diagnostics().kernels(0);
+    EXPECT_EQ(k.entry(), e.entry);
+    EXPECT_GT(k.registers(), 8) << e.file;
+    EXPECT_LE(k.registers(), 64) << e.file;
+    EXPECT_EQ(k.spill_store_bytes(), 0) << e.file;
+    EXPECT_GT(sub.diagnostics().cubin_bytes(), 1000u);
+    EXPECT_THAT(sub.diagnostics().log(), HasSubstr("ptxas info"));
+    EXPECT_FALSE(sub.diagnostics().cache_hit());
+  }
+  // The naive kernel's reduction buffer is static shared memory, and it says so.
+  v1::GetSubmissionResponse naive;
+  ASSERT_TRUE(f.submissions->Get("naive_block_", &naive).ok());
+  EXPECT_EQ(naive.submission().diagnostics().kernels(0).static_smem_bytes(), 4096);
+  EXPECT_EQ(naive.submission().spec().source(), ReadExample("naive_block_per_row.cu"));
+  v1::GetSubmissionResponse by_id;
+  ASSERT_TRUE(f.submissions->Get(naive.submission().id(), &by_id).ok());
+  EXPECT_EQ(by_id.submission().spec().name(), "naive_block_");
+  v1::ListSubmissionsResponse list;
+  ASSERT_TRUE(f.submissions->List(&list).ok());
+  ASSERT_EQ(list.submissions_size(), 3);
+  EXPECT_TRUE(list.submissions(0).spec().source().empty());
+}
+
+TEST(Submissions, RegisteringAgainIsIdempotentAndCached) {
+  const Fixture f = Start();
+  v1::RegisterSubmissionResponse first, again;
+  ASSERT_TRUE(Register(f, Spec("tiny", kTiny, "tiny"), &first).ok());
+  ASSERT_TRUE(Register(f, Spec("tiny", kTiny, "tiny"), &again).ok());
+  EXPECT_FALSE(again.created());
+  EXPECT_TRUE(again.submission().diagnostics().cache_hit());
+  EXPECT_EQ(again.submission().id(), first.submission().id());
+  // Another block size is other content: another id, from the same cached cubin.
+  v1::RegisterSubmissionResponse other;
+  ASSERT_TRUE(Register(f, Spec("tiny128", kTiny, "tiny", 128), &other).ok());
+  EXPECT_NE(other.submission().id(), first.submission().id());
+  EXPECT_TRUE(other.submission().diagnostics().cache_hit());
+}
+
+TEST(Submissions, CompileErrorsCarryTheLogWithLineNumbers) {
+  const Fixture f = Start();
+  const std::string source =
+      "#include <kerneleval/submission_abi.h>\n"
+      "extern \"C\" __global__ void k(const kerneleval_params p) {\n"
+      "  int x = undeclared_name;\n"
+      "}\n";
+  const grpc::Status s = Register(f, Spec("broken", source, "k"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("submission.source: compilation failed"));
+  EXPECT_THAT(s.error_message(), HasSubstr("submission.cu(3): error"));
+  EXPECT_THAT(s.error_message(), HasSubstr("undeclared_name"));
+}
+
+TEST(Submissions, KernelsMustTakeTheAbi) {
+  const Fixture f = Start();
+  const std::string wrong = "extern \"C\" __global__ void k(float* out, int n) { out[n] = 1.f; }\n";
+  grpc::Status s = Register(f, Spec("wrong", wrong, "k"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("submission.launch_plan.kernels[0].entry: 'k' takes 2 parameter(s)"));
+  s = Register(f, Spec("absent", kTiny, "not_there"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("not_there"));
+}
+
+TEST(Submissions, EmptyAndHugeSources) {
+  const Fixture f = Start();
+  grpc::Status s = Register(f, Spec("empty", "", "k"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("submission.source: empty"));
+  s = Register(f, Spec("huge", std::string(300000, ' ') + kTiny, "tiny"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("submission.source: 300"));
+  EXPECT_THAT(s.error_message(), HasSubstr("at most 262144"));
+}
+
+TEST(Submissions, ForbiddenIncludesNameTheLine) {
+  const Fixture f = Start();
+  for (const char* include :
+       {"#include <stdio.h>", "#include \"/etc/passwd\"", "#include \"../server/server.h\""}) {
+    const grpc::Status s =
+        Register(f, Spec("inc", std::string("\n") + include + "\n" + kTiny, "tiny"));
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << include;
+    EXPECT_THAT(s.error_message(), HasSubstr("submission.source: line 2: #include")) << include;
+  }
+}
+
+TEST(Submissions, OptionsAreWhitelisted) {
+  const Fixture f = Start();
+  v1::SubmissionSpec spec = Spec("opts", kTiny, "tiny");
+  v1::Define* d = spec.mutable_options()->add_defines();
+  d->set_name("X");
+  d->set_value("1 -I/etc");
+  grpc::Status s = Register(f, spec);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("submission.options.defines[0].value"));
+  d->set_name("--use_fast_math");
+  d->set_value("");
+  s = Register(f, spec);
+  EXPECT_THAT(s.error_message(), HasSubstr("submission.options.defines[0].name"));
+  spec.set_target_arch("sm_80");
+  spec.mutable_options()->clear_defines();
+  s = Register(f, spec);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("submission.target_arch: 'sm_80'"));
+  // Allowed defines and fast math reach the compiler.
+  spec = Spec("opts", "#if WIDTH != 4\n#error WIDTH\n#endif\n" + std::string(kTiny), "tiny");
+  d = spec.mutable_options()->add_defines();
+  d->set_name("WIDTH");
+  d->set_value("4");
+  spec.mutable_options()->set_fast_math(true);
+  v1::RegisterSubmissionResponse r;
+  s = Register(f, spec, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_THAT(r.submission().diagnostics().options(), ::testing::Contains("--use_fast_math"));
+  EXPECT_THAT(r.submission().diagnostics().options(), ::testing::Contains("-DWIDTH=4"));
+}
+
+TEST(Submissions, BadLaunchPlansNameTheField) {
+  const Fixture f = Start();
+  for (std::uint32_t block : {0u, 2048u, 100u}) {
+    const grpc::Status s = Register(f, Spec("plan", kTiny, "tiny", block));
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << block;
+    EXPECT_THAT(s.error_message(), HasSubstr("submission.launch_plan.kernels[0].block_size: " +
+                                             std::to_string(block)));
+  }
+  v1::SubmissionSpec spec = Spec("plan", kTiny, "tiny");
+  spec.mutable_launch_plan()->mutable_kernels(0)->set_dynamic_smem_bytes(300000);
+  grpc::Status s = Register(f, spec);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("submission.launch_plan.kernels[0].dynamic_smem_bytes: 300000"));
+  // Within the limit alone, over it with the naive kernel's 4 KiB of static shared memory:
+  // caught once the compiler has said how much the kernel declares.
+  spec = Spec("plan", ReadExample("naive_block_per_row.cu"), "naive_block_per_row");
+  spec.mutable_launch_plan()->mutable_kernels(0)->set_dynamic_smem_bytes(230000);
+  s = Register(f, spec);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("with the kernel's 4096 static bytes"));
+  spec = Spec("plan", kTiny, "tiny");
+  spec.mutable_launch_plan()->clear_kernels();
+  s = Register(f, spec);
+  EXPECT_THAT(s.error_message(), HasSubstr("submission.launch_plan.kernels: 0 kernels"));
+  spec = Spec("plan", kTiny, "tiny");
+  spec.set_dtype(v1::DTYPE_UNSPECIFIED);
+  EXPECT_THAT(Register(f, spec).error_message(), HasSubstr("submission.dtype"));
+}
+
+TEST(Submissions, UnknownIdsAreNotFound) {
+  const Fixture f = Start();
+  v1::GetSubmissionResponse got;
+  grpc::Status s = f.submissions->Get("sub-000000000000000000000000", &got);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(s.error_message(), HasSubstr("'sub-000000000000000000000000'"));
+  v1::DeleteSubmissionResponse deleted;
+  EXPECT_EQ(f.submissions->Delete("nothing", &deleted).error_code(), grpc::StatusCode::NOT_FOUND);
+  v1::RegisterSubmissionResponse r;
+  ASSERT_TRUE(Register(f, Spec("tiny", kTiny, "tiny"), &r).ok());
+  ASSERT_TRUE(f.submissions->Delete("tiny", &deleted).ok());
+  EXPECT_EQ(deleted.id(), r.submission().id());
+  EXPECT_EQ(f.submissions->Get(r.submission().id(), &got).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+}
+
+TEST(Submissions, DuplicateNamesAreRefused) {
+  const Fixture f = Start();
+  ASSERT_TRUE(Register(f, Spec("mine", kTiny, "tiny")).ok());
+  const grpc::Status s =
+      Register(f, Spec("mine", ReadExample("naive_block_per_row.cu"), "naive_block_per_row"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::ALREADY_EXISTS);
+  EXPECT_THAT(s.error_message(), HasSubstr("submission.name: 'mine'"));
+}
+
+TEST(Submissions, EchoedValuesAreBounded) {
+  const Fixture f = Start();
+  const grpc::Status s = Register(f, Spec(std::string(10000, 'n'), kTiny, "tiny"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("submission.name"));
+  EXPECT_THAT(s.error_message(), HasSubstr("(10000 bytes)"));
+  EXPECT_LT(s.error_message().size(), 200u);
+}
+
+TEST(Submissions, OffUnlessTheServerSaysSo) {
+  server::ServerOptions o = SubmissionOptions();
+  o.submissions.enabled = false;
+  const Fixture f = Start(o);
+  grpc::Status s = Register(f, Spec("tiny", kTiny, "tiny"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(s.error_message(), HasSubstr("--submissions"));
+  v1::ListSubmissionsResponse list;
+  EXPECT_EQ(f.submissions->List(&list).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+TEST(Submissions, BehindTheToken) {
+  server::ServerOptions o = SubmissionOptions();
+  o.auth_token = "s3cret";
+  client::ClientOptions with_token;
+  with_token.bearer_token = "s3cret";
+  const Fixture f = Start(o, with_token);
+  v1::RegisterSubmissionResponse r;
+  ASSERT_TRUE(Register(f, Spec("tiny", kTiny, "tiny"), &r).ok());
+  EXPECT_EQ(r.submission().owner(), "token");
+  client::ClientOptions none;
+  none.target = f.server.target();
+  std::shared_ptr<grpc::Channel> channel;
+  ASSERT_TRUE(client::MakeChannel(none, &channel).ok());
+  const client::SubmissionsClient anonymous(channel, none);
+  v1::ListSubmissionsResponse list;
+  EXPECT_EQ(anonymous.List(&list).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST(Submissions, CompileTimeIsBounded) {
+  server::ServerOptions o = SubmissionOptions();
+  o.submissions.compiler.cpu_seconds = 2;
+  o.submissions.compiler.wall_seconds = 6;
+  const Fixture f = Start(o);
+  // Three instantiations per level, memoized by nothing: exponential work for the front end.
+  const std::string spin =
+      "#include <kerneleval/submission_abi.h>\n"
+      "template <int N, int M> struct A {\n"
+      "  static constexpr long v = A<N - 1, M>::v + A<N - 1, M + 1>::v + A<N - 2, M * 3>::v;\n"
+      "};\n"
+      "template <int M> struct A<0, M> { static constexpr long v = M; };\n"
+      "template <int M> struct A<-1, M> { static constexpr long v = 1; };\n"
+      "extern \"C\" __global__ void spin(const kerneleval_params p) {\n"
+      "  static_cast<long*>(p.output)[0] = A<60, 0>::v;\n"
+      "}\n";
+  const auto start = std::chrono::steady_clock::now();
+  const grpc::Status s = Register(f, Spec("spin", spin, "spin"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("submission.source: compilation"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  // The server goes on compiling.
+  EXPECT_TRUE(Register(f, Spec("tiny", kTiny, "tiny")).ok());
+}
+
+TEST(Submissions, PtxIsAssembled) {
+  const Fixture f = Start();
+  v1::SubmissionSpec spec = Spec("ptx",
+                                 ".version 8.0\n.target sm_90a\n.address_size 64\n"
+                                 ".visible .entry nothing(\n"
+                                 "  .param .align 8 .b8 nothing_param_0[128]\n)\n{\n  ret;\n}\n",
+                                 "nothing");
+  spec.set_language(v1::SOURCE_LANGUAGE_PTX);
+  v1::RegisterSubmissionResponse r;
+  const grpc::Status s = Register(f, spec, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(r.submission().diagnostics().kernels(0).lowered_name(), "nothing");
+  spec.set_source(".version 8.0\n.target sm_90a\nthis is not ptx\n");
+  EXPECT_EQ(Register(f, spec).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST(Submissions, KeptAcrossRestartsInTheDataDirectory) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kerneleval-subs-" + std::to_string(getpid()));
+  server::ServerOptions o = SubmissionOptions();
+  o.submissions.data_dir = dir.string();
+  std::string id;
+  {
+    const Fixture f = Start(o);
+    v1::RegisterSubmissionResponse r;
+    ASSERT_TRUE(Register(f, Spec("kept", kTiny, "tiny"), &r).ok());
+    id = r.submission().id();
+  }
+  const Fixture f = Start(o);
+  v1::GetSubmissionResponse got;
+  ASSERT_TRUE(f.submissions->Get("kept", &got).ok());
+  EXPECT_EQ(got.submission().id(), id);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Submissions, LimitsPerOwner) {
+  server::ServerOptions o = SubmissionOptions();
+  o.submissions.max_per_owner = 1;
+  const Fixture f = Start(o);
+  ASSERT_TRUE(Register(f, Spec("one", kTiny, "tiny")).ok());
+  const grpc::Status s = Register(f, Spec("two", kTiny, "tiny", 128));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+}
+
+}  // namespace
+}  // namespace kerneleval::testing
