@@ -3,11 +3,19 @@
 
     check_dashboard.py DASHBOARD.json [--rules-out FILE] [--promtool PROMTOOL]
 
-Structure: uid, schemaVersion, __inputs DS_PROMETHEUS, a `datasource` variable
-of type datasource, the device / suite / implementation variables, unique
-integer panel ids, a gridPos on every panel that fits the 24-column grid and
-overlaps no other panel, a refId (unique within its panel) and an expr on every
-target, and datasource references that resolve to a variable or an input.
+Structure: uid, schemaVersion, a `datasource` variable of type datasource
+whose default is left to Grafana, and no import-time `${DS_...}` input (the
+Grafana sidecar provisions files as they are and would keep the literal); the
+cluster / model / node / device / suite / implementation variables, and no
+query keyed on `instance` (pod addresses change; nodes do not); unique integer
+panel ids, a gridPos on every panel that fits the 24-column grid and overlaps
+no other panel, a refId (unique within its panel) and an expr on every target,
+and datasource references that resolve to the datasource variable.
+
+Fleet views: the panels the fleet needs exist (coverage, worst GPUs against
+the fleet median, queue saturation, error budget, device-host restarts);
+per-workload time series are limited with topk / bottomk; SOL and temperature
+panels carry thresholds.
 
 PromQL: every target expr and every label_values() selector is written as a
 recording rule to FILE (Grafana's $__ intervals become 5m, template variables
@@ -23,7 +31,21 @@ import subprocess
 import sys
 
 GRID_COLUMNS = 24
-REQUIRED_VARIABLES = ("device", "suite", "implementation")
+REQUIRED_VARIABLES = ("cluster", "model", "node", "device", "suite", "implementation")
+# Series every fleet dashboard must show: (what, a substring of some target expr).
+REQUIRED_QUERIES = (
+    ("coverage: nodes benchmarked", "cluster:kerneleval_benchmarked_nodes:count6h"),
+    ("coverage: pool servers ready", "cluster:kerneleval_ready_servers:count"),
+    ("worst GPUs against the fleet median", "node_gpu:kerneleval_benchmark_sol_ratio:vs_fleet_median"),
+    ("queue saturation", "kerneleval_queue_utilization"),
+    ("error budget over 30 days", "[30d]"),
+    ("device-host restarts", "kerneleval_device_host_restarts_total"),
+)
+# Per-workload series: thousands at fleet scale, so time series of them draw the worst k.
+PER_WORKLOAD = ("kerneleval_benchmark_latency_seconds", "kerneleval_benchmark_sol_ratio",
+                "kerneleval_benchmark_suite_sol_ratio", "kerneleval_benchmark_suite_mean_latency_seconds")
+# Panels that read these need thresholds (colour bands or lines).
+THRESHOLDED = ("sol_ratio", "kerneleval_gpu_temperature_celsius")
 _VARIABLE_REF = re.compile(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)|\[\[(\w+)\]\]")
 _LABEL_VALUES = re.compile(r"^\s*label_values\((.*),\s*\w+\s*\)\s*$", re.S)
 
@@ -39,10 +61,13 @@ def referenced_variables(text):
         yield next(group for group in match.groups() if group)
 
 
-def to_promql(expr):
-    """A dashboard expression with Grafana's macros replaced by plain PromQL."""
+def to_promql(expr, values=None):
+    """A dashboard expression with Grafana's macros replaced by plain PromQL: a custom
+    variable by its current value (a number such as $topk), any other by `.*`."""
+    values = values or {}
     expr = re.sub(r"\$\{?__(rate_interval|interval|range)\}?", "5m", expr)
-    return _VARIABLE_REF.sub(".*", expr)
+    return _VARIABLE_REF.sub(
+        lambda m: values.get(next(g for g in m.groups() if g), ".*"), expr)
 
 
 def check(dashboard):
@@ -59,16 +84,20 @@ def check(dashboard):
     if dashboard.get("id") is not None:
         problems.append("id must be null so that importing never overwrites another dashboard")
 
-    inputs = {item.get("name"): item for item in dashboard.get("__inputs", [])}
-    ds_input = inputs.get("DS_PROMETHEUS")
-    if not ds_input or ds_input.get("type") != "datasource" or ds_input.get("pluginId") != "prometheus":
-        problems.append("__inputs lacks DS_PROMETHEUS (type datasource, pluginId prometheus)")
+    if dashboard.get("__inputs"):
+        problems.append("__inputs present: the Grafana sidecar would keep its ${DS_...} literals; "
+                        "use the datasource variable alone")
+    if re.search(r"\$\{DS_[A-Z_]+\}", json.dumps(dashboard)):
+        problems.append("a ${DS_...} import input is referenced; the sidecar never resolves it")
+    inputs = {}
 
     variables = {v.get("name"): v for v in dashboard.get("templating", {}).get("list", [])}
     ds_var = variables.get("datasource")
     if not ds_var or ds_var.get("type") != "datasource" or ds_var.get("query") != "prometheus":
         problems.append("templating lacks a `datasource` variable of type datasource for prometheus")
     datasource_names = {n for n, v in variables.items() if v.get("type") == "datasource"} | set(inputs)
+    custom_values = {n: str(v.get("current", {}).get("value", "")) for n, v in variables.items()
+                     if v.get("type") == "custom"}
 
     def check_datasource(ref, where):
         if ref is None:
@@ -91,11 +120,13 @@ def check(dashboard):
             if not name.startswith("__") and name not in variables:
                 problems.append(f"{where}: uses undefined variable ${name}")
 
-    # The variable's default is the data source chosen on import (${DS_PROMETHEUS}).
+    # Grafana picks the default Prometheus data source when none is set; a literal
+    # variable reference here is what the sidecar would show as a broken selection.
     current = (ds_var or {}).get("current", {}).get("value", "")
-    for name in referenced_variables(current if isinstance(current, str) else ""):
-        if name not in inputs:
-            problems.append(f"datasource variable: default ${{{name}}} is not an __inputs entry")
+    if isinstance(current, str) and list(referenced_variables(current)):
+        problems.append(f"datasource variable: default {current!r} is a literal reference")
+    if "instance" in variables:
+        problems.append("variable `instance`: key on node (pod addresses change on every restart)")
 
     for name in REQUIRED_VARIABLES:
         var = variables.get(name)
@@ -114,7 +145,7 @@ def check(dashboard):
             check_variables_used(match.group(1), f"variable {name}")
             exprs.append((f"dashboard_variable_{name}", to_promql(match.group(1))))
 
-    seen_ids, rects = set(), []
+    seen_ids, rects, all_exprs = set(), [], []
     for panel in all_panels(dashboard.get("panels")):
         pid = panel.get("id")
         where = f"panel {pid} ({panel.get('title')!r})"
@@ -156,7 +187,21 @@ def check(dashboard):
                 problems.append(f"{where} target {ref}: no expr")
                 continue
             check_variables_used(expr, f"{where} target {ref}")
-            exprs.append((f"dashboard_panel_{pid}_{ref}", to_promql(expr)))
+            if re.search(r'instance=~?"\$', expr):
+                problems.append(f"{where} target {ref}: filters on instance; use node")
+            if panel.get("type") == "timeseries" and any(n + "{" in expr for n in PER_WORKLOAD) \
+                    and not re.match(r"\s*(topk|bottomk)\(", expr):
+                problems.append(f"{where} target {ref}: per-workload series without topk / bottomk")
+            all_exprs.append(expr)
+            exprs.append((f"dashboard_panel_{pid}_{ref}", to_promql(expr, custom_values)))
+        if any(any(t in (tg.get("expr") or "") for t in THRESHOLDED) for tg in targets) \
+                and panel.get("type") in ("timeseries", "stat"):
+            steps = (panel.get("fieldConfig", {}).get("defaults", {}).get("thresholds") or {}).get("steps", [])
+            if len(steps) < 2:
+                problems.append(f"{where}: SOL and temperature panels need thresholds")
+    for what, needle in REQUIRED_QUERIES:
+        if not any(needle in e for e in all_exprs):
+            problems.append(f"no panel shows {what} ({needle})")
     return problems, exprs
 
 

@@ -15,6 +15,8 @@ Exit status: 0 valid, 1 findings, 2 bad input, 77 skipped.
 import argparse
 import json
 import pathlib
+import re
+import subprocess
 import sys
 
 import yaml
@@ -22,13 +24,42 @@ import yaml
 from k8s_render import RenderError, find_kubectl, render
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-GRPC_PORT, METRICS_PORT = 50051, 9464
-# The GPU Feature Discovery product label each overlay must select.
-PRODUCTS = {
-    "h100": "NVIDIA-H100-80GB-HBM3",
-    "h200": "NVIDIA-H200-141GB-HBM3e",
-    "b200": "NVIDIA-B200",
+GRPC_PORT, METRICS_PORT, HEALTH_PORT = 50051, 9464, 50052
+GPUS_PER_NODE = 8  # the evaluation pool takes every GPU of an HGX node
+# The device name NVML (and CUDA, and so the server's `model`) reports for each overlay's
+# product. Where each comes from (deploy/README.md, "GPU product labels"):
+#   h200: read by this project on its H200 (docs/results/device-isolation-h200.md, checked
+#         below against the recorded `device cuda:0 NVIDIA H200 GPU-...` line);
+#   h100: the SXM5 80 GB board (server/sol.cc records the same name);
+#   b200: NVIDIA's B200 (HGX B200) name.
+NVML_NAMES = {
+    "h100": "NVIDIA H100 80GB HBM3",
+    "h200": "NVIDIA H200",
+    "b200": "NVIDIA B200",
 }
+
+
+def gfd_label(nvml_name):
+    """GPU Feature Discovery's nvidia.com/gpu.product: the NVML name, spaces -> hyphens
+    (without time-slicing's -SHARED suffix or a MIG profile)."""
+    return nvml_name.strip().replace(" ", "-")
+
+
+# The GPU Feature Discovery product label each overlay must select.
+PRODUCTS = {overlay: gfd_label(name) for overlay, name in NVML_NAMES.items()}
+
+
+def recorded_h200_name():
+    """The model name the server reported on the project's H200 (a results log)."""
+    text = (REPO / "docs/results/device-isolation-h200.md").read_text(encoding="utf-8")
+    match = re.search(r"device cuda:0 (.+?) GPU-[0-9a-f-]+;", text)
+    return match.group(1) if match else None
+
+
+def registry_host(image):
+    """The registry of an image reference, or None for a Docker Hub short name."""
+    first = image.split("/", 1)[0] if "/" in image else ""
+    return first if ("." in first or ":" in first or first == "localhost") else None
 # The kerneleval CLI's global options (client/cli.cc): those that take a value and flags.
 CLI_GLOBAL_OPTIONS = {"--target", "--deadline", "--token", "--tls-ca", "--tls-cert", "--tls-key",
                       "--tls-server-name", "--max-message-mib"}
@@ -88,8 +119,9 @@ class Checker:
 
         limits = server.get("resources", {}).get("limits", {})
         requests = server.get("resources", {}).get("requests", {})
-        if str(limits.get("nvidia.com/gpu")) != "1":
-            self.fail(f"server limits nvidia.com/gpu is {limits.get('nvidia.com/gpu')!r}, want 1")
+        if str(limits.get("nvidia.com/gpu")) != str(GPUS_PER_NODE):
+            self.fail(f"server limits nvidia.com/gpu is {limits.get('nvidia.com/gpu')!r}, want every GPU "
+                      f"of a node ({GPUS_PER_NODE})")
         if "nvidia.com/gpu" in requests and str(requests["nvidia.com/gpu"]) != str(limits.get("nvidia.com/gpu")):
             self.fail("a GPU request must equal the GPU limit")
         for key in ("cpu", "memory"):
@@ -97,21 +129,48 @@ class Checker:
                 self.fail(f"server resources need a {key} request and limit")
 
         ports = {p.get("name"): p.get("containerPort") for p in server.get("ports", [])}
-        if ports.get("grpc") != GRPC_PORT or ports.get("metrics") != METRICS_PORT:
-            self.fail(f"server ports {ports}, want grpc {GRPC_PORT} and metrics {METRICS_PORT}")
+        if ports != {"grpc": GRPC_PORT, "metrics": METRICS_PORT, "health": HEALTH_PORT}:
+            self.fail(f"server ports {ports}, want grpc {GRPC_PORT}, metrics {METRICS_PORT}, "
+                      f"health {HEALTH_PORT}")
 
+        # Probes go to the plaintext health port: the main port needs TLS and a token,
+        # which the kubelet's gRPC probes cannot present.
         want_service = {"startupProbe": None, "readinessProbe": "readiness", "livenessProbe": None}
         for probe_name, service in want_service.items():
             grpc = (server.get(probe_name) or {}).get("grpc")
             if not grpc:
                 self.fail(f"server has no gRPC {probe_name}")
                 continue
-            if grpc.get("port") != GRPC_PORT:
-                self.fail(f"{probe_name} port {grpc.get('port')!r}, want the integer {GRPC_PORT}")
+            if grpc.get("port") != HEALTH_PORT:
+                self.fail(f"{probe_name} port {grpc.get('port')!r}, want the health port {HEALTH_PORT}")
             if (grpc.get("service") or None) != service:
                 self.fail(f"{probe_name} service {grpc.get('service')!r}, want {service!r}")
 
         args = server.get("args", [])
+        if not (arg_value(args, "--health-listen") or "").endswith(f":{HEALTH_PORT}"):
+            self.fail(f"server --health-listen must serve the probes' port {HEALTH_PORT}")
+        if arg_value(args, "--device") != "cuda":
+            self.fail(f"server --device {arg_value(args, '--device')!r}, want cuda (every GPU, no CPU "
+                      "fallback)")
+        # Closed by default: token and TLS from Secrets mounted read-only.
+        mounts = {m["mountPath"]: m for m in server.get("volumeMounts", [])}
+        volumes = {v["name"]: v for v in pod.get("volumes", [])}
+        for flag in ("--auth-token-file", "--tls-cert", "--tls-key"):
+            path = arg_value(args, flag)
+            mount = next((m for p, m in mounts.items() if path and path.startswith(p.rstrip("/") + "/")),
+                         None)
+            if path is None:
+                self.fail(f"server lacks {flag}: the service would be open")
+            elif mount is None or "secret" not in volumes.get(mount["name"], {}):
+                self.fail(f"server {flag} {path!r} is not in a mounted Secret")
+        env = {e["name"]: e for e in server.get("env", [])}
+        if (env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+                != "spec.nodeName"):
+            self.fail("server needs NODE_NAME from the downward API (spec.nodeName): the node label")
+        strategy = workload["spec"].get("updateStrategy", {}).get("rollingUpdate", {})
+        if workload["kind"] == "DaemonSet" and not str(strategy.get("maxUnavailable", "")).endswith("%"):
+            self.fail(f"DaemonSet maxUnavailable {strategy.get('maxUnavailable')!r}: a percentage, so that "
+                      "a rollout over hundreds of nodes takes a few waves")
         drain = arg_value(args, "--drain-seconds")
         grace = pod.get("terminationGracePeriodSeconds")
         if drain is None or grace is None or not int(grace) > int(drain):
@@ -130,6 +189,14 @@ class Checker:
 
         if not any(t.get("key") == "nvidia.com/gpu" for t in pod.get("tolerations", [])):
             self.fail("server pods need a toleration for nvidia.com/gpu")
+        if not any(t.get("key") == "kerneleval.io/pool" and t.get("value") == "evaluation"
+                   for t in pod.get("tolerations", [])):
+            self.fail("server pods need a toleration for the evaluation pool's taint")
+        pool = [e for term in pod.get("affinity", {}).get("nodeAffinity", {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [])
+                for e in term.get("matchExpressions", []) if e.get("key") == "kerneleval.io/pool"]
+        if not pool or pool[0].get("values") != ["evaluation"]:
+            self.fail("server pods must require the evaluation pool (kerneleval.io/pool In [evaluation])")
         products = set()
         if "nvidia.com/gpu.product" in pod.get("nodeSelector", {}):
             products.add(pod["nodeSelector"]["nvidia.com/gpu.product"])
@@ -151,7 +218,6 @@ class Checker:
 
         suites_dir = arg_value(args, "--suites-dir")
         mounts = {m["mountPath"]: m["name"] for m in server.get("volumeMounts", [])}
-        volumes = {v["name"]: v for v in pod.get("volumes", [])}
         volume = volumes.get(mounts.get(suites_dir, ""), {})
         if "configMap" not in volume:
             self.fail(f"--suites-dir {suites_dir!r} is not a mounted ConfigMap")
@@ -205,12 +271,10 @@ class Checker:
         if not self.of_kind("ServiceMonitor"):
             self.fail("no ServiceMonitor")
 
-        pdb = self.one("PodDisruptionBudget")
-        if pdb is not None:
-            if not selects(pdb["spec"].get("selector", {}).get("matchLabels"), labels):
-                self.fail("PodDisruptionBudget selects no server pod")
-            if workload["kind"] == "DaemonSet" and not isinstance(pdb["spec"].get("minAvailable"), int):
-                self.fail("a DaemonSet's PodDisruptionBudget needs an integer minAvailable")
+        # `kubectl drain --ignore-daemonsets` never evicts DaemonSet pods, so a budget on them
+        # protects nothing and only blocks eviction-based maintenance tools.
+        if workload["kind"] == "DaemonSet" and self.of_kind("PodDisruptionBudget"):
+            self.fail("a PodDisruptionBudget on a DaemonSet protects nothing; remove it")
 
     # --- the scheduled benchmark ----------------------------------------------
     def check_cronjob(self, workload):
@@ -235,9 +299,25 @@ class Checker:
         container = pod["containers"][0]
         if container.get("command") != ["kerneleval"]:
             self.fail(f"CronJob command {container.get('command')}, want [kerneleval]")
+        # A CPU-only client: the CLI image (no CUDA, no NVIDIA_* environment), no GPU, same release.
         server_image = workload["spec"]["template"]["spec"]["containers"][0]["image"]
-        if container.get("image") != server_image:
-            self.fail(f"CronJob image {container.get('image')} differs from the server's {server_image}")
+        image = container.get("image", "")
+        if image.split("/")[-1].split(":")[0].split("@")[0] != "kerneleval-cli":
+            self.fail(f"CronJob image {image!r}: the CPU-only kerneleval-cli image, not the CUDA one")
+        if self.mode == "kustomize" and image.rsplit(":", 1)[-1] != server_image.rsplit(":", 1)[-1]:
+            self.fail(f"CronJob image {image} and server image {server_image} are different releases")
+        if any("nvidia.com/gpu" in (container.get("resources", {}).get(k) or {}) for k in ("limits", "requests")):
+            self.fail("the CronJob's client must not take a GPU")
+        if any(e["name"].startswith("NVIDIA_") for e in container.get("env", [])):
+            self.fail("the CronJob's client must not set NVIDIA_* variables")
+        if job.get("backoffLimit") != 0:
+            self.fail("CronJob backoffLimit must be 0: a failed server must not rerun the fleet")
+        pod_labels = job["template"]["metadata"].get("labels", {})
+        if pod_labels.get("kerneleval.io/client") != "true":
+            self.fail("CronJob pods need kerneleval.io/client=true to pass the servers' NetworkPolicy")
+        token = {e["name"]: e for e in container.get("env", [])}.get("KERNELEVAL_TOKEN", {})
+        if token.get("valueFrom", {}).get("secretKeyRef", {}).get("name") != "kerneleval-auth":
+            self.fail("CronJob needs KERNELEVAL_TOKEN from the kerneleval-auth Secret")
 
         args = container.get("args", [])
         i = 0
@@ -257,6 +337,14 @@ class Checker:
             self.fail(f"CronJob subcommand {command[:1]}, want bench")
         if arg_value(command, "--suite") != "fused_add_rmsnorm_h2048" or arg_value(command, "--format") != "json":
             self.fail("CronJob must run bench --suite fused_add_rmsnorm_h2048 --format json")
+        if "--all-devices" not in command:
+            self.fail("CronJob must benchmark every GPU of a server (--all-devices)")
+        if "--tls" not in global_args or not arg_value(global_args, "--tls-ca"):
+            self.fail("CronJob must speak TLS (--tls --tls-ca) to the servers")
+        concurrency = int(arg_value(command, "--concurrency") or 4)
+        if concurrency < 64:
+            self.fail(f"CronJob --concurrency {concurrency}: servers benchmark their own GPUs, so the "
+                      "client fans out widely (a 4-wide fan-out leaves a large fleet unbenchmarked)")
         suites = {json.loads(p.read_text(encoding="utf-8")).get("name") for p in (REPO / "suites").glob("*.json")}
         if arg_value(command, "--suite") not in suites:
             self.fail(f"suite {arg_value(command, '--suite')!r} is not in suites/*.json")
@@ -270,6 +358,44 @@ class Checker:
         deadline = arg_value(global_args, "--deadline")
         if deadline is None or (isinstance(active, int) and not float(deadline) < active):
             self.fail(f"--deadline {deadline} must be set and below activeDeadlineSeconds {active}")
+
+    # --- NetworkPolicies and images ------------------------------------------
+    def check_network(self, workload):
+        policies = self.of_kind("NetworkPolicy")
+        deny = [p for p in policies if p["spec"].get("podSelector") == {}
+                and set(p["spec"].get("policyTypes", [])) == {"Ingress", "Egress"}
+                and not p["spec"].get("ingress") and not p["spec"].get("egress")]
+        if not deny:
+            self.fail("no default-deny NetworkPolicy (podSelector {}, Ingress and Egress, no rules)")
+        labels = workload["spec"]["template"]["metadata"].get("labels", {})
+        server = [p for p in policies if selects(p["spec"].get("podSelector", {}).get("matchLabels"), labels)]
+        if len(server) != 1:
+            self.fail(f"expected one NetworkPolicy for the server pods, found {len(server)}")
+            return
+        allowed = {}
+        for rule in server[0]["spec"].get("ingress", []):
+            for port in rule.get("ports", []):
+                allowed[port.get("port")] = rule.get("from")
+        if set(allowed) != {GRPC_PORT, METRICS_PORT, HEALTH_PORT}:
+            self.fail(f"server NetworkPolicy opens ports {sorted(allowed)}, want grpc, metrics, health")
+        grpc_from = allowed.get(GRPC_PORT) or []
+        if not grpc_from or not all(
+                f.get("podSelector", {}).get("matchLabels", {}).get("kerneleval.io/client") == "true"
+                for f in grpc_from):
+            self.fail("the gRPC port must be open only to pods labelled kerneleval.io/client=true")
+        if not allowed.get(METRICS_PORT):
+            self.fail("the metrics port must be open only to the monitoring namespace, not to all")
+
+    def check_images(self):
+        for doc in self.docs:
+            spec = doc.get("spec", {})
+            pod = (spec.get("template") or spec.get("jobTemplate", {}).get("spec", {}).get("template")
+                   or {}).get("spec")
+            for container in (pod or {}).get("containers", []):
+                image = container.get("image", "")
+                if self.mode == "kustomize" and registry_host(image) is None:
+                    self.fail(f"{doc['kind']} {doc['metadata']['name']} image {image!r} would be pulled "
+                              "from Docker Hub's library namespace; name a registry")
 
     # --- packaged Grafana dashboard and Prometheus rules -----------------------
     def check_packaged(self):
@@ -304,8 +430,58 @@ class Checker:
         if workload is not None:
             self.check_services(workload)
             self.check_cronjob(workload)
+            self.check_network(workload)
+        self.check_images()
         self.check_packaged()
         return self.problems
+
+
+def check_product_labels():
+    """The H200 label is what GFD derives from the name the server read on a real H200."""
+    name = recorded_h200_name()
+    if name is None:
+        return ["docs/results/device-isolation-h200.md records no `device cuda:0 <name> GPU-...` line"]
+    if gfd_label(name) != PRODUCTS["h200"]:
+        return [f"the H200 overlay selects {PRODUCTS['h200']!r}, but the server read {name!r} on an "
+                f"H200 (GFD label {gfd_label(name)!r})"]
+    return []
+
+
+def check_fleet_validation():
+    """fleet-validate.py renders one Job per node: pinned to it, every GPU, results pushed
+    under the node's name, unique names within Kubernetes' limits."""
+    nodes = ["gpu-a", "gpu-b", "n" * 200]
+    script = REPO / "deploy/k8s/fleet-validation/fleet-validate.py"
+    result = subprocess.run([sys.executable, str(script), "--image", "registry.example/kerneleval@sha256:"
+                             + "0" * 64, "--run", "202612010000", "--render", *nodes],
+                            capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        return [f"fleet-validate.py --render failed: {result.stderr.strip()}"]
+    jobs = [d for d in yaml.safe_load_all(result.stdout) if d]
+    problems = []
+    if len(jobs) != len(nodes):
+        problems.append(f"fleet-validate.py rendered {len(jobs)} Jobs for {len(nodes)} nodes")
+    names = [j["metadata"]["name"] for j in jobs]
+    if len(set(names)) != len(names) or any(len(n) > 63 for n in names):
+        problems.append(f"fleet-validation Job names must be unique and at most 63 characters: {names}")
+    for node, job in zip(nodes, jobs):
+        pod = job["spec"]["template"]["spec"]
+        container = pod["containers"][0]
+        env = {e["name"]: e for e in container.get("env", [])}
+        if pod.get("nodeSelector", {}).get("kubernetes.io/hostname") != node:
+            problems.append(f"fleet-validation Job {job['metadata']['name']} is not pinned to {node[:20]}")
+        if str(container["resources"]["limits"].get("nvidia.com/gpu")) != str(GPUS_PER_NODE):
+            problems.append("a fleet-validation Job must take every GPU of its node")
+        if env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") != "spec.nodeName":
+            problems.append("fleet-validation pods need NODE_NAME from the downward API (the push's node)")
+        script_text = " ".join(container.get("args", []))
+        if "--pushgateway" not in script_text or "--all-devices" not in script_text:
+            problems.append("fleet-validation must benchmark --all-devices and push the results")
+        if job["spec"].get("backoffLimit", 6) > 1:
+            problems.append("a fleet-validation Job retries at most once")
+        if any(len(v) > 63 for v in job["metadata"]["labels"].values()):
+            problems.append("fleet-validation label values must fit 63 characters")
+    return problems
 
 
 def main(argv=None):
@@ -319,6 +495,9 @@ def main(argv=None):
         return 77
 
     failed = False
+    for problem in check_product_labels() + check_fleet_validation():
+        print(f"deploy: {problem}", file=sys.stderr)
+        failed = True
     for directory in args.directories:
         try:
             documents, mode = render(directory)

@@ -14,7 +14,9 @@ second with the rule files of --rules-dir, and asserts through its HTTP API
   - the target is up and every metric has the value the traffic implies
     (request counters by method and code, histogram counts, in-flight gauges,
     bytes, benchmark gauges of every workload x implementation, run counter,
-    readiness, device and build info);
+    readiness, device and build info, restarts, process series), device series
+    carry the server's --node-name and results their protocol;
+  - the plaintext --health-listen port answers health and nothing else;
   - every recording and alerting rule loads and evaluates without error, the
     recording rules yield series, and no alert is pending or firing;
   - a Run made while Prometheus watches shows up in the counter and in the
@@ -52,6 +54,9 @@ PROMETHEUS_SECONDS = 30
 QUEUE_DEPTH_LAG = 1  # see check_series
 TOTAL_SECONDS = 110  # the whole test stays under ctest's TIMEOUT
 JOB = "kerneleval"  # the rules assume this job name
+NODE = "e2e-node"  # --node-name: the `node` label of device series
+# The bench below sets warm-up and repetitions, so it is not the scheduled protocol.
+BENCH_PROTOCOL = "cold_custom"
 
 # Bytes a Run request carries at least: hidden_states and residual [4, 2048] bf16
 # plus weight [2048] bf16. The CLI asks for outputs back only with --output; then an
@@ -345,6 +350,23 @@ def check_series(prom, checks, started_unix, run_calls, runs_with_output):
     checks.true("Run sent bytes: responses without outputs are small",
                 sent < (runs_with_output + 1) * RUN_RESPONSE_BYTES, sent)
 
+    # Device series carry the server's node name (honor_labels keeps it over the
+    # target's node), RPC series only the target's.
+    wrong_node = prom.query(f'{{{sel},device="cpu",node!="{NODE}"}}')
+    checks.true("every device series has node=--node-name", not wrong_node, wrong_node[:3])
+    labelled = prom.value(f'count({{{sel},device="cpu",node="{NODE}"}})')
+    checks.true("device series with the node label (queues, histograms, results, info)", labelled > 10,
+                labelled)
+    rpc = prom.query(f'kerneleval_rpc_requests_total{{{sel},node="localhost"}}')
+    checks.true("RPC series keep the target's node", rpc, rpc)
+    checks.value(prom, "device host restarts start at 0",
+                 f'kerneleval_device_host_restarts_total{{{sel},device="cpu"}}', 0.0)
+    start = prom.value(f'process_start_time_seconds{{{sel}}}')
+    checks.true("process_start_time_seconds is when the server started",
+                started_unix - 60 <= start <= time.time(), start)
+    checks.true("process_resident_memory_bytes > 1 MiB",
+                prom.value(f'process_resident_memory_bytes{{{sel}}}') > 1 << 20)
+
     # Device, queue, readiness, build.
     checks.value(prom, "ready", f'kerneleval_ready{{{sel}}}', 1.0)
     checks.value(prom, "device_info cpu", f'kerneleval_device_info{{{sel},device="cpu",kind="cpu"}}', 1.0)
@@ -404,6 +426,14 @@ def check_series(prom, checks, started_unix, run_calls, runs_with_output):
         f'kerneleval_benchmark_runs_total{{{sel},suite="{SUITE}",device="cpu"}}')}
     checks.equal("benchmark_runs outcomes present from the first run (0 until they happen)",
                  outcomes, {"complete": 1.0, "incomplete": 0.0, "error": 0.0})
+    wrong_protocol = prom.query(f'{{{sel},suite="{SUITE}",__name__=~"kerneleval_benchmark_.*",'
+                                f'__name__!="kerneleval_benchmark_runs_total",protocol!="{BENCH_PROTOCOL}"}}')
+    checks.true(f"every result series has protocol={BENCH_PROTOCOL}", not wrong_protocol, wrong_protocol[:3])
+    checks.value(prom, "runtime errors of the run",
+                 f'kerneleval_benchmark_runtime_errors{{{sel},suite="{SUITE}",device="cpu"}}', 0.0)
+    suite_peaks = {l.get("peak") for l, _ in prom.query(f'kerneleval_benchmark_suite_sol_ratio{{{sel}}}')}
+    checks.true("suite SOL names the peak its workloads were measured against",
+                len(suite_peaks) == 1 and suite_peaks <= {l["peak"] for l, _ in sol}, suite_peaks)
     last = prom.value(f'kerneleval_benchmark_last_run_timestamp_seconds{{{sel},suite="{SUITE}",device="cpu"}}')
     checks.true("last_run timestamp within the test", started_unix - 1 <= last <= time.time() + 1,
                 f"{last} not in [{started_unix}, now]")
@@ -460,10 +490,11 @@ def check_rules(prom, checks, rules_dir):
     # Counters are flat until the next Run, so the ratio is 0/0 here; only its presence is checked.
     checks.true("server error ratio recorded for Run", len(ratio) == 1, ratio)
     suite_sol = prom.wait_for(
-        f'model_suite_implementation:kerneleval_benchmark_suite_sol_ratio:avg{{suite="{SUITE}"}}',
+        f'model_suite_implementation_protocol:kerneleval_benchmark_suite_sol_ratio:avg{{suite="{SUITE}"}}',
         lambda r: len(r) == 2, "suite SOL by model recording")
-    checks.true("suite SOL by model joins the device model",
-                all(l.get("model") and v > 0 for l, v in suite_sol), suite_sol)
+    checks.true("suite SOL by model and protocol from the results' own labels",
+                all(l.get("model") and l.get("protocol") == BENCH_PROTOCOL and v > 0 for l, v in suite_sol),
+                suite_sol)
     p50 = prom.wait_for('instance_implementation_device:kerneleval_kernel_duration_seconds:p50_rate5m',
                         lambda r: len(r) >= 1, "kernel p50 recording")
     checks.true("kernel p50 recording has series", p50, p50)
@@ -512,7 +543,9 @@ def main(argv=None):
     try:
         # --- the server ---------------------------------------------------------
         port_file = work / "ports.json"
+        health_port = free_port()
         command = [args.server, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+                   "--health-listen", f"127.0.0.1:{health_port}", "--node-name", NODE,
                    "--port-file", str(port_file), "--device", "cpu", "--drain-seconds", "1"]
         if args.suites_dir:
             command += ["--suites-dir", args.suites_dir]
@@ -520,6 +553,11 @@ def main(argv=None):
         grpc_port, metrics_port = wait_for_ports(server, port_file, deadline)
         client = Client(args.client, grpc_port, deadline)
         wait_until_ready(client)
+        # The plaintext health port: readiness and liveness, but no KernelEval service.
+        health = Client(args.client, health_port, deadline)
+        health.ok("health", "--service", "readiness")
+        health.ok("health")
+        health.fails_with("UNIMPLEMENTED", "devices")
 
         # --- traffic through the real CLI --------------------------------------
         run_args = ["run", "--batch", str(RUN_BATCH), "--hidden", str(RUN_HIDDEN), "--dtype", "bf16"]
@@ -554,6 +592,7 @@ def main(argv=None):
             "rule_files": rule_files,
             "scrape_configs": [{
                 "job_name": JOB,
+                "honor_labels": True,
                 "static_configs": [{"targets": [f"127.0.0.1:{metrics_port}"], "labels": {"node": "localhost"}}],
             }],
         }

@@ -8,11 +8,15 @@ Starts two kerneleval-server processes on loopback (CPU backend) and a
 file), then:
 
   1. one target: `kerneleval bench --suite fused_add_rmsnorm_h2048
-     --repetitions 2 --warmup 1 --pushgateway http://127.0.0.1:PORT`; the
-     gateway's /metrics must hold, under job=<job> and instance=<target>, every
-     result gauge of the report with the report's values (correct == 1 for
-     cpu_fused), the suite gauges and the last-run timestamp;
-  2. two targets (the fan-out) pushed under another job: one group per target;
+     --repetitions 2 --warmup 1 --pushgateway http://127.0.0.1:PORT`, pushed
+     twice with NODE_NAME=node-a and node-b as the fleet-validation Jobs do
+     (same target, 127.0.0.1); the gateway's /metrics must hold one group per
+     node, each under job=<job>, instance=<target> and node=<node>, with every
+     result gauge of the report and its values (correct == 1 for cpu_fused),
+     the suite gauges, runtime errors and the last-run timestamp, labelled by
+     the protocol (cold_custom: warm-up and repetitions are not the defaults);
+  2. two targets (the fan-out) pushed under another job without NODE_NAME: one
+     group per target;
   3. a gateway that is not there: exit code 1, an error on stderr, and the
      report still printed.
 
@@ -112,11 +116,14 @@ def start_server(binary, suites_dir, work, name):
     raise CheckFailed(f"{name}: no port file after {STARTUP_SECONDS} s")
 
 
-def run_client(client, *args, timeout=BENCH_SECONDS):
+def run_client(client, *args, timeout=BENCH_SECONDS, node=None):
     command = [client, *args]
+    env = {k: v for k, v in os.environ.items() if k != "NODE_NAME"}
+    if node is not None:
+        env["NODE_NAME"] = node
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=timeout + 10,
-                                check=False, stdin=subprocess.DEVNULL)
+                                check=False, stdin=subprocess.DEVNULL, env=env)
     except subprocess.TimeoutExpired:
         raise CheckFailed(f"timed out: {' '.join(command)}") from None
     return result, " ".join(command)
@@ -191,9 +198,17 @@ PEAKS = {"PEAK_SOURCE_DEVICE_ATTRIBUTES": "device_attributes", "PEAK_SOURCE_DATA
          "PEAK_SOURCE_MEASURED_COPY": "measured_copy"}
 
 
-def check_group(checks, samples, job, instance, report, started, finished):
-    """Every gauge the report implies, with the report's values, under job/instance."""
-    group = {"job": job, "instance": instance}
+PROTOCOL = "cold_custom"  # --repetitions 2 --warmup 1: not the scheduled protocol
+
+
+def check_group(checks, samples, job, instance, report, started, finished, node=""):
+    """Every gauge the report implies, with the report's values, under job/instance/node."""
+    group = {"job": job, "instance": instance, "node": node, "protocol": PROTOCOL}
+    if not node:
+        del group["node"]  # no grouping label; an empty label is no label in Prometheus
+        unlabelled = [l for n, l, v in samples if n.startswith("kerneleval_benchmark_")
+                      and l.get("job") == job and l.get("instance") == instance and l.get("node")]
+        checks.true(f"{instance}: no node label without NODE_NAME", not unlabelled, unlabelled[:2])
     suite = report["suite"]
     results = [r for r in report["results"] if r["status"] != "RESULT_STATUS_SKIPPED"]
     checks.true(f"{instance}: the report has results", bool(results))
@@ -202,7 +217,7 @@ def check_group(checks, samples, job, instance, report, started, finished):
     for r in results:
         labels = dict(group, suite=suite, workload=r["workload"], implementation=r["implementation"],
                       device=r["device"])
-        what = f"{instance} {r['implementation']} {r['workload']}"
+        what = f"{instance} {node} {r['implementation']} {r['workload']}"
         checks.value(samples, f"{what} correct", "kerneleval_benchmark_correct", labels,
                      1.0 if r["correctness"]["passed"] else 0.0)
         if r["status"] in ("RESULT_STATUS_PASSED", "RESULT_STATUS_INCORRECT"):
@@ -224,19 +239,27 @@ def check_group(checks, samples, job, instance, report, started, finished):
         if s["failed"] != 0 or s["passed"] == 0:
             continue
         labels = dict(group, suite=suite, implementation=s["implementation"], device=s["device"])
+        peaks = {f["source"] for r in results if r["implementation"] == s["implementation"]
+                 for f in r.get("sol", [])[:1]}
+        checks.true(f"{instance} {s['implementation']} one peak behind the suite SOL", len(peaks) == 1, peaks)
+        checks.value(samples, f"{instance} {s['implementation']} suite SOL peak",
+                     "kerneleval_benchmark_suite_sol_ratio",
+                     dict(labels, peak=PEAKS.get(next(iter(peaks), ""), "unknown")), s["geomean_sol_ratio"])
         checks.value(samples, f"{instance} {s['implementation']} suite mean latency",
                      "kerneleval_benchmark_suite_mean_latency_seconds", labels,
                      s["mean_latency_seconds"])
         checks.value(samples, f"{instance} {s['implementation']} suite SOL",
                      "kerneleval_benchmark_suite_sol_ratio", labels, s["geomean_sol_ratio"])
     for env in report["environments"]:
+        device = dict(group, suite=suite, device=env["device"]["name"], model=env["device"]["model"])
+        checks.value(samples, f"{instance} {node} runtime errors", "kerneleval_benchmark_runtime_errors",
+                     device, 0.0)
         stamps = [v for n, l, v in samples if n == "kerneleval_benchmark_last_run_timestamp_seconds"
-                  and l.get("job") == job and l.get("instance") == instance
-                  and l.get("suite") == suite and l.get("device") == env["device"]["name"]]
+                  and all(l.get(k) == val for k, val in device.items())]
         checks.true(f"{instance} last run timestamp", len(stamps) == 1 and
                     started - 1 <= stamps[0] <= finished + 1, f"{stamps} not in [{started}, {finished}]")
     pushed = [v for n, l, v in samples if n == "push_time_seconds" and l.get("job") == job
-              and l.get("instance") == instance]
+              and l.get("instance") == instance and l.get("node", "") == node]
     checks.true(f"{instance}: the gateway recorded the push", len(pushed) == 1)
 
 
@@ -277,21 +300,27 @@ def main(argv):
         bench = ["bench", "--suite", SUITE, "--repetitions", "2", "--warmup", "1",
                  "--format", "json"]
 
-        # 1. One target.
-        started = time.time()
-        result, command = run_client(args.client, "--target", target_a, "--deadline",
-                                     str(BENCH_SECONDS), *bench, "--pushgateway", url,
-                                     "--push-job", JOB)
-        finished = time.time()
-        if result.returncode != 0:
-            raise CheckFailed(f"{command} exited {result.returncode}:\n{result.stderr}")
-        report = json.loads(result.stdout)
-        checks.true("single target: the report is printed as before", "targets" not in report)
+        # 1. One target, pushed from two nodes as the fleet-validation Jobs do.
+        pushes = {}
+        for node in ("node-a", "node-b"):
+            started = time.time()
+            result, command = run_client(args.client, "--target", target_a, "--deadline",
+                                         str(BENCH_SECONDS), *bench, "--pushgateway", url,
+                                         "--push-job", JOB, node=node)
+            finished = time.time()
+            if result.returncode != 0:
+                raise CheckFailed(f"{command} exited {result.returncode}:\n{result.stderr}")
+            report = json.loads(result.stdout)
+            checks.true("single target: the report is printed as before", "targets" not in report)
+            pushes[node] = (report, started, finished)
         _, scrape = http_get(f"{url}/metrics")
         samples = parse_metrics(scrape)
-        check_group(checks, samples, JOB, target_a, report, started, finished)
+        for node, (report, started, finished) in pushes.items():
+            check_group(checks, samples, JOB, target_a, report, started, finished, node=node)
+        nodes = {l.get("node") for n, l, v in samples if n == "push_time_seconds" and l.get("job") == JOB}
+        checks.true("one group per node for the same target", nodes == {"node-a", "node-b"}, nodes)
         print(f"single target: {len(report['results'])} results pushed as job={JOB} "
-              f"instance={target_a}")
+              f"instance={target_a}, nodes {sorted(nodes)}")
 
         # 2. Two targets, one group each.
         started = time.time()
