@@ -162,12 +162,10 @@ int main(int argc, char** argv) {
                  "Address-space limit of one compile, MiB")
       ->check(CLI::Range(256, 1 << 20))
       ->capture_default_str();
-  app.add_option("--submission-max-source-bytes", sub.max_source_bytes,
-                 "Largest submission source")
+  app.add_option("--submission-max-source-bytes", sub.max_source_bytes, "Largest submission source")
       ->check(CLI::Range(1, 4 << 20))
       ->capture_default_str();
-  app.add_option("--max-submissions-per-owner", sub.max_per_owner,
-                 "Submissions one owner may hold")
+  app.add_option("--max-submissions-per-owner", sub.max_per_owner, "Submissions one owner may hold")
       ->capture_default_str();
   app.add_option("--max-submissions", sub.max_total, "Submissions the server holds in all")
       ->capture_default_str();
