@@ -33,7 +33,9 @@ struct Traits<KERNELEVAL_DTYPE_BF16> {
 template <>
 struct Traits<KERNELEVAL_DTYPE_FP16> {
   using Raw = unsigned short;
-  static __device__ __forceinline__ float ToFloat(Raw v) { return __half2float(__ushort_as_half(v)); }
+  static __device__ __forceinline__ float ToFloat(Raw v) {
+    return __half2float(__ushort_as_half(v));
+  }
   static __device__ __forceinline__ Raw FromFloat(float v) {
     return __half_as_ushort(__float2half_rn(v));
   }
@@ -98,9 +100,10 @@ struct RowPtrs {
     r = reinterpret_cast<const P*>(static_cast<const Raw*>(p.residual) + row * p.residual_stride);
     w = static_cast<const P*>(p.weight);
     out = reinterpret_cast<P*>(static_cast<Raw*>(p.output) + row * p.output_stride);
-    res = p.mode == KERNELEVAL_MODE_OUTPUT
-              ? nullptr
-              : reinterpret_cast<P*>(static_cast<Raw*>(p.residual_out) + row * p.residual_out_stride);
+    res =
+        p.mode == KERNELEVAL_MODE_OUTPUT
+            ? nullptr
+            : reinterpret_cast<P*>(static_cast<Raw*>(p.residual_out) + row * p.residual_out_stride);
   }
 };
 

@@ -9,7 +9,8 @@
 #include <kerneleval/submission_abi.h>
 
 __device__ __forceinline__ float Load(const void* p, long long i, int dtype) {
-  if (dtype == KERNELEVAL_DTYPE_BF16) return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+  if (dtype == KERNELEVAL_DTYPE_BF16)
+    return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
   if (dtype == KERNELEVAL_DTYPE_FP16) return __half2float(static_cast<const __half*>(p)[i]);
   return static_cast<const float*>(p)[i];
 }
@@ -46,7 +47,8 @@ extern "C" __global__ void __launch_bounds__(1024) naive_block_per_row(const ker
   // thread, after the barrier that ended every read of the first pass.
   for (long long i = threadIdx.x; i < p.hidden; i += blockDim.x) {
     const float s = Load(p.hidden_states, x0 + i, p.dtype) + Load(p.residual, r0 + i, p.dtype);
-    if (p.mode != KERNELEVAL_MODE_OUTPUT) Store(p.residual_out, row * p.residual_out_stride + i, s, p.dtype);
+    if (p.mode != KERNELEVAL_MODE_OUTPUT)
+      Store(p.residual_out, row * p.residual_out_stride + i, s, p.dtype);
     Store(p.output, row * p.output_stride + i, s * inv_rms * Load(p.weight, i, p.dtype), p.dtype);
   }
 }

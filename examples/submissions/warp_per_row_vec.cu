@@ -25,7 +25,9 @@ struct Traits<KERNELEVAL_DTYPE_BF16> {
 template <>
 struct Traits<KERNELEVAL_DTYPE_FP16> {
   using Raw = unsigned short;
-  static __device__ __forceinline__ float ToFloat(Raw v) { return __half2float(__ushort_as_half(v)); }
+  static __device__ __forceinline__ float ToFloat(Raw v) {
+    return __half2float(__ushort_as_half(v));
+  }
   static __device__ __forceinline__ Raw FromFloat(float v) {
     return __half_as_ushort(__float2half_rn(v));
   }
@@ -75,7 +77,8 @@ __device__ __forceinline__ void WarpRow(const kerneleval_params& p, long long ro
   }
   // Every lane has finished reading before any lane writes: in place is safe.
 #pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) sum_sq += __shfl_xor_sync(0xffffffffu, sum_sq, offset);
+  for (int offset = 16; offset > 0; offset /= 2)
+    sum_sq += __shfl_xor_sync(0xffffffffu, sum_sq, offset);
   const float inv_rms = rsqrtf(sum_sq / static_cast<float>(p.hidden) + p.eps);
   for (long long u = lane; u < units; u += 32) {
     const P xv = x[u], rv = r[u], wv = w[u];
