@@ -30,10 +30,14 @@ Cleaned StripCommentsAndSplices(absl::string_view s) {
   enum { kCode, kLineComment, kBlockComment, kString, kChar } state = kCode;
   for (std::size_t i = 0; i < s.size(); ++i) {
     const char ch = s[i];
-    if (ch == '\\' && i + 1 < s.size() && s[i + 1] == '\n') {  // a splice joins the lines
-      ++i;
-      ++line;
-      continue;
+    if (ch == '\\') {  // a splice joins the lines; compilers allow blanks and CR before the LF
+      std::size_t j = i + 1;
+      while (j < s.size() && (s[j] == ' ' || s[j] == '\t' || s[j] == '\r')) ++j;
+      if (j < s.size() && s[j] == '\n') {
+        i = j;
+        ++line;
+        continue;
+      }
     }
     auto emit = [&](char out) {
       c.text.push_back(out);
@@ -142,7 +146,8 @@ absl::Status CheckIncludes(absl::string_view source, absl::string_view field) {
         absl::StripLeadingAsciiWhitespace(absl::string_view(c.text).substr(pos, end - pos));
     const int line_no = c.line_of.empty() ? 1 : c.line_of[pos < c.line_of.size() ? pos : 0];
     pos = end + 1;
-    if (!absl::ConsumePrefix(&line, "#")) continue;
+    // "%:" is the digraph of "#" (trigraphs are gone in C++17, the standard NVRTC is given).
+    if (!absl::ConsumePrefix(&line, "#") && !absl::ConsumePrefix(&line, "%:")) continue;
     line = absl::StripLeadingAsciiWhitespace(line);
     if (!absl::ConsumePrefix(&line, "include") && !absl::ConsumePrefix(&line, "import")) {
       if (absl::StartsWith(line, "include_next") || absl::StartsWith(line, "embed")) {

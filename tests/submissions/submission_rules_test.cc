@@ -35,7 +35,7 @@ TEST(Includes, OthersRefusedWithTheirLine) {
   for (const char* src :
        {"#include \"/etc/passwd\"\n", "#include <cuda/std/../../x.h>\n",
         "#include \"cuda_bf16.h/../../../etc/passwd\"\n", "#define H <stdio.h>\n#include H\n",
-        "#include_next <cuda_bf16.h>\n", "#import <stdio.h>\n"}) {
+        "#include_next <cuda_bf16.h>\n", "#import <stdio.h>\n", "%:include <stdio.h>\n"}) {
     EXPECT_EQ(CheckIncludes(src, "f").code(), absl::StatusCode::kInvalidArgument) << src;
   }
 }
@@ -45,6 +45,8 @@ TEST(Includes, SplicesAndCommentsDoNotHideADirective) {
   const absl::Status spliced = CheckIncludes("int x;\n#\\\ninclude <stdio.h>\n", "f");
   EXPECT_EQ(spliced.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(spliced.message()), HasSubstr("line 2"));
+  EXPECT_EQ(CheckIncludes("#\\ \r\ninclude <stdio.h>\n", "f").code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(CheckIncludes("# /* x */ include <stdio.h>\n", "f").code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(CheckIncludes("/* a\n comment */ #include <stdio.h>\n", "f").code(),
