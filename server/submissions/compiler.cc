@@ -212,10 +212,22 @@ absl::StatusOr<internal::CompileResponse> Compiler::RunTool(
       }
     }
   }
-  if (timed_out || too_large) kill(pid, SIGKILL);
   int wstatus = 0;
-  // The child closed its stdout: it is exiting. The kill covers one that closed it early.
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  // A child that closed its stdout is exiting; one that closed it early and lingers is
+  // treated like one that ran out of time.
+  while (!timed_out && !too_large) {
+    const pid_t done = waitpid(pid, &wstatus, WNOHANG);
+    if (done == pid || (done < 0 && errno != EINTR)) break;
+    if (Clock::now() >= deadline) {
+      timed_out = true;
+      break;
+    }
+    usleep(1000);
+  }
+  if (timed_out || too_large) {
+    kill(pid, SIGKILL);
+    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
   }
   if (timed_out) {
     return absl::DeadlineExceededError(absl::StrCat("submission.source: compilation ran past its ",
