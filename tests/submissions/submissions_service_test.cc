@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "client/cli.h"
 #include "client/submit_client.h"
 #include "test_server.h"
 
@@ -376,6 +377,64 @@ TEST(Submissions, LimitsPerOwner) {
   ASSERT_TRUE(Register(f, Spec("one", kTiny, "tiny")).ok());
   const grpc::Status s = Register(f, Spec("two", kTiny, "tiny", 128));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+}
+
+}  // namespace
+}  // namespace kerneleval::testing
+
+namespace kerneleval::testing {
+namespace {
+
+// The CLI's submit and submissions commands against the same real server.
+int Cli(const std::vector<std::string>& args, std::string* out, std::string* err) {
+  client::cli::CliConfig config;
+  const absl::Status parsed = client::cli::ParseArgs(args, &config);
+  if (!parsed.ok()) {
+    *err = std::string(parsed.message());
+    return client::cli::kExitUsage;
+  }
+  std::ostringstream o, e;
+  const int rc = client::cli::RunSubmitCommand(config, o, e);
+  *out = o.str();
+  *err = e.str();
+  return rc;
+}
+
+TEST(SubmitCli, RegistersListsAndDeletes) {
+  const Fixture f = Start();
+  const std::string source = std::string(KERNELEVAL_TEST_EXAMPLES_DIR) + "/naive_block_per_row.cu";
+  std::string out, err;
+  ASSERT_EQ(
+      Cli({"submit", "--target", f.server.target(), "--source", source, "--entry",
+           "naive_block_per_row", "--block", "256", "--rows-per-block", "1", "--name", "naive"},
+          &out, &err),
+      0)
+      << err;
+  EXPECT_THAT(out, HasSubstr("registered naive  sub-"));
+  EXPECT_THAT(out, HasSubstr("naive_block_per_row"));
+  EXPECT_THAT(out, HasSubstr("4096+0"));  // static + dynamic shared memory
+  ASSERT_EQ(Cli({"submissions", "list", "--target", f.server.target()}, &out, &err), 0) << err;
+  EXPECT_THAT(out, HasSubstr("naive"));
+  EXPECT_THAT(out, HasSubstr("DTYPE_BF16"));
+  ASSERT_EQ(Cli({"submissions", "delete", "naive", "--target", f.server.target()}, &out, &err), 0);
+  EXPECT_THAT(out, HasSubstr("deleted sub-"));
+  EXPECT_EQ(Cli({"submissions", "get", "naive", "--target", f.server.target()}, &out, &err),
+            client::cli::kExitRpcError);
+  EXPECT_THAT(err, HasSubstr("NOT_FOUND"));
+  // A plan of two kernels needs one --block, or one per --entry.
+  EXPECT_EQ(Cli({"submit", "--target", f.server.target(), "--source", source, "--entry", "a",
+                 "--entry", "b", "--block", "256", "--block", "128", "--block", "64",
+                 "--rows-per-block", "1", "--name", "two"},
+                &out, &err),
+            client::cli::kExitUsage);
+  EXPECT_THAT(err, HasSubstr("--block: given 3 times for 2 kernels"));
+  // Bad input comes back with the server's code and field.
+  EXPECT_EQ(
+      Cli({"submit", "--target", f.server.target(), "--source", source, "--entry",
+           "naive_block_per_row", "--block", "2048", "--rows-per-block", "1", "--name", "big"},
+          &out, &err),
+      client::cli::kExitRpcError);
+  EXPECT_THAT(err, HasSubstr("INVALID_ARGUMENT: submission.launch_plan.kernels[0].block_size"));
 }
 
 }  // namespace
