@@ -1,0 +1,266 @@
+"""The kerneleval client: one channel, the KernelEval RPCs as Python methods."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
+
+import grpc
+
+from kerneleval._errors import KernelEvalError
+from kerneleval._report import BenchReport, RunResult
+from kerneleval._tensors import ArrayLike, like, to_numpy, to_proto
+from kerneleval.v1 import kerneleval_pb2 as pb
+from kerneleval.v1 import kerneleval_pb2_grpc as pb_grpc
+
+# The server's default --max-message-bytes: three 66 MB tensors and their answer fit.
+MAX_MESSAGE_BYTES = 512 * 1024 * 1024
+
+_MODES = {
+    "output": pb.MODE_OUTPUT,
+    "output_and_residual": pb.MODE_OUTPUT_AND_RESIDUAL,
+    "in_place": pb.MODE_IN_PLACE,
+}
+_TIMERS = {
+    "cupti": pb.TIMER_CUPTI,
+    "cuda_events": pb.TIMER_CUDA_EVENTS,
+    "host_clock": pb.TIMER_HOST_CLOCK,
+}
+_CACHE = {"cold": pb.CACHE_MODE_COLD, "hot": pb.CACHE_MODE_HOT}
+
+ProgressCallback = Callable[[pb.BenchmarkProgress], None]
+
+
+def _choice(table: dict, value: str, what: str) -> int:
+    try:
+        return table[value]
+    except KeyError:
+        raise ValueError(f"{what}: {value!r} is not one of {', '.join(table)}") from None
+
+
+def custom_suite(
+    name: str,
+    batch_sizes: Sequence[int],
+    hidden_size: int,
+    dtype: str = "bf16",
+    mode: str = "output",
+    eps: float = 1e-6,
+) -> pb.SuiteDefinition:
+    """A suite definition to pass to `Client.bench`: one workload per batch size.
+
+    `dtype` is "bf16", "fp16" or "fp32"; `mode` as in `Client.run`.
+    """
+    dtypes = {"bf16": pb.DTYPE_BF16, "fp16": pb.DTYPE_FP16, "fp32": pb.DTYPE_FP32}
+    suite = pb.SuiteDefinition(
+        name=name,
+        dtype=_choice(dtypes, dtype, "dtype"),
+        mode=_choice(_MODES, mode, "mode"),
+        eps=eps,
+        axes=[pb.Axis(name="batch_size"), pb.Axis(name="hidden_size", is_const=True, value=hidden_size)],
+    )
+    for b in batch_sizes:
+        suite.workloads.add(name=f"batch_size={b}", axes={"batch_size": b})
+    return suite
+
+
+class Client:
+    """A connection to one kerneleval server.
+
+    Args:
+        target: "host:port".
+        token: bearer token for a server started with --auth-token-file (sent on every call).
+        tls: use TLS; `root_certificates` (PEM) verifies the server, else the system roots.
+            `private_key` and `certificate_chain` (PEM) are the client's for mutual TLS.
+        timeout: default deadline of each call in seconds (None: no deadline).
+
+    Every method raises `KernelEvalError` (gRPC code and message) when the call fails.
+    Thread-safe: calls may run concurrently from several threads. Use as a context manager
+    or call `close()`.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        token: Optional[str] = None,
+        tls: bool = False,
+        root_certificates: Optional[bytes] = None,
+        private_key: Optional[bytes] = None,
+        certificate_chain: Optional[bytes] = None,
+        timeout: Optional[float] = None,
+    ) -> None:
+        options = [
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ]
+        if tls:
+            credentials = grpc.ssl_channel_credentials(root_certificates, private_key, certificate_chain)
+            self._channel = grpc.secure_channel(target, credentials, options)
+        else:
+            self._channel = grpc.insecure_channel(target, options)
+        self._stub = pb_grpc.KernelEvalStub(self._channel)
+        self._metadata: Tuple[Tuple[str, str], ...] = ()
+        if token:
+            self._metadata = (("authorization", f"Bearer {token}"),)
+        self._timeout = timeout
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _call(self, method: Callable, request: object, timeout: Optional[float]):
+        try:
+            return method(request, timeout=timeout or self._timeout, metadata=self._metadata)
+        except grpc.RpcError as error:
+            raise KernelEvalError.from_rpc_error(error) from None
+
+    def run(
+        self,
+        hidden_states: ArrayLike,
+        residual: ArrayLike,
+        weight: ArrayLike,
+        mode: str = "output",
+        eps: Optional[float] = None,
+        check: bool = True,
+        device: str = "",
+        implementation: str = "",
+        warmup: int = 0,
+        repetitions: int = 1,
+        timer: Optional[str] = None,
+        timeout: Optional[float] = None,
+    ) -> RunResult:
+        """Runs the operation once on these tensors (plus optional timed repetitions).
+
+        Args:
+            hidden_states, residual: [batch, hidden]; weight: [hidden]. One dtype for all
+                three: numpy float32 / float16 / ml_dtypes.bfloat16, or torch tensors of
+                float32 / float16 / bfloat16 (any device; they are copied to the host).
+            mode: "output", "output_and_residual" or "in_place" (see kerneleval.proto).
+            eps: None for the server's default (1e-6).
+            check: compare the outputs with the server's fp64 reference.
+            device: "cpu", "cuda:0", ...; "" lets the server pick the least-loaded one.
+            implementation: "" for the device's default; see `implementations()`.
+            warmup, repetitions: untimed and timed calls on copies of the inputs.
+            timer: "cupti", "cuda_events" or "host_clock"; None for the device's default.
+            timeout: this call's deadline in seconds (default: the client's).
+
+        Returns:
+            A RunResult whose outputs have the inputs' type (and device, for torch).
+        """
+        request = pb.RunRequest(
+            hidden_states=to_proto(hidden_states, "hidden_states"),
+            residual=to_proto(residual, "residual"),
+            weight=to_proto(weight, "weight"),
+            mode=_choice(_MODES, mode, "mode"),
+            device=device,
+            implementation=implementation,
+            check_correctness=check,
+            warmup=warmup,
+            repetitions=repetitions,
+        )
+        if eps is not None:
+            request.eps = eps
+        if timer is not None:
+            request.timer = _choice(_TIMERS, timer, "timer")
+        response: pb.RunResponse = self._call(self._stub.Run, request, timeout)
+        residual_out = None
+        if response.HasField("residual_out"):
+            residual_out = like(residual, to_numpy(response.residual_out))
+        sol = response.sol[0].sol_ratio if response.sol else None
+        return RunResult(
+            output=like(hidden_states, to_numpy(response.output)),
+            residual_out=residual_out,
+            device=response.device,
+            implementation=response.implementation,
+            timer=pb.Timer.Name(response.timer).removeprefix("TIMER_").lower(),
+            median_seconds=response.latency.median_seconds,
+            bytes_per_second=response.bytes_per_second,
+            sol_ratio=sol,
+            correctness=response.correctness if response.correctness.checked else None,
+            response=response,
+        )
+
+    def bench(
+        self,
+        suite: Union[str, pb.SuiteDefinition],
+        implementations: Iterable[str] = (),
+        device: str = "",
+        all_devices: bool = False,
+        warmup: Optional[int] = None,
+        repetitions: Optional[int] = None,
+        cache: str = "cold",
+        cuda_graph: bool = False,
+        rotate_inputs: bool = False,
+        timer: Optional[str] = None,
+        seed: Optional[int] = None,
+        max_total_seconds: float = 0.0,
+        on_progress: Optional[ProgressCallback] = None,
+        timeout: Optional[float] = None,
+    ) -> BenchReport:
+        """Runs a benchmark suite, calling `on_progress` once per workload as results stream in.
+
+        Args:
+            suite: a suite name (see `suites()`), or a definition (e.g. `custom_suite(...)`).
+            implementations: which to compare; empty for every one of the device.
+            device, all_devices: where to run ("" = least-loaded device).
+            warmup, repetitions: None for the server's defaults (10 and 50).
+            cache: "cold" (caches flushed before every timed call) or "hot".
+            cuda_graph, rotate_inputs, timer, seed, max_total_seconds: see Protocol in
+                kerneleval.proto.
+            on_progress: called with each kerneleval.v1.BenchmarkProgress, in order.
+            timeout: the whole run's deadline in seconds (default: the client's).
+
+        Returns:
+            The report: `rows()`, `summaries()`, `to_pandas()`, and `proto`.
+        """
+        protocol = pb.Protocol(
+            cache=_choice(_CACHE, cache, "cache"),
+            cuda_graph=cuda_graph,
+            rotate_inputs=rotate_inputs,
+            max_total_seconds=max_total_seconds,
+        )
+        if warmup is not None:
+            protocol.warmup = warmup
+        if repetitions is not None:
+            protocol.repetitions = repetitions
+        if timer is not None:
+            protocol.timer = _choice(_TIMERS, timer, "timer")
+        if seed is not None:
+            protocol.seed = seed
+        request = pb.BenchmarkRequest(
+            implementations=list(implementations), device=device, all_devices=all_devices, protocol=protocol
+        )
+        if isinstance(suite, str):
+            request.suite = suite
+        else:
+            request.custom_suite.CopyFrom(suite)
+        report: Optional[pb.BenchmarkReport] = None
+        try:
+            stream = self._stub.Benchmark(request, timeout=timeout or self._timeout, metadata=self._metadata)
+            for event in stream:
+                if event.HasField("progress"):
+                    if on_progress is not None:
+                        on_progress(event.progress)
+                elif event.HasField("report"):
+                    report = event.report
+        except grpc.RpcError as error:
+            raise KernelEvalError.from_rpc_error(error) from None
+        if report is None:
+            raise KernelEvalError(grpc.StatusCode.INTERNAL, "Benchmark: the stream ended without a report")
+        return BenchReport(report)
+
+    def devices(self, timeout: Optional[float] = None) -> List[pb.Device]:
+        """The server's devices (kerneleval.v1.Device: name, kind, model, peak bandwidth, ...)."""
+        return list(self._call(self._stub.ListDevices, pb.ListDevicesRequest(), timeout).devices)
+
+    def suites(self, timeout: Optional[float] = None) -> List[pb.SuiteDefinition]:
+        """The suites the server loaded at start, with their workloads."""
+        return list(self._call(self._stub.ListSuites, pb.ListSuitesRequest(), timeout).suites)
+
+    def implementations(self, device: str = "", timeout: Optional[float] = None) -> List[pb.Implementation]:
+        """The implementations of one device, or of every device ("")."""
+        request = pb.ListImplementationsRequest(device=device)
+        return list(self._call(self._stub.ListImplementations, request, timeout).implementations)

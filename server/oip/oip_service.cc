@@ -1,0 +1,206 @@
+#include "server/oip/oip_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+#include <grpcpp/support/proto_buffer_reader.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "server/admission.h"
+#include "server/benchmark_engine.h"
+#include "server/kerneleval_service.h"
+#include "server/oip/infer_translation.h"
+#include "server/oip/oip_models.h"
+#include "server/run_call.h"
+
+namespace kerneleval::server::oip {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Caller CallerOf(grpc::CallbackServerContext* context) {
+  Caller caller;
+  caller.deadline = context->deadline();
+  caller.cancelled = [context] { return context->IsCancelled(); };
+  return caller;
+}
+
+// Counts the call in the metrics the KernelEval RPCs use, then finishes it.
+class CountedCall {
+ public:
+  CountedCall(ServiceState* state, grpc::CallbackServerContext* context, const char* method)
+      : state_(state), reactor_(context->DefaultReactor()), method_(method) {
+    state_->metrics->RpcStarted(method_);
+  }
+
+  grpc::ServerUnaryReactor* Finish(const absl::Status& status, std::size_t received,
+                                   std::size_t sent) {
+    const grpc::Status s = ToGrpcStatus(status);
+    state_->metrics->RpcFinished(method_, absl::StatusCodeToString(status.code()),
+                                 std::chrono::duration<double>(Clock::now() - t0_).count(),
+                                 received, s.ok() ? sent : 0);
+    reactor_->Finish(s);
+    return reactor_;
+  }
+
+  grpc::ServerUnaryReactor* reactor() const { return reactor_; }
+
+ private:
+  ServiceState* state_;
+  grpc::ServerUnaryReactor* reactor_;
+  const char* method_;
+  Clock::time_point t0_ = Clock::now();
+};
+
+void DescribeTensor(const char* name, int rank,
+                    inference::ModelMetadataResponse::TensorMetadata* out) {
+  out->set_name(name);
+  // One datatype per tensor is all the metadata can say: BF16, the operation's reference
+  // dtype (FlashInfer-Bench's fused_add_rmsnorm_h2048). FP16 and FP32 are taken as well.
+  out->set_datatype(DatatypeName(v1::DTYPE_BF16));
+  for (int i = 0; i < rank; ++i) out->add_shape(-1);
+}
+
+// A ModelInfer in flight: the parsed request, the Run made from it and its answer, kept
+// until the Run's `done` has run.
+struct InferCall {
+  explicit InferCall(ServiceState* state, grpc::CallbackServerContext* context)
+      : counted(state, context, "ModelInfer") {}
+  CountedCall counted;
+  std::size_t received = 0;
+  inference::ModelInferRequest request;
+  InferPlan plan;
+  v1::RunResponse run_response;
+};
+
+absl::Status PrepareInfer(ServiceState& state, grpc::ByteBuffer* bytes, InferCall* call) {
+  grpc::ProtoBufferReader reader(bytes);
+  if (!call->request.ParseFromZeroCopyStream(&reader)) {
+    LogClientFault("ModelInfer: request body does not parse");
+    return absl::InvalidArgumentError(
+        "ModelInfer: the request body does not parse as inference.ModelInferRequest "
+        "(malformed bytes, or a string field that is not valid UTF-8)");
+  }
+  if (absl::Status s = Admit(state, /*needs_devices=*/true); !s.ok()) return s;
+  absl::StatusOr<Model> model =
+      FindModel(state, call->request.model_name(), call->request.model_version(), "model_name",
+                "model_version");
+  if (!model.ok()) return model.status();
+  absl::StatusOr<InferPlan> plan = TranslateRequest(*model, &call->request);
+  if (!plan.ok()) return plan.status();
+  call->plan = std::move(*plan);
+  v1::RunRequest& run = call->plan.run;
+  if (run.device().empty() && !model->device_kind.empty()) {
+    // The model names an implementation that only one kind of device has: the least-loaded
+    // device of that kind, where StartRun alone would take the least-loaded of all.
+    absl::StatusOr<DeviceWorker*> device = state.devices->LeastLoaded(model->device_kind);
+    if (!device.ok()) return device.status();
+    run.set_device((*device)->name());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* OipService::ServerLive(grpc::CallbackServerContext* context,
+                                                 const inference::ServerLiveRequest* request,
+                                                 inference::ServerLiveResponse* response) {
+  CountedCall call(state_, context, "ServerLive");
+  response->set_live(live_.load());
+  return call.Finish(absl::OkStatus(), request->ByteSizeLong(), response->ByteSizeLong());
+}
+
+grpc::ServerUnaryReactor* OipService::ServerReady(grpc::CallbackServerContext* context,
+                                                  const inference::ServerReadyRequest* request,
+                                                  inference::ServerReadyResponse* response) {
+  CountedCall call(state_, context, "ServerReady");
+  response->set_ready(state_->ready.load() && !state_->draining.load());
+  return call.Finish(absl::OkStatus(), request->ByteSizeLong(), response->ByteSizeLong());
+}
+
+grpc::ServerUnaryReactor* OipService::ModelReady(grpc::CallbackServerContext* context,
+                                                 const inference::ModelReadyRequest* request,
+                                                 inference::ModelReadyResponse* response) {
+  CountedCall call(state_, context, "ModelReady");
+  // A model the server does not have is not ready (Triton answers the same way): probes
+  // get a boolean, ModelMetadata says what exists.
+  absl::StatusOr<Model> model =
+      FindModel(*state_, request->name(), request->version(), "name", "version");
+  response->set_ready(model.ok() && oip::ModelReady(*state_, *model));
+  return call.Finish(absl::OkStatus(), request->ByteSizeLong(), response->ByteSizeLong());
+}
+
+grpc::ServerUnaryReactor* OipService::ServerMetadata(
+    grpc::CallbackServerContext* context, const inference::ServerMetadataRequest* request,
+    inference::ServerMetadataResponse* response) {
+  CountedCall call(state_, context, "ServerMetadata");
+  absl::Status s = Admit(*state_, /*needs_devices=*/false);
+  if (s.ok()) {
+    response->set_name("kerneleval");
+    response->set_version(ServerVersion());
+    response->add_extensions("parameters");  // request and response parameters
+  }
+  return call.Finish(s, request->ByteSizeLong(), response->ByteSizeLong());
+}
+
+grpc::ServerUnaryReactor* OipService::ModelMetadata(grpc::CallbackServerContext* context,
+                                                    const inference::ModelMetadataRequest* request,
+                                                    inference::ModelMetadataResponse* response) {
+  CountedCall call(state_, context, "ModelMetadata");
+  absl::Status s = Admit(*state_, /*needs_devices=*/false);
+  absl::StatusOr<Model> model =
+      s.ok() ? FindModel(*state_, request->name(), request->version(), "name", "version")
+             : absl::StatusOr<Model>(s);
+  if (model.ok()) {
+    response->set_name(model->name);
+    response->add_versions(kModelVersion);
+    response->set_platform(model->device_kind.empty()
+                               ? std::string("kerneleval")
+                               : absl::StrCat("kerneleval_", model->device_kind));
+    DescribeTensor("hidden_states", 2, response->add_inputs());
+    DescribeTensor("residual", 2, response->add_inputs());
+    DescribeTensor("weight", 1, response->add_inputs());
+    DescribeTensor("output", 2, response->add_outputs());
+    DescribeTensor("residual_out", 2, response->add_outputs());
+  }
+  return call.Finish(model.status(), request->ByteSizeLong(), response->ByteSizeLong());
+}
+
+grpc::ServerUnaryReactor* OipService::ModelInfer(grpc::CallbackServerContext* context,
+                                                 const grpc::ByteBuffer* request,
+                                                 grpc::ByteBuffer* response) {
+  auto call = std::make_shared<InferCall>(state_, context);
+  call->received = request->Length();
+  grpc::ServerUnaryReactor* reactor = call->counted.reactor();
+  auto done = [response, call](const absl::Status& s) {
+    std::size_t sent = 0;
+    if (s.ok()) {
+      inference::ModelInferResponse out;
+      TranslateResponse(call->request, call->plan, &call->run_response, &out);
+      bool own = false;
+      // Serializing a message this server built cannot fail but for size, which the limits
+      // bound.
+      (void)grpc::SerializationTraits<google::protobuf::Message>::Serialize(out, response, &own);
+      sent = response->Length();
+    }
+    call->counted.Finish(s, call->received, sent);
+  };
+  grpc::ByteBuffer copy = *request;  // shares the slices
+  if (absl::Status s = PrepareInfer(*state_, &copy, call.get()); !s.ok()) {
+    done(s);
+    return reactor;
+  }
+  Caller caller = CallerOf(context);
+  if (call->plan.timeout.count() > 0) {
+    caller.deadline = std::min(
+        caller.deadline,
+        std::chrono::system_clock::now() +
+            std::chrono::duration_cast<std::chrono::system_clock::duration>(call->plan.timeout));
+  }
+  StartRun(*state_, std::move(caller), call->plan.run, &call->run_response, std::move(done));
+  return reactor;
+}
+
+}  // namespace kerneleval::server::oip

@@ -1,0 +1,141 @@
+"""The Python client (client/python, installed with pip) against a real server on loopback."""
+
+from __future__ import annotations
+
+from typing import List
+
+import grpc
+import numpy as np
+import pytest
+
+import kerneleval
+from kerneleval.v1 import kerneleval_pb2 as pb
+from oracle import DTYPES, assert_close, inputs, reference
+
+MODES = ["output", "output_and_residual", "in_place"]
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    with kerneleval.Client(server.target, timeout=120) as c:
+        yield c
+
+
+@pytest.mark.parametrize("dtype", sorted(DTYPES))
+@pytest.mark.parametrize("mode", MODES)
+def test_run_matches_fp64_reference(client, dtype, mode):
+    x, r, w = inputs(5, 257, dtype)
+    x_before, r_before = x.copy(), r.copy()
+    eps = 1e-5
+    result = client.run(x, r, w, mode=mode, eps=eps, check=True, device="cpu")
+    out_ref, s_ref = reference(x, r, w, eps)
+    assert_close(result.output, out_ref, dtype, "output")
+    if mode == "output":
+        assert result.residual_out is None
+    else:
+        assert_close(result.residual_out, s_ref, dtype, "residual_out")
+    # The caller's arrays are never written, in place or not: the server works on copies.
+    assert np.array_equal(x.view(np.uint8), x_before.view(np.uint8))
+    assert np.array_equal(r.view(np.uint8), r_before.view(np.uint8))
+    assert result.passed is True
+    assert result.device == "cpu"
+    assert result.timer == "host_clock"
+    assert result.median_seconds > 0
+    assert result.bytes_per_second > 0
+
+
+def test_run_repetitions_and_implementation(client):
+    x, r, w = inputs(3, 64, "fp32")
+    result = client.run(x, r, w, check=False, implementation="cpu_fused", warmup=1, repetitions=5)
+    assert result.implementation == "cpu_fused"
+    assert result.response.latency.samples == 5
+    assert result.passed is None  # not checked
+    assert_close(result.output, reference(x, r, w)[0], "fp32", "output")
+
+
+def test_run_torch_tensors(client):
+    torch = pytest.importorskip("torch")
+    x = torch.randn(4, 96, dtype=torch.bfloat16)
+    r = torch.randn(4, 96, dtype=torch.bfloat16)
+    w = torch.ones(96, dtype=torch.bfloat16)
+    result = client.run(x, r, w, mode="output_and_residual")
+    assert isinstance(result.output, torch.Tensor) and result.output.dtype == torch.bfloat16
+    ref, s = reference(x.float().numpy(), r.float().numpy(), w.float().numpy())
+    assert_close(result.output.view(torch.int16).numpy().view(DTYPES["bf16"]), ref, "bf16", "output")
+
+
+def test_bench_custom_suite_streams_progress(client):
+    suite = kerneleval.custom_suite("py_small", batch_sizes=[1, 7, 33], hidden_size=128, dtype="fp32")
+    progress: List[pb.BenchmarkProgress] = []
+    report = client.bench(suite, device="cpu", warmup=1, repetitions=3, on_progress=progress.append)
+    assert [p.workload_index for p in progress] == [0, 1, 2]
+    assert all(p.workload_count == 3 for p in progress)
+    assert report.complete
+    rows = report.rows()
+    impls = {i.name for i in client.implementations("cpu") if not i.test_only}
+    assert len(rows) == 3 * len(impls)
+    assert {row["implementation"] for row in rows} == impls
+    assert {row["axis.batch_size"] for row in rows} == {1, 7, 33}
+    for row in rows:
+        assert row["status"] == "passed", row
+        assert row["passed"] is True
+        assert row["samples"] == 3
+        assert row["median_us"] > 0 and row["gb_per_s"] > 0
+    assert {s["implementation"] for s in report.summaries()} == impls
+
+
+def test_bench_named_suite_rejects_unknown(client):
+    with pytest.raises(kerneleval.KernelEvalError) as error:
+        client.bench("no_such_suite")
+    assert error.value.code == grpc.StatusCode.NOT_FOUND
+
+
+def test_to_pandas(client):
+    pd = pytest.importorskip("pandas")
+    suite = kerneleval.custom_suite("py_pandas", batch_sizes=[2], hidden_size=64)
+    frame = client.bench(suite, device="cpu", warmup=0, repetitions=2).to_pandas()
+    assert isinstance(frame, pd.DataFrame) and len(frame) >= 1
+
+
+def test_listings(client):
+    devices = client.devices()
+    assert [d.name for d in devices] == ["cpu"] and devices[0].kind == "cpu"
+    names = [i.name for i in client.implementations()]
+    assert "cpu_fused" in names
+    assert "fused_add_rmsnorm_h2048" in [s.name for s in client.suites()]
+
+
+def test_errors_carry_code_and_field(client):
+    x, r, w = inputs(3, 8, "fp32")
+    with pytest.raises(kerneleval.KernelEvalError) as error:
+        client.run(x, r[:, :7], w)
+    assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert error.value.details.startswith("residual.shape"), error.value.details
+    with pytest.raises(kerneleval.KernelEvalError) as error:
+        client.run(x, r, w, implementation="no_such_impl")
+    assert error.value.code == grpc.StatusCode.NOT_FOUND
+    assert "implementation" in error.value.details
+    with pytest.raises(kerneleval.KernelEvalError) as error:
+        client.run(x, r, w, device="cuda:7")
+    assert error.value.code == grpc.StatusCode.NOT_FOUND
+    with pytest.raises(kerneleval.KernelEvalError) as error:
+        client.run(x, r, w, eps=-1.0)
+    assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT and "eps" in error.value.details
+    with pytest.raises(TypeError, match="hidden_states"):
+        client.run(x.astype(np.float64), r, w)
+    with pytest.raises(ValueError, match="mode"):
+        client.run(x, r, w, mode="sideways")
+
+
+def test_token(token_server):
+    x, r, w = inputs(2, 16, "fp16")
+    with kerneleval.Client(token_server.target) as anonymous:
+        with pytest.raises(kerneleval.KernelEvalError) as error:
+            anonymous.devices()
+        assert error.value.code == grpc.StatusCode.UNAUTHENTICATED
+    with kerneleval.Client(token_server.target, token="wrong") as wrong:
+        with pytest.raises(kerneleval.KernelEvalError) as error:
+            wrong.run(x, r, w)
+        assert error.value.code == grpc.StatusCode.PERMISSION_DENIED
+    with kerneleval.Client(token_server.target, token=token_server.token) as good:
+        assert_close(good.run(x, r, w).output, reference(x, r, w)[0], "fp16", "output")
