@@ -28,8 +28,20 @@ int CpuThreadPool::AvailableThreads() {
   return std::max(static_cast<int>(std::thread::hardware_concurrency()), 1);
 }
 
-void CpuThreadPool::RunTasks() {
-  for (std::size_t i = next_.fetch_add(1); i < tasks_; i = next_.fetch_add(1)) (*task_)(i);
+void CpuThreadPool::RunTasks(std::uint32_t generation, const std::function<void(std::size_t)>& task,
+                             std::size_t tasks) {
+  std::uint64_t claim = claim_.load();
+  for (;;) {
+    const std::size_t index = claim & 0xffffffffu;
+    if ((claim >> 32) != generation || index >= tasks) return;
+    if (!claim_.compare_exchange_weak(claim, claim + 1)) continue;
+    task(index);
+    if (finished_.fetch_add(1) + 1 == tasks) {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_.notify_one();
+    }
+    claim = claim_.load();
+  }
 }
 
 void CpuThreadPool::ParallelFor(std::size_t tasks, const std::function<void(std::size_t)>& task) {
@@ -39,33 +51,37 @@ void CpuThreadPool::ParallelFor(std::size_t tasks, const std::function<void(std:
     return;
   }
   std::lock_guard<std::mutex> call(call_mu_);
+  std::uint32_t generation;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    generation = ++generation_;
     task_ = &task;
     tasks_ = tasks;
-    next_.store(0);
-    busy_workers_ = static_cast<int>(workers_.size());
-    ++generation_;
+    finished_.store(0);
+    claim_.store(static_cast<std::uint64_t>(generation) << 32);
   }
   wake_.notify_all();
-  RunTasks();
+  RunTasks(generation, task, tasks);
   std::unique_lock<std::mutex> lock(mu_);
-  done_.wait(lock, [this] { return busy_workers_ == 0; });
+  done_.wait(lock, [&] { return finished_.load() == tasks; });
   task_ = nullptr;
 }
 
 void CpuThreadPool::WorkerLoop() {
-  std::uint64_t seen = 0;
+  std::uint32_t seen = 0;
   for (;;) {
+    const std::function<void(std::size_t)>* task;
+    std::size_t tasks;
     {
       std::unique_lock<std::mutex> lock(mu_);
       wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
       if (stopping_) return;
       seen = generation_;
+      task = task_;
+      tasks = tasks_;
     }
-    RunTasks();
-    std::lock_guard<std::mutex> lock(mu_);
-    if (--busy_workers_ == 0) done_.notify_one();
+    // task_ is null when the call has already ended: then there is nothing to claim.
+    if (task != nullptr) RunTasks(seen, *task, tasks);
   }
 }
 

@@ -13,6 +13,7 @@
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "fused_add_rmsnorm_cpu.cc"
+#include <hwy/cache_control.h>
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
@@ -35,7 +36,10 @@ struct Bf16 {
   static VF Load(const Storage* p) {
     return hn::BitCast(DF(), hn::ShiftLeft<16>(hn::PromoteTo(DU(), hn::LoadU(DH(), p))));
   }
-  static void Store(VF v, Storage* p) {
+  using Packed = hn::Vec<DH>;
+  using DP = DH;
+  static void Store(VF v, Storage* p) { hn::StoreU(Narrow(v), DH(), p); }
+  static Packed Narrow(VF v) {
     const DU du;
     const VU bits = hn::BitCast(du, v);
     const VU odd = hn::ShiftRight<16>(bits) & hn::Set(du, 1);
@@ -44,7 +48,7 @@ struct Bf16 {
     const auto is_nan =
         hn::BitCast(DI(), bits & hn::Set(du, 0x7fffffff)) > hn::Set(DI(), 0x7f800000);
     const VU narrowed = hn::IfThenElse(hn::RebindMask(du, is_nan), quiet_nan, rounded);
-    hn::StoreU(hn::DemoteTo(DH(), hn::BitCast(DI(), narrowed)), DH(), p);
+    return hn::DemoteTo(DH(), hn::BitCast(DI(), narrowed));
   }
   static float LoadOne(Storage v) { return Bf16ToFloat(v); }
   static Storage StoreOne(float v) { return FloatToBf16(v); }
@@ -83,9 +87,12 @@ struct Fp16 {
     return hn::BitCast(DF(), bits | hn::ShiftLeft<16>(h32 & hn::Set(du, 0x8000)));
 #endif
   }
-  static void Store(VF v, Storage* p) {
+  using Packed = hn::Vec<DH>;
+  using DP = DH;
+  static void Store(VF v, Storage* p) { hn::StoreU(Narrow(v), DH(), p); }
+  static Packed Narrow(VF v) {
 #if KERNELEVAL_HARDWARE_F16
-    hn::StoreU(hn::BitCast(DH(), hn::DemoteTo(hn::Rebind<hwy::float16_t, DF>(), v)), DH(), p);
+    return hn::BitCast(DH(), hn::DemoteTo(hn::Rebind<hwy::float16_t, DF>(), v));
 #else
     const DU du;
     const DI di;
@@ -105,7 +112,7 @@ struct Fp16 {
     VU half = hn::IfThenElse(hn::RebindMask(du, abs_i < hn::Set(di, 113 << 23)), subnormal, normal);
     half = hn::IfThenElse(hn::RebindMask(du, abs_i > hn::Set(di, 0x477fffff)), overflow, half);
     half = half | hn::ShiftRight<16>(sign);
-    hn::StoreU(hn::DemoteTo(DH(), hn::BitCast(di, half)), DH(), p);
+    return hn::DemoteTo(DH(), hn::BitCast(di, half));
 #endif
   }
   static float LoadOne(Storage v) { return Fp16ToFloat(v); }
@@ -115,7 +122,10 @@ struct Fp16 {
 struct Fp32 {
   using Storage = float;
   static VF Load(const Storage* p) { return hn::LoadU(DF(), p); }
+  using Packed = VF;
+  using DP = DF;
   static void Store(VF v, Storage* p) { hn::StoreU(v, DF(), p); }
+  static Packed Narrow(VF v) { return v; }
   static float LoadOne(Storage v) { return v; }
   static Storage StoreOne(float v) { return v; }
 };
@@ -144,8 +154,23 @@ float* ThreadRowBuffers(std::size_t hidden) {
 // the row is written, so in-place aliasing is safe. With `pre_summed` set, the row sum is
 // read from it instead of being computed (the unfused baseline's second pass). Rows are
 // independent, so a row's result does not depend on how rows are split over threads.
+// Where the stores of a row may bypass the caches: the first element whose address in `out`
+// (and in `res`, when written) is aligned to a whole stored vector. hidden when it cannot be
+// (a partial vector, whose non-temporal store would write past it, or mismatched alignment).
 template <typename T>
-void NormalizeRows(const FusedAddRmsNormArgs& args, const void* pre_summed) {
+std::size_t StreamStart(const typename T::Storage* out, const typename T::Storage* res,
+                        std::size_t hidden) {
+  using S = typename T::Storage;
+  const std::size_t bytes = hn::Lanes(typename T::DP()) * sizeof(S);
+  if (!HWY_ARCH_X86 || bytes < 16) return hidden;
+  const auto misalign = [&](const S* p) { return reinterpret_cast<std::uintptr_t>(p) % bytes; };
+  if (misalign(out) % sizeof(S) != 0) return hidden;
+  if (res != nullptr && misalign(res) != misalign(out)) return hidden;
+  return std::min(hidden, ((bytes - misalign(out)) % bytes) / sizeof(S));
+}
+
+template <typename T>
+void NormalizeRows(const FusedAddRmsNormArgs& args, const void* pre_summed, bool stream) {
   using S = typename T::Storage;
   const DF df;
   const std::size_t lanes = hn::Lanes(df);
@@ -196,21 +221,35 @@ void NormalizeRows(const FusedAddRmsNormArgs& args, const void* pre_summed) {
     }
     const float inv_rms = 1.f / std::sqrt(sum_sq / static_cast<float>(hidden) + args.eps);
     const VF inv = hn::Set(df, inv_rms);
-    j = 0;
-    for (; j < vector_end; j += lanes) {
+    S* row_out = out + base;
+    S* row_res = writes_residual ? res_out + base : nullptr;
+    auto store_one = [&](std::size_t k) {
+      if (writes_residual) row_res[k] = T::StoreOne(sum[k]);
+      row_out[k] = T::StoreOne(sum[k] * inv_rms * weight[k]);
+    };
+    // Streaming: scalar stores up to the first aligned element, whole vectors after it.
+    const std::size_t first = stream ? StreamStart<T>(row_out, row_res, hidden) : 0;
+    const std::size_t stop = first + (hidden - first) / lanes * lanes;
+    for (j = 0; j < first; ++j) store_one(j);
+    for (; j < stop; j += lanes) {
       const VF s = hn::LoadU(df, sum + j);
-      if (writes_residual) T::Store(s, res_out + base + j);
-      T::Store(s * inv * hn::LoadU(df, weight + j), out + base + j);
+      const VF o = s * inv * hn::LoadU(df, weight + j);
+      if (stream) {
+        if (writes_residual) hn::Stream(T::Narrow(s), typename T::DP(), row_res + j);
+        hn::Stream(T::Narrow(o), typename T::DP(), row_out + j);
+      } else {
+        if (writes_residual) T::Store(s, row_res + j);
+        T::Store(o, row_out + j);
+      }
     }
-    for (; j < hidden; ++j) {
-      if (writes_residual) res_out[base + j] = T::StoreOne(sum[j]);
-      out[base + j] = T::StoreOne(sum[j] * inv_rms * weight[j]);
-    }
+    for (; j < hidden; ++j) store_one(j);
   }
+  // Non-temporal stores are weakly ordered: make them visible before the call returns.
+  if (stream) hwy::FlushStream();
 }
 
-void FusedRows(const FusedAddRmsNormArgs& args) {
-  DispatchDType(args.dtype, [&](auto t) { NormalizeRows<decltype(t)>(args, nullptr); });
+void FusedRows(const FusedAddRmsNormArgs& args, bool stream) {
+  DispatchDType(args.dtype, [&](auto t) { NormalizeRows<decltype(t)>(args, nullptr, stream); });
 }
 
 void UnfusedAddRows(const FusedAddRmsNormArgs& args, void* sum_out) {
@@ -230,7 +269,7 @@ void UnfusedAddRows(const FusedAddRmsNormArgs& args, void* sum_out) {
 }
 
 void UnfusedNormRows(const FusedAddRmsNormArgs& args, void* sum) {
-  DispatchDType(args.dtype, [&](auto t) { NormalizeRows<decltype(t)>(args, sum); });
+  DispatchDType(args.dtype, [&](auto t) { NormalizeRows<decltype(t)>(args, sum, false); });
 }
 
 void ToFloat(DType dtype, const void* in, float* out, std::size_t n) {
@@ -285,6 +324,13 @@ std::int64_t RowsPerTask(const FusedAddRmsNormArgs& args) {
 // docs/results/cpu-backend.md).
 constexpr std::uint64_t kMinParallelBytes = std::uint64_t{256} << 10;
 
+// From this many bytes per [batch, hidden] tensor on, the fused kernel's stores bypass the
+// caches (non-temporal): the output cannot stay cached for the next call anyway (three such
+// tensors exceed the 32 MiB L3 of the results machine and most server L3 slices), and a
+// store that misses would first read its line (read for ownership), a third more memory
+// traffic in MODE_OUTPUT. Measured in docs/results/cpu-backend.md.
+constexpr std::uint64_t kStreamTensorBytes = std::uint64_t{16} << 20;
+
 FusedAddRmsNormArgs RowsOf(const FusedAddRmsNormArgs& args, std::int64_t begin, std::int64_t end) {
   const std::size_t offset = static_cast<std::size_t>(begin) *
                              static_cast<std::size_t>(args.hidden) * ElementSize(args.dtype);
@@ -318,8 +364,11 @@ void ForRowBlocks(const FusedAddRmsNormArgs& args, CpuThreadPool* threads, F&& f
 }  // namespace
 
 void FusedAddRmsNormCpu(const FusedAddRmsNormArgs& args, CpuThreadPool* threads) {
-  ForRowBlocks(args, threads, [](const FusedAddRmsNormArgs& rows, std::int64_t) {
-    HWY_DYNAMIC_DISPATCH(FusedRows)(rows);
+  const bool stream = static_cast<std::uint64_t>(args.batch) *
+                          static_cast<std::uint64_t>(args.hidden) * ElementSize(args.dtype) >=
+                      kStreamTensorBytes;
+  ForRowBlocks(args, threads, [stream](const FusedAddRmsNormArgs& rows, std::int64_t) {
+    HWY_DYNAMIC_DISPATCH(FusedRows)(rows, stream);
   });
 }
 

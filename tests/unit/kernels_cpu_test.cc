@@ -235,6 +235,44 @@ TEST(CpuKernel, RowDoesNotDependOnBatchOrSplit) {
   EXPECT_EQ(0, std::memcmp(res.data(), batch.res.data() + offset, row_bytes));
 }
 
+TEST(CpuKernel, LargeCallsThatStreamTheirStoresMatchSmallCalls) {
+  // Over 16 MiB per tensor the stores bypass the caches, starting at the first aligned
+  // element of each row (hidden 4001: every row starts at a different alignment). The same
+  // rows computed 64 at a time (below the threshold) must give the same bits.
+  CpuThreadPool pool(2);
+  for (DType dtype : {DType::kBF16, DType::kFP16, DType::kFP32}) {
+    for (Mode mode : {Mode::kOutput, Mode::kOutputAndResidual, Mode::kInPlace}) {
+      for (std::size_t misalign : {0, 1}) {
+        const std::int64_t batch = dtype == DType::kFP32 ? 1100 : 2100;
+        const Case c{dtype, mode, batch, 4001};
+        Call whole(c, 11, misalign), pieces(c, 11, misalign);
+        ASSERT_GE(whole.n * whole.esize, std::size_t{16} << 20);
+        FusedAddRmsNormCpu(whole.Args(), &pool);
+        const FusedAddRmsNormArgs all = pieces.Args();
+        const std::size_t row_bytes = 4001 * pieces.esize;
+        for (std::int64_t begin = 0; begin < batch; begin += 64) {
+          FusedAddRmsNormArgs part = all;
+          const std::size_t offset = static_cast<std::size_t>(begin) * row_bytes;
+          part.batch = std::min<std::int64_t>(64, batch - begin);
+          part.hidden_states = static_cast<const std::uint8_t*>(all.hidden_states) + offset;
+          part.residual = static_cast<const std::uint8_t*>(all.residual) + offset;
+          part.output = static_cast<std::uint8_t*>(all.output) + offset;
+          if (all.residual_out != nullptr) {
+            part.residual_out = static_cast<std::uint8_t*>(all.residual_out) + offset;
+          }
+          FusedAddRmsNormCpu(part);
+        }
+        const std::string where =
+            std::string(DTypeName(dtype)) + " " + ModeName(mode) + (misalign ? " unaligned" : "");
+        EXPECT_TRUE(whole.Output() == pieces.Output()) << where;
+        if (WritesResidual(mode)) EXPECT_TRUE(whole.ResidualOut() == pieces.ResidualOut()) << where;
+        if (mode == Mode::kOutput) EXPECT_TRUE(AllPoison(whole.res)) << where;
+        if (mode != Mode::kInPlace) EXPECT_TRUE(whole.x == whole.x_before) << where;
+      }
+    }
+  }
+}
+
 TEST(CpuKernel, NonFiniteInputsPropagate) {
   // NaN and Inf reach the output as NaN / Inf, as in the reference, in every dtype.
   for (DType dtype : {DType::kBF16, DType::kFP16, DType::kFP32}) {

@@ -25,8 +25,8 @@ class CpuThreadPool {
   // Threads a ParallelFor runs on, the caller included.
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // Runs task(i) once for every i in [0, tasks), on the caller and the workers, and returns
-  // when all have finished. Tasks are claimed one at a time, so a thread slowed by other
+  // Runs task(i) once for every i in [0, tasks < 2^32), on the caller and the workers, and
+  // returns when all have finished. Tasks are claimed one at a time, so a thread slowed by other
   // work on the machine takes fewer of them. Callers are serialized; `task` must not throw
   // and must not call ParallelFor on the same pool.
   void ParallelFor(std::size_t tasks, const std::function<void(std::size_t)>& task);
@@ -36,18 +36,25 @@ class CpuThreadPool {
 
  private:
   void WorkerLoop();
-  void RunTasks();
+  // Claims and runs tasks of call `generation` until none is left; a thread that wakes
+  // after its call has ended claims nothing (the generation is part of the claim counter).
+  void RunTasks(std::uint32_t generation, const std::function<void(std::size_t)>& task,
+                std::size_t tasks);
 
   std::mutex call_mu_;  // one ParallelFor at a time
   std::mutex mu_;
   std::condition_variable wake_;
   std::condition_variable done_;
-  std::uint64_t generation_ = 0;  // guarded by mu_; bumped once per ParallelFor
-  int busy_workers_ = 0;          // guarded by mu_
-  bool stopping_ = false;         // guarded by mu_
+  // Guarded by mu_: the current call, read by workers when they wake.
+  std::uint32_t generation_ = 0;
   const std::function<void(std::size_t)>* task_ = nullptr;
   std::size_t tasks_ = 0;
-  std::atomic<std::size_t> next_{0};
+  bool stopping_ = false;
+  // generation << 32 | next task index. The caller waits for `finished_` tasks, not for the
+  // workers: a worker that another process keeps off its core does not hold the call up
+  // unless it holds a task.
+  std::atomic<std::uint64_t> claim_{0};
+  std::atomic<std::size_t> finished_{0};
   std::vector<std::thread> workers_;
 };
 
