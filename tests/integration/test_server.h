@@ -46,7 +46,7 @@ inline server::ServerOptions LoopbackOptions() {
   o.listen = "127.0.0.1:0";
   o.metrics_listen = "127.0.0.1:0";
   o.suites_dir = KERNELEVAL_TEST_SUITES_DIR;
-  o.nvml_sample_seconds = 0.2;
+  o.telemetry_seconds = 0.2;
   return o;
 }
 
@@ -62,7 +62,7 @@ inline TestServer StartServer(server::ServerOptions options = LoopbackOptions(),
   EXPECT_TRUE(started.ok()) << started.status();
   if (!started.ok()) return t;
   t.server = std::move(*started);
-  EXPECT_TRUE(t.server->WaitUntilReady(absl::Seconds(60)));
+  EXPECT_TRUE(t.server->WaitUntilReady(absl::Seconds(120)));
   client_options.target = t.target();
   client_options.deadline_seconds = 300;
   const grpc::Status s = client::KernelEvalClient::Create(client_options, &t.client);
