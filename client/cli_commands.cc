@@ -14,7 +14,9 @@
 #include "client/safetensors.h"
 #include "client/tensors.h"
 #include "client/text_table.h"
-#include "server/suites.h"
+#include "common/bounded_text.h"
+#include "common/conversions.h"
+#include "common/suites.h"
 
 namespace kerneleval::client::cli {
 namespace {
@@ -75,8 +77,8 @@ absl::Status WriteText(const std::string& path, const std::string& text) {
 }
 
 absl::Status BuildRunRequest(const RunFlags& flags, v1::RunRequest* request) {
-  const std::optional<v1::Mode> mode = ParseMode(flags.mode);
-  if (!mode) return absl::InvalidArgumentError("--mode: unknown mode " + flags.mode);
+  const std::optional<v1::Mode> mode = ParseModeName(flags.mode);
+  if (!mode) return absl::InvalidArgumentError("--mode: unknown mode " + Quote(flags.mode));
   request->set_mode(*mode);
   if (!flags.input.empty()) {
     absl::StatusOr<SafetensorsFile> file = ReadSafetensors(flags.input);
@@ -90,14 +92,9 @@ absl::Status BuildRunRequest(const RunFlags& flags, v1::RunRequest* request) {
     *request->mutable_residual() = std::move(file->tensors["residual"]);
     *request->mutable_weight() = std::move(file->tensors["weight"]);
   } else {
-    const std::optional<v1::DType> dtype = ParseDType(flags.dtype);
-    if (!dtype) return absl::InvalidArgumentError("--dtype: unknown dtype " + flags.dtype);
-    // Three independent streams: hidden_states, residual, weight (as torch.randn would be).
-    *request->mutable_hidden_states() =
-        RandomTensor(*dtype, {flags.batch, flags.hidden}, flags.seed);
-    *request->mutable_residual() =
-        RandomTensor(*dtype, {flags.batch, flags.hidden}, flags.seed + 1);
-    *request->mutable_weight() = RandomTensor(*dtype, {flags.hidden}, flags.seed + 2);
+    const std::optional<v1::DType> dtype = ParseDTypeName(flags.dtype);
+    if (!dtype) return absl::InvalidArgumentError("--dtype: unknown dtype " + Quote(flags.dtype));
+    SetRandomInputs(*dtype, flags.batch, flags.hidden, flags.seed, request);
   }
   if (flags.eps > 0) request->set_eps(flags.eps);
   request->set_device(flags.device);
@@ -129,7 +126,7 @@ int RunRun(const CliConfig& config, const KernelEvalClient& client, std::ostream
     }
     file.metadata = {{"device", response.device()},
                      {"implementation", response.implementation()},
-                     {"mode", ModeName(request.mode())}};
+                     {"mode", ModeShortName(request.mode())}};
     if (absl::Status status = WriteSafetensors(config.run.output, file); !status.ok()) {
       return LocalError(err, status, kExitRpcError);
     }
@@ -150,7 +147,7 @@ absl::Status BuildBenchRequest(const BenchFlags& flags, v1::BenchmarkRequest* re
     text << file.rdbuf();
     if (!file) return absl::NotFoundError("cannot read '" + flags.suite_file + "'");
     absl::StatusOr<v1::SuiteDefinition> suite =
-        server::ParseSuiteJson(text.str(), flags.suite_file);
+        ParseSuiteJson(text.str(), flags.suite_file);
     if (!suite.ok()) return suite.status();
     *request->mutable_custom_suite() = *std::move(suite);
   } else {
@@ -176,6 +173,7 @@ absl::Status BuildBenchRequest(const BenchFlags& flags, v1::BenchmarkRequest* re
   p->set_timer(TimerFromFlag(flags.timer));
   if (flags.seed) p->set_seed(*flags.seed);
   p->set_measure_copy_bandwidth(flags.measure_copy);
+  p->set_measure_dram_bytes(flags.measure_dram_bytes);
   p->set_max_total_seconds(flags.max_total_seconds);
   return absl::OkStatus();
 }

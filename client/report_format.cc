@@ -13,6 +13,7 @@
 #include "client/report_internal.h"
 #include "client/tensors.h"
 #include "client/text_table.h"
+#include "common/conversions.h"
 
 namespace kerneleval::client {
 
@@ -144,6 +145,36 @@ std::string Number(double value) {
   return buffer;
 }
 
+std::string MeasuredAsText(const v1::BenchmarkReport& report, const v1::WorkloadResult& result) {
+  if (!result.measured_as().empty()) return result.measured_as();
+  return absl::StrCat(TimerName(result.timer()), ", ", CacheText(report.protocol()));
+}
+
+std::string DramText(const v1::DramTraffic& d) {
+  if (!d.available()) return d.unavailable_reason();
+  std::string text =
+      absl::StrCat("DRAM read ", Fixed(d.read_bytes() / 1e6, 2), " MB (declared ",
+                   Fixed(static_cast<double>(d.declared_read_bytes()) / 1e6, 2), "), write ",
+                   Fixed(d.write_bytes() / 1e6, 2), " MB (declared ",
+                   Fixed(static_cast<double>(d.declared_write_bytes()) / 1e6, 2), ")");
+  if (d.bytes_per_second() > 0) absl::StrAppend(&text, ", ", FormatBandwidth(d.bytes_per_second()));
+  absl::StrAppend(&text, ", median of ", d.windows(), d.cold() ? " cold" : " hot", " windows");
+  return text;
+}
+
+std::string ClockSummaryText(const v1::ClockSummary& c) {
+  if (c.samples() == 0) return "-";
+  std::string text = absl::StrCat("SM ", Fixed(c.sm_mhz_mean(), 0), " MHz (", c.sm_mhz_min(), "-",
+                                  c.sm_mhz_max(), "), memory ", c.memory_mhz_max(), " MHz");
+  if (c.temperature_c_max() > 0) absl::StrAppend(&text, ", ", c.temperature_c_max(), " C");
+  if (c.power_watts_max() > 0) absl::StrAppend(&text, ", ", Fixed(c.power_watts_max(), 0), " W");
+  if (c.throttle_reason_names_size() > 0) {
+    absl::StrAppend(&text, ", reasons: ", absl::StrJoin(c.throttle_reason_names(), "|"));
+  }
+  absl::StrAppend(&text, "; ", c.samples(), " readings");
+  return text;
+}
+
 }  // namespace report_internal
 
 using namespace report_internal;  // NOLINT: the formatters below are built from these.
@@ -192,6 +223,7 @@ std::string EnvironmentText(const v1::Environment& env) {
   if (env.clocks_available()) {
     table.AddRow({"clocks before", ClocksText(env.clocks_before())});
     table.AddRow({"clocks after", ClocksText(env.clocks_after())});
+    table.AddRow({"clocks during", ClockSummaryText(env.clocks_during())});
     table.AddRow({"throttled", env.throttled() ? "YES" : "no"});
   } else {
     table.AddRow({"clocks", "not available"});
@@ -215,8 +247,9 @@ std::string WorkloadHeading(const v1::BenchmarkReport& report, const WorkloadGro
   std::string heading = absl::StrCat("Workload ", group.name);
   if (!axes.empty()) absl::StrAppend(&heading, " (", absl::StrJoin(axes, ", "));
   if (report.has_definition()) {
-    absl::StrAppend(&heading, axes.empty() ? " (" : ", ", DTypeName(report.definition().dtype()),
-                    ", ", ModeName(report.definition().mode()));
+    absl::StrAppend(&heading, axes.empty() ? " (" : ", ",
+                    DTypeShortName(report.definition().dtype()), ", ",
+                    ModeShortName(report.definition().mode()));
   }
   if (!axes.empty() || report.has_definition()) heading += ")";
   if (first.bytes_moved() > 0) {
@@ -302,7 +335,6 @@ std::string ResultStatusName(v1::ResultStatus status) {
 
 std::string FormatReportTable(const v1::BenchmarkReport& report) {
   const bool multi_device = MultiDevice(report);
-  const std::string cache = CacheText(report.protocol());
   std::string out = absl::StrCat("Suite ", report.suite().empty() ? "(custom)" : report.suite());
   if (!report.definition().description().empty()) {
     absl::StrAppend(&out, ": ", report.definition().description());
@@ -315,10 +347,11 @@ std::string FormatReportTable(const v1::BenchmarkReport& report) {
     std::vector<std::string> header = {"#", "implementation"};
     if (multi_device) header.push_back("device");
     for (const char* column : {"median", "mean", "min", "p99", "GB/s", "SOL %", "vs #1",
-                               "correctness", "timer", "cache"}) {
+                               "correctness", "measured as", "SM MHz"}) {
       header.push_back(column);
     }
     TextTable table(header);
+    std::vector<std::string> notes;
     std::string peak;
     for (const v1::WorkloadResult* r : group.results) {
       const v1::LatencyStats& l = r->latency();
@@ -332,9 +365,17 @@ std::string FormatReportTable(const v1::BenchmarkReport& report) {
       row.push_back(Percent(SolPercent(r->sol())));
       row.push_back(VsBestText(r->vs_best()));
       row.push_back(CorrectnessText(*r));
-      row.push_back(TimerName(r->timer()));
-      row.push_back(cache);
+      const std::string measured_as = MeasuredAsText(report, *r);
+      row.push_back(measured_as);
+      row.push_back(r->clocks().samples() > 0 ? Fixed(r->clocks().sm_mhz_mean(), 0) : "-");
       table.AddRow(std::move(row));
+      const std::string who = absl::StrCat(r->implementation(), " (", measured_as, "): ");
+      if (const std::string dram = DramText(r->dram()); !dram.empty()) {
+        notes.push_back(absl::StrCat(who, dram));
+      }
+      for (const std::string& flag : r->integrity_flags()) {
+        notes.push_back(absl::StrCat(who, "FLAG ", flag));
+      }
       if (peak.empty()) peak = PeakNote(r->sol());
       if (!r->error().empty()) {
         errors.push_back(absl::StrCat(group.name, " / ", r->implementation(), ": ", r->error()));
@@ -345,6 +386,7 @@ std::string FormatReportTable(const v1::BenchmarkReport& report) {
       }
     }
     absl::StrAppend(&out, "\n", WorkloadHeading(report, group), "\n", table.Render("  "));
+    for (const std::string& note : notes) absl::StrAppend(&out, "  ", note, "\n");
     if (!peak.empty()) absl::StrAppend(&out, "  SOL % against ", peak, "\n");
   }
   if (!errors.empty()) {
@@ -437,7 +479,24 @@ std::string FormatReportCsv(const v1::BenchmarkReport& report) {
                                          "max_abs_error",
                                          "max_rel_error",
                                          "matched_ratio",
-                                         "error"};
+                                         "error",
+                                         "measured_as",
+                                         "sm_mhz_mean",
+                                         "sm_mhz_min",
+                                         "sm_mhz_max",
+                                         "memory_mhz",
+                                         "throttled",
+                                         "throttle_reasons",
+                                         "admission_settled",
+                                         "admission_settle_s",
+                                         "admission_sm_mhz_before",
+                                         "dram_read_bytes",
+                                         "dram_write_bytes",
+                                         "declared_read_bytes",
+                                         "declared_write_bytes",
+                                         "dram_gb_per_s",
+                                         "dram_note",
+                                         "integrity_flags"};
   std::vector<std::string> header(std::begin(kColumns), std::end(kColumns));
   std::string out = absl::StrJoin(header, ",") + "\n";
   const v1::Protocol& protocol = report.protocol();
@@ -451,8 +510,8 @@ std::string FormatReportCsv(const v1::BenchmarkReport& report) {
           r->workload(),
           std::to_string(AxisValue(report, *r, "batch_size")),
           std::to_string(AxisValue(report, *r, "hidden_size")),
-          DTypeName(report.definition().dtype()),
-          ModeName(report.definition().mode()),
+          DTypeShortName(report.definition().dtype()),
+          ModeShortName(report.definition().mode()),
           r->implementation(),
           r->device(),
           ResultStatusName(r->status()),
@@ -481,7 +540,24 @@ std::string FormatReportCsv(const v1::BenchmarkReport& report) {
           Number(c.max_abs_error()),
           Number(c.max_rel_error()),
           Number(c.matched_ratio()),
-          r->error()};
+          r->error(),
+          MeasuredAsText(report, *r),
+          Number(r->clocks().sm_mhz_mean()),
+          std::to_string(r->clocks().sm_mhz_min()),
+          std::to_string(r->clocks().sm_mhz_max()),
+          std::to_string(r->clocks().memory_mhz_max()),
+          r->throttled() ? "true" : "false",
+          absl::StrJoin(r->clocks().throttle_reason_names(), "|"),
+          r->admission().checked() ? (r->admission().settled() ? "true" : "false") : "",
+          Number(r->admission().settle_seconds()),
+          std::to_string(r->admission().sm_mhz_before()),
+          r->dram().available() ? Number(r->dram().read_bytes()) : "",
+          r->dram().available() ? Number(r->dram().write_bytes()) : "",
+          std::to_string(r->dram().declared_read_bytes()),
+          std::to_string(r->dram().declared_write_bytes()),
+          r->dram().available() ? Number(r->dram().bytes_per_second() / 1e9) : "",
+          r->dram().available() ? "" : r->dram().unavailable_reason(),
+          absl::StrJoin(r->integrity_flags(), "; ")};
       for (std::string& field : row) field = CsvField(field);
       out += absl::StrJoin(row, ",") + "\n";
     }
@@ -508,6 +584,8 @@ std::string FormatProgress(const v1::BenchmarkProgress& progress) {
   for (const v1::WorkloadResult& r : progress.results()) {
     std::string part =
         absl::StrCat(r.implementation(), " ", FormatSeconds(r.latency().median_seconds()));
+    if (!r.measured_as().empty()) absl::StrAppend(&part, " [", r.measured_as(), "]");
+    if (r.integrity_flags_size() > 0) absl::StrAppend(&part, " FLAGGED");
     if (r.status() != v1::RESULT_STATUS_PASSED && r.status() != v1::RESULT_STATUS_UNSPECIFIED) {
       absl::StrAppend(&part, " (", ResultStatusName(r.status()), ")");
     }
@@ -522,7 +600,7 @@ std::string FormatProgress(const v1::BenchmarkProgress& progress) {
 namespace {
 
 std::string TensorText(const v1::Tensor& t) {
-  return absl::StrCat(DTypeName(t.dtype()), " [", absl::StrJoin(t.shape(), ", "), "]");
+  return absl::StrCat(DTypeShortName(t.dtype()), " [", absl::StrJoin(t.shape(), ", "), "]");
 }
 
 }  // namespace
@@ -597,9 +675,9 @@ std::string FormatSuites(const v1::ListSuitesResponse& response) {
     for (const v1::Axis& a : s.axes()) {
       axes.push_back(a.is_const() ? absl::StrCat(a.name(), "=", a.value()) : a.name());
     }
-    table.AddRow({s.name(), DTypeName(s.dtype()), ModeName(s.mode()), absl::StrJoin(axes, " "),
-                  std::to_string(s.workloads_size()), absl::StrJoin(s.tags(), ","),
-                  Abbreviate(s.description(), 72)});
+    table.AddRow({s.name(), DTypeShortName(s.dtype()), ModeShortName(s.mode()),
+                  absl::StrJoin(axes, " "), std::to_string(s.workloads_size()),
+                  absl::StrJoin(s.tags(), ","), Abbreviate(s.description(), 72)});
   }
   return table.Render();
 }

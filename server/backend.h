@@ -26,10 +26,11 @@ struct Problem {
   std::int64_t hidden = 0;
   float eps = 1e-6f;
 
-  std::size_t RowElements() const {
+  // Elements and bytes of one [batch, hidden] tensor (hidden_states, residual, output, ...).
+  std::size_t TensorElements() const {
     return static_cast<std::size_t>(batch) * static_cast<std::size_t>(hidden);
   }
-  std::size_t RowBytes() const { return RowElements() * ElementSize(dtype); }
+  std::size_t TensorBytes() const { return TensorElements() * ElementSize(dtype); }
   std::size_t WeightBytes() const { return static_cast<std::size_t>(hidden) * ElementSize(dtype); }
 };
 
@@ -40,7 +41,7 @@ struct HostInputs {
   const void* weight = nullptr;
 };
 
-// Where the first call's results go (host memory owned by the caller, RowBytes() each).
+// Where the first call's results go (host memory owned by the caller, TensorBytes() each).
 // residual_out is ignored for Mode::kOutput. Null pointers: results are not copied back.
 struct HostOutputs {
   void* output = nullptr;
@@ -65,6 +66,8 @@ struct MeasureOptions {
   std::uint32_t graph_calls = 20;
   bool rotate_inputs = false;  // rotate among input copies larger than the last-level cache
   v1::Timer timer = v1::TIMER_UNSPECIFIED;  // unspecified = best available
+  // Also count DRAM bytes per call (CUPTI range profiler) in windows after the timed ones.
+  bool measure_dram_bytes = false;
   // Polled between samples; returning true stops the measurement early.
   std::function<bool()> should_stop;
 };
@@ -74,6 +77,17 @@ struct Measurement {
   v1::Timer timer = v1::TIMER_UNSPECIFIED;
   std::string timer_note;  // e.g. why CUPTI was not used
   bool stopped_early = false;
+  // Wall-clock split of the call (Run's timing): inputs to the device, the warm-up and
+  // timed calls, results back. Backends without a device copy report 0 for the copies.
+  double host_to_device_seconds = 0;
+  double device_seconds = 0;
+  double device_to_host_seconds = 0;
+  // Filled by backends that have them (GPUs with NVML / CUPTI); empty elsewhere.
+  v1::ClockSummary clocks;       // sampled while the timed samples ran
+  v1::ClockAdmission admission;  // the wait before them
+  // Per call, when measure_dram_bytes: read_bytes / write_bytes / windows / cold, or
+  // available = false with the reason. Declared bytes and checks are the engine's.
+  v1::DramTraffic dram;
 };
 
 // The wire description of a backend's implementations (the first is the default). `Impl`
@@ -102,6 +116,9 @@ class Backend {
   virtual const std::string& name() const = 0;
   virtual v1::Device Describe() const = 0;
   virtual std::vector<v1::Implementation> Implementations() const = 0;
+  // "cpu" or "cuda": what the device is, as Describe() says, never parsed from its name.
+  std::string kind() const { return Describe().kind(); }
+  bool IsGpu() const { return kind() == "cuda"; }
   bool HasImplementation(const std::string& impl) const;
   std::string DefaultImplementation() const;
 

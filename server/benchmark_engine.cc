@@ -11,12 +11,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "server/correctness.h"
-#include "server/input_generator.h"
-#include "server/request_validation.h"
+#include "common/input_generator.h"
+#include "server/evaluation.h"
+#include "server/measurement_checks.h"
 #include "server/sol.h"
 #include "server/statistics.h"
-#include "server/suites.h"
 
 #ifndef KERNELEVAL_VERSION
 #define KERNELEVAL_VERSION "0.0.0"
@@ -35,21 +34,6 @@ std::string Hostname() {
   char buf[256] = {};
   if (gethostname(buf, sizeof(buf) - 1) != 0) return "";
   return buf;
-}
-
-std::vector<PeakBandwidth> PeaksFor(const v1::Device& d, bool with_measured_copy) {
-  std::vector<PeakBandwidth> peaks;
-  if (d.peak_bytes_per_second() > 0) {
-    peaks.push_back({v1::PEAK_SOURCE_DEVICE_ATTRIBUTES, d.peak_bytes_per_second()});
-  }
-  if (d.datasheet_bytes_per_second() > 0) {
-    peaks.push_back({v1::PEAK_SOURCE_DATASHEET, d.datasheet_bytes_per_second()});
-  }
-  // A CPU has no attribute or datasheet peak: its measured copy bandwidth is the reference.
-  if ((with_measured_copy || peaks.empty()) && d.measured_copy_bytes_per_second() > 0) {
-    peaks.push_back({v1::PEAK_SOURCE_MEASURED_COPY, d.measured_copy_bytes_per_second()});
-  }
-  return peaks;
 }
 
 v1::Clocks ReadClocks(Backend& backend, bool* available) { return backend.ReadClocks(available); }
@@ -76,10 +60,10 @@ std::vector<std::uint8_t> ParallelRandomTensor(DType dtype, std::size_t n, std::
 std::string ServerVersion() { return KERNELEVAL_VERSION; }
 std::string GitRevision() { return KERNELEVAL_GIT_REVISION; }
 
-DeviceRun RunSuiteOnDevice(Backend& backend, const BenchmarkPlan& plan,
-                           const std::function<void(const v1::BenchmarkProgress&)>& on_progress,
-                           const std::function<bool()>& should_stop,
-                           const SampleObserver& on_samples) {
+DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
+                            const std::function<void(const v1::BenchmarkProgress&)>& on_progress,
+                            const std::function<bool()>& should_stop,
+                            const SampleObserver& on_samples) {
   DeviceRun run;
   v1::Environment& env = run.environment;
   const v1::Device device = backend.Describe();
@@ -95,30 +79,29 @@ DeviceRun RunSuiteOnDevice(Backend& backend, const BenchmarkPlan& plan,
   *env.mutable_clocks_before() = ReadClocks(backend, &clocks_available);
   env.set_clocks_available(clocks_available);
 
-  const v1::SuiteDefinition& suite = plan.suite;
-  const std::vector<PeakBandwidth> peaks = PeaksFor(device, plan.protocol.measure_copy_bandwidth());
+  const std::vector<PeakBandwidth> peaks =
+      PeaksFor(device, plan.protocol.measure_copy_bandwidth());
   MeasureOptions options = ToMeasureOptions(plan.protocol);
   options.should_stop = should_stop;
-  const DType dtype = *DTypeFromProto(suite.dtype(), "dtype");
-  const Mode mode = *ModeFromProto(suite.mode(), "mode");
+  const auto workload_count = static_cast<std::uint32_t>(plan.workloads.size());
 
-  const int workload_count = suite.workloads_size();
-  for (int wi = 0; wi < workload_count; ++wi) {
-    const v1::Workload& workload = suite.workloads(wi);
-    const std::string workload_name = WorkloadName(suite, workload);
+  for (const PlannedWorkload& w : plan.workloads) {
     v1::BenchmarkProgress progress;
-    progress.set_workload_index(static_cast<std::uint32_t>(wi));
-    progress.set_workload_count(static_cast<std::uint32_t>(workload_count));
-    progress.set_workload(workload_name);
+    progress.set_workload_index(static_cast<std::uint32_t>(w.index));
+    progress.set_workload_count(workload_count);
+    progress.set_workload(w.name);
     progress.set_device(backend.name());
-
     auto base_result = [&](const std::string& impl) {
       v1::WorkloadResult r;
-      r.set_workload(workload_name);
-      *r.mutable_axes() = workload.axes();
+      r.set_workload(w.name);
+      *r.mutable_axes() = w.workload.axes();
       r.set_implementation(impl);
       r.set_device(backend.name());
       return r;
+    };
+    auto record = [&](v1::WorkloadResult r) {
+      *progress.add_results() = r;
+      run.results.push_back(std::move(r));
     };
 
     if (should_stop && should_stop()) {
@@ -127,70 +110,56 @@ DeviceRun RunSuiteOnDevice(Backend& backend, const BenchmarkPlan& plan,
         v1::WorkloadResult r = base_result(impl);
         r.set_status(v1::RESULT_STATUS_SKIPPED);
         r.set_error("stopped before this workload (cancelled, deadline or time cap)");
-        run.results.push_back(r);
-        *progress.add_results() = r;
+        record(std::move(r));
       }
       if (on_progress) on_progress(progress);
       continue;
     }
 
-    const WorkloadShape shape = *ResolveShape(suite, workload);
-    Problem problem;
-    problem.dtype = dtype;
-    problem.mode = mode;
-    problem.batch = shape.batch;
-    problem.hidden = shape.hidden;
-    problem.eps = static_cast<float>(suite.eps() > 0 ? suite.eps() : kDefaultEps);
-
-    const std::uint64_t seed = workload.seed() != 0 ? workload.seed() : plan.protocol.seed();
-    const std::size_t n = problem.RowElements();
-    const auto x = ParallelRandomTensor(dtype, n, DeriveSeed(seed, "hidden_states", wi));
-    const auto r = ParallelRandomTensor(dtype, n, DeriveSeed(seed, "residual", wi));
-    const auto w =
-        RandomTensor(dtype, static_cast<std::size_t>(shape.hidden), DeriveSeed(seed, "weight", wi));
-    std::vector<double> ref_out(n), ref_res(WritesResidual(mode) ? n : 0);
-    FusedAddRmsNormReference(dtype, shape.batch, shape.hidden, problem.eps, x.data(), r.data(),
-                             w.data(), ref_out.data(),
-                             WritesResidual(mode) ? ref_res.data() : nullptr);
-    const v1::Tolerance tolerance = ResolveTolerance(dtype, workload.tolerance());
-    const std::uint64_t bytes = BytesMoved(dtype, mode, shape.batch, shape.hidden);
+    const Problem& problem = w.problem;
+    const std::size_t n = problem.TensorElements();
+    const auto x = ParallelRandomTensor(problem.dtype, n, DeriveSeed(w.seed, "hidden_states", w.index));
+    const auto r = ParallelRandomTensor(problem.dtype, n, DeriveSeed(w.seed, "residual", w.index));
+    const auto wt = RandomTensor(problem.dtype, static_cast<std::size_t>(problem.hidden),
+                                 DeriveSeed(w.seed, "weight", w.index));
+    const HostInputs inputs{x.data(), r.data(), wt.data()};
+    const Reference reference = ComputeReference(problem, inputs);
 
     for (const std::string& impl : plan.implementations) {
       v1::WorkloadResult result = base_result(impl);
-      result.set_bytes_moved(bytes);
+      result.set_bytes_moved(BytesMoved(problem.dtype, problem.mode, problem.batch, problem.hidden));
       // Poisoned with 0xff (NaN in every dtype) so that unwritten elements fail the check.
-      std::vector<unsigned char> out(problem.RowBytes(), 0xff);
-      std::vector<unsigned char> res(WritesResidual(mode) ? problem.RowBytes() : 0, 0xff);
-      absl::StatusOr<Measurement> m = backend.Measure(problem, {x.data(), r.data(), w.data()},
-                                                      {out.data(), res.data()}, impl, options);
-      if (!m.ok()) {
+      std::vector<unsigned char> out(problem.TensorBytes(), 0xff);
+      std::vector<unsigned char> res(WritesResidual(problem.mode) ? problem.TensorBytes() : 0, 0xff);
+      EvaluationSpec spec;
+      spec.problem = problem;
+      spec.inputs = inputs;
+      spec.outputs = {out.data(), res.data()};
+      spec.implementation = impl;
+      spec.options = options;
+      spec.peaks = peaks;
+      spec.reference = &reference;
+      spec.tolerance = w.tolerance;
+      absl::StatusOr<Evaluation> e = Evaluate(backend, spec);
+      if (!e.ok()) {
         result.set_status(v1::RESULT_STATUS_RUNTIME_ERROR);
-        result.set_error(m.status().ToString());
+        result.set_error(e.status().ToString());
       } else {
-        result.set_timer(m->timer);
-        if (on_samples) on_samples(impl, m->samples_seconds);
-        const SampleStats stats = ComputeStats(m->samples_seconds);
-        ToProto(stats, result.mutable_latency());
-        if (stats.median > 0)
-          result.set_bytes_per_second(static_cast<double>(bytes) / stats.median);
-        for (v1::SolFigure& f : SolFigures(bytes, stats.median, peaks)) *result.add_sol() = f;
-        v1::Correctness c = CheckAgainstReference(dtype, out.data(), ref_out.data(), n, tolerance);
-        if (WritesResidual(mode)) {
-          c = MergeCorrectness(
-              c, CheckAgainstReference(dtype, res.data(), ref_res.data(), n, tolerance));
-        }
-        *result.mutable_correctness() = c;
-        if (m->stopped_early && m->samples_seconds.empty()) {
+        if (on_samples) on_samples(impl, e->measurement.samples_seconds);
+        WriteEvaluation(*e, &result);
+        AnnotateMeasurement(e->measurement, problem, device, options, e->stats.median, &result,
+                            &env);
+        if (e->measurement.stopped_early && e->measurement.samples_seconds.empty()) {
           result.set_status(v1::RESULT_STATUS_SKIPPED);
           result.set_error("stopped before any timed sample");
           run.complete = false;
         } else {
-          result.set_status(c.passed() ? v1::RESULT_STATUS_PASSED : v1::RESULT_STATUS_INCORRECT);
-          if (m->stopped_early) run.complete = false;
+          result.set_status(e->correctness.passed() ? v1::RESULT_STATUS_PASSED
+                                                    : v1::RESULT_STATUS_INCORRECT);
+          if (e->measurement.stopped_early) run.complete = false;
         }
       }
-      run.results.push_back(result);
-      *progress.add_results() = result;
+      record(std::move(result));
     }
     if (on_progress) on_progress(progress);
   }

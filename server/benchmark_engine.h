@@ -8,14 +8,9 @@
 
 #include "kerneleval/v1/kerneleval.pb.h"
 #include "server/backend.h"
+#include "server/request_validation.h"
 
 namespace kerneleval::server {
-
-struct BenchmarkPlan {
-  v1::SuiteDefinition suite;                 // validated
-  std::vector<std::string> implementations;  // each available on the device
-  v1::Protocol protocol;                     // resolved (defaults filled in)
-};
 
 // Receives every timed sample of an implementation (for the kernel-time histograms).
 using SampleObserver =
@@ -27,10 +22,12 @@ struct DeviceRun {
   bool complete = true;
 };
 
-// Runs on the device's worker thread. `on_progress` is called once per workload with that
-// workload's results; `should_stop` is polled between samples and workloads (cancellation,
-// deadline, time cap). Failures of one implementation become results, not errors.
-DeviceRun RunSuiteOnDevice(Backend& backend, const BenchmarkPlan& plan,
+// Runs on the device's worker thread: for each workload, generates its inputs and fp64
+// reference once, then evaluates every implementation of `plan` on them (server/evaluation.h).
+// `on_progress` is called once per workload with that workload's results; `should_stop` is
+// polled between samples and workloads (cancellation, deadline, time cap). Failures of one
+// implementation become results, not errors.
+DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
                            const std::function<void(const v1::BenchmarkProgress&)>& on_progress,
                            const std::function<bool()>& should_stop,
                            const SampleObserver& on_samples = nullptr);

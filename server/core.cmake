@@ -1,13 +1,10 @@
-# Engine pieces that need no RPC and no threads: statistics, SOL, correctness, input
-# generation and suite definitions. Paths are relative to this file so that the list can be
-# included from anywhere.
+# Engine pieces that need no RPC and no threads: statistics, SOL, correctness. Paths are
+# relative to this file so that the list can be included from anywhere.
 add_library(kerneleval_engine_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/statistics.cc
   ${CMAKE_CURRENT_LIST_DIR}/sol.cc
-  ${CMAKE_CURRENT_LIST_DIR}/correctness.cc
-  ${CMAKE_CURRENT_LIST_DIR}/input_generator.cc
-  ${CMAKE_CURRENT_LIST_DIR}/suites.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/correctness.cc)
 target_include_directories(kerneleval_engine_core PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(kerneleval_engine_core
-  PUBLIC kerneleval_proto kerneleval_kernels absl::status absl::statusor absl::strings
-         nlohmann_json::nlohmann_json)
+  PUBLIC kerneleval_common kerneleval_proto kerneleval_kernels absl::status absl::statusor
+         absl::strings)

@@ -6,7 +6,7 @@
 #include "absl/strings/str_split.h"
 #include "server/cpu_backend.h"
 #include "server/process_backend.h"
-#include "server/status_macros.h"
+#include "common/status_macros.h"
 #ifdef KERNELEVAL_HAVE_CUDA
 #include "server/cuda_backend.h"
 #endif
@@ -108,7 +108,10 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const std::string& device
   }
 #ifdef KERNELEVAL_HAVE_CUDA
   std::vector<CudaImplementation> impls = BuiltinCudaImplementations();
-  if (fault_injection) impls.push_back(FaultInjectionImplementation());
+  if (fault_injection) {
+    impls.push_back(FaultInjectionImplementation());
+    impls.push_back(LazyHalfRowsImplementation());
+  }
   return std::make_unique<CudaBackend>(ordinal, std::move(impls));
 #else
   return absl::FailedPreconditionError("--device: this build has no CUDA support");

@@ -1,11 +1,13 @@
 #include "server/device_host.h"
 
 #include <cstdlib>
-#include <iostream>
 
 #include "absl/strings/str_cat.h"
 #include "kerneleval/internal/device_host.pb.h"
 #include "server/device_host_channel.h"
+#include "server/request_validation.h"
+#include "common/log.h"
+#include "common/status_macros.h"
 
 namespace kerneleval::server {
 namespace {
@@ -43,24 +45,12 @@ absl::StatusOr<Measurement> Run(Backend& backend, SharedRegion& region,
     return absl::InternalError("device host: a tensor lies outside the shared region");
   }
   Problem problem;
-  problem.dtype = static_cast<DType>(call.dtype());
-  problem.mode = static_cast<Mode>(call.mode());
+  ASSIGN_OR_RETURN(problem.dtype, DTypeFromProto(call.dtype(), "MeasureCall.dtype"));
+  ASSIGN_OR_RETURN(problem.mode, ModeFromProto(call.mode(), "MeasureCall.mode"));
   problem.batch = call.batch();
   problem.hidden = call.hidden();
   problem.eps = call.eps();
-  MeasureOptions options;
-  options.warmup = call.warmup();
-  options.repetitions = call.repetitions();
-  options.adaptive.enabled = call.adaptive();
-  options.adaptive.min_samples = call.adaptive_min_samples();
-  options.adaptive.max_samples = call.adaptive_max_samples();
-  options.adaptive.target_relative_spread = call.adaptive_target_relative_spread();
-  options.adaptive.max_seconds = call.adaptive_max_seconds();
-  options.cold = call.cold();
-  options.graph = call.graph();
-  options.graph_calls = call.graph_calls();
-  options.rotate_inputs = call.rotate_inputs();
-  options.timer = call.timer();
+  MeasureOptions options = ToMeasureOptions(call.protocol());
   options.should_stop = [&region] { return region.stop_flag().load() != 0; };
   return backend.Measure(problem, HostInputs{hidden_states, residual, weight},
                          HostOutputs{output, residual_out}, call.implementation(), options);
@@ -93,7 +83,7 @@ int ServeDeviceHost(Backend& backend, int channel_fd, int region_fd) {
     const absl::Status received = channel.Receive(&call);
     if (received.code() == absl::StatusCode::kUnavailable) return 0;  // the server is done
     if (!received.ok()) {
-      std::cerr << "kerneleval-device-host " << backend.name() << ": " << received << "\n";
+      LogError(absl::StrCat(backend.name(), ": ", received.ToString()));
       return 1;
     }
     internal::MeasureReply reply;
@@ -104,12 +94,15 @@ int ServeDeviceHost(Backend& backend, int channel_fd, int region_fd) {
       reply.set_timer(m->timer);
       reply.set_timer_note(m->timer_note);
       reply.set_stopped_early(m->stopped_early);
+      *reply.mutable_clocks() = m->clocks;
+      *reply.mutable_admission() = m->admission;
+      *reply.mutable_dram() = m->dram;
     }
     reply.set_healthy(backend.Healthy());
     if (!channel.Send(reply).ok()) return 1;
     if (!reply.healthy()) {
-      std::cerr << "kerneleval-device-host " << backend.name()
-                << ": the device faulted; exiting so that the server starts a new host\n";
+      LogError(absl::StrCat(backend.name(),
+                            ": the device faulted; exiting so that the server starts a new host"));
       // No destructors: releasing memory and streams through a poisoned context can only
       // fail or stall, and the driver reclaims all of it when the process ends.
       std::_Exit(3);

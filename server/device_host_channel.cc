@@ -1,5 +1,6 @@
 #include "server/device_host_channel.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace kerneleval::server {
 namespace {
@@ -143,24 +145,37 @@ SharedRegion SharedRegion::Adopt(int fd) {
 absl::Status SharedRegion::Resize(std::size_t data_bytes) {
   const std::size_t total = kHeaderBytes + data_bytes;
   if (total == bytes_) return absl::OkStatus();
-  Unmap();
-  if (ftruncate(fd_, static_cast<off_t>(total)) != 0) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("shared tensor region of ", total, " bytes: ", std::strerror(errno)));
+  const std::size_t old_total = bytes_;
+  if (total > old_total) {
+    // Reserved now: a memfd grown by ftruncate alone gets its pages on first touch, and memory
+    // exhaustion would then surface as SIGBUS inside a memcpy instead of this error.
+    const int err = posix_fallocate(fd_, 0, static_cast<off_t>(total));
+    if (err != 0) {
+      if (old_total > 0) (void)ftruncate(fd_, static_cast<off_t>(old_total));
+      return absl::ResourceExhaustedError(
+          absl::StrCat("shared tensor region of ", total, " bytes: ", std::strerror(err)));
+    }
   }
-  return Map(total);
+  // The new mapping replaces the old one only once it exists: on failure the region keeps
+  // its old, valid mapping.
+  RETURN_IF_ERROR(Remap(total));
+  if (total < old_total && ftruncate(fd_, static_cast<off_t>(total)) != 0) {
+    return absl::InternalError(absl::StrCat("shrinking the shared tensor region to ", total,
+                                            " bytes: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SharedRegion::MapSize(std::size_t total_bytes) {
   if (total_bytes == bytes_) return absl::OkStatus();
   if (total_bytes < kHeaderBytes) return absl::InvalidArgumentError("shared region too small");
-  Unmap();
-  return Map(total_bytes);
+  return Remap(total_bytes);
 }
 
-absl::Status SharedRegion::Map(std::size_t bytes) {
+absl::Status SharedRegion::Remap(std::size_t bytes) {
   void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
   if (base == MAP_FAILED) return Errno("mmap of the shared tensor region");
+  Unmap();
   base_ = base;
   bytes_ = bytes;
   return absl::OkStatus();

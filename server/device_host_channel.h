@@ -75,12 +75,15 @@ class SharedRegion {
   unsigned char* data() { return static_cast<unsigned char*>(base_) + kHeaderBytes; }
   std::size_t data_bytes() const { return bytes_ > kHeaderBytes ? bytes_ - kHeaderBytes : 0; }
   // Set by the server to ask the host to stop a measurement between samples.
+  // Both processes operate on it through their own mappings: only a lock-free atomic is
+  // an atomic across processes.
+  static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
   std::atomic<std::uint32_t>& stop_flag() {
     return *static_cast<std::atomic<std::uint32_t>*>(base_);
   }
 
  private:
-  absl::Status Map(std::size_t bytes);
+  absl::Status Remap(std::size_t bytes);  // maps `bytes`, then drops the old mapping
   void Unmap();
   void Reset();
 

@@ -3,14 +3,16 @@
 #include <signal.h>
 #include <sys/resource.h>
 
-#include <iostream>
 
 #include <CLI/CLI.hpp>
 
+#include "common/log.h"
 #include "server/device_factory.h"
 #include "server/device_host.h"
 
 int main(int argc, char** argv) {
+  kerneleval::SetLogProgram("kerneleval-device-host");
+  kerneleval::RouteProtobufLogs();
   // The server decides when a host ends, by closing its channel after draining.
   signal(SIGINT, SIG_IGN);
   signal(SIGTERM, SIG_IGN);
@@ -35,7 +37,7 @@ int main(int argc, char** argv) {
   auto backend = kerneleval::server::CreateBackend(device, fault_injection,
                                                    /*in_device_host=*/true);
   if (!backend.ok()) {
-    std::cerr << "kerneleval-device-host: " << backend.status().message() << "\n";
+    kerneleval::LogError(backend.status().message());
     return 2;
   }
   return kerneleval::server::ServeDeviceHost(**backend, channel_fd, region_fd);

@@ -2,12 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/bounded_text.h"
 
 namespace kerneleval::server {
-
-std::string DeviceKind(const std::string& device_name) {
-  return device_name.substr(0, device_name.find(':'));
-}
 
 std::string DeviceSet::Names() const {
   std::vector<std::string> names;
@@ -20,7 +17,7 @@ absl::StatusOr<DeviceWorker*> DeviceSet::Find(const std::string& name, const cha
     if (w->name() == name) return w.get();
   }
   return absl::NotFoundError(
-      absl::StrCat(field, ": device '", name, "' not found (available: ", Names(), ")"));
+      absl::StrCat(field, ": device ", Quote(name), " not found (available: ", Names(), ")"));
 }
 
 absl::StatusOr<DeviceWorker*> DeviceSet::FindHealthy(const std::string& name,
@@ -28,7 +25,7 @@ absl::StatusOr<DeviceWorker*> DeviceSet::FindHealthy(const std::string& name,
   absl::StatusOr<DeviceWorker*> found = Find(name, field);
   if (found.ok() && !(*found)->backend().Healthy()) {
     return absl::UnavailableError(
-        absl::StrCat(field, ": device '", name, "' is recovering from a fault; retry shortly"));
+        absl::StrCat(field, ": device ", Quote(name), " is recovering from a fault; retry shortly"));
   }
   return found;
 }
@@ -37,7 +34,7 @@ absl::StatusOr<DeviceWorker*> DeviceSet::LeastLoaded(const std::string& kind) co
   DeviceWorker* best = nullptr;
   std::size_t best_load = 0;
   for (const auto& w : workers_) {
-    if (!kind.empty() && DeviceKind(w->name()) != kind) continue;
+    if (!kind.empty() && w->backend().kind() != kind) continue;
     if (!w->backend().Healthy()) continue;
     const std::size_t load = w->load();
     if (best == nullptr || load < best_load) {
@@ -56,7 +53,7 @@ absl::StatusOr<DeviceWorker*> DeviceSet::LeastLoaded(const std::string& kind) co
 std::vector<DeviceWorker*> DeviceSet::OfKind(const std::string& kind) const {
   std::vector<DeviceWorker*> out;
   for (const auto& w : workers_) {
-    if (DeviceKind(w->name()) == kind) out.push_back(w.get());
+    if (w->backend().kind() == kind) out.push_back(w.get());
   }
   return out;
 }

@@ -32,7 +32,4 @@ class DeviceSet {
   std::vector<std::unique_ptr<DeviceWorker>> workers_;
 };
 
-// "cuda" for "cuda:3", "cpu" for "cpu" and "cpu:1".
-std::string DeviceKind(const std::string& device_name);
-
 }  // namespace kerneleval::server

@@ -1,8 +1,7 @@
 #include "server/device_worker.h"
 
-#include <iostream>
-
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
 
 namespace kerneleval::server {
 namespace {
@@ -69,17 +68,18 @@ void DeviceWorker::RecoverDevice() {
   for (int attempt = 0; attempt < 5 && !backend_->Healthy(); ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200 << attempt));
     const absl::Status s = backend_->Recover();
-    std::cerr << "kerneleval-server: " << name() << " fault: recovery attempt " << attempt + 1
-              << ": " << (s.ok() ? "device rebuilt" : s.ToString()) << "\n";
+    Log(s.ok() ? LogLevel::kWarning : LogLevel::kError,
+        absl::StrCat(name(), " fault: recovery attempt ", attempt + 1, ": ",
+                     s.ok() ? "device rebuilt" : s.ToString()));
   }
   gave_up_ = !backend_->Healthy();
   if (!gave_up_) {
     fault_reported_.store(false);
     if (on_health_) on_health_(true);
   } else {
-    std::cerr << "kerneleval-server: " << name()
-              << " could not be rebuilt in this process; liveness turns NOT_SERVING so that the "
-                 "orchestrator restarts the server\n";
+    LogError(absl::StrCat(name(),
+                          " could not be rebuilt in this process; liveness turns NOT_SERVING so "
+                          "that the orchestrator restarts the server"));
     if (on_failed_) on_failed_();
   }
 }
@@ -116,3 +116,4 @@ void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
 }
 
 }  // namespace kerneleval::server
+

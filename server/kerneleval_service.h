@@ -1,38 +1,28 @@
-// The RPC edge: the only place that sees grpc::Status. Each handler validates, picks a
-// device, queues a job on its worker and answers from the worker thread.
+// The RPC edge of kerneleval.v1.KernelEval: the only place that sees grpc::Status. Each
+// handler parses, hands the request to the evaluation path (server/run_call.h for Run,
+// server/benchmark_engine.h for Benchmark) and answers from the worker thread.
+//
+// Run and Benchmark take raw bytes and parse them themselves, so that a body that is not the
+// request message is answered INVALID_ARGUMENT naming the method (gRPC's own parse failure
+// is UNIMPLEMENTED with an empty message).
 #pragma once
 
-#include <atomic>
-#include <string>
-#include <vector>
-
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
-#include "server/device_set.h"
-#include "server/metrics.h"
-#include "server/request_validation.h"
+#include "server/service_state.h"
 
 namespace kerneleval::server {
 
-struct ServiceState {
-  DeviceSet* devices = nullptr;
-  std::vector<v1::SuiteDefinition> suites;  // loaded at start
-  Metrics* metrics = nullptr;
-  RequestLimits limits;
-  std::atomic<bool> ready{false};
-  // Every device has warmed up: work is admitted from then on. Readiness also drops while
-  // a device recovers from a fault, but healthy devices keep serving meanwhile.
-  std::atomic<bool> warmed{false};
-  std::atomic<bool> draining{false};
-};
-
-class KernelEvalService final : public v1::KernelEval::CallbackService {
+class KernelEvalService final
+    : public v1::KernelEval::WithRawCallbackMethod_Run<
+          v1::KernelEval::WithRawCallbackMethod_Benchmark<v1::KernelEval::CallbackService>> {
  public:
   explicit KernelEvalService(ServiceState* state) : state_(state) {}
 
-  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context, const v1::RunRequest* request,
-                                v1::RunResponse* response) override;
-  grpc::ServerWriteReactor<v1::BenchmarkEvent>* Benchmark(
-      grpc::CallbackServerContext* context, const v1::BenchmarkRequest* request) override;
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context,
+                                const grpc::ByteBuffer* request,
+                                grpc::ByteBuffer* response) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Benchmark(grpc::CallbackServerContext* context,
+                                                        const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* ListSuites(grpc::CallbackServerContext* context,
                                        const v1::ListSuitesRequest* request,
                                        v1::ListSuitesResponse* response) override;

@@ -8,12 +8,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 
 #include <CLI/CLI.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "common/log.h"
 #include "server/benchmark_engine.h"
 #include "server/server.h"
 
@@ -62,6 +62,8 @@ bool WritePortFile(const std::string& path, int grpc_port, int metrics_port) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kerneleval::SetLogProgram("kerneleval-server");
+  kerneleval::RouteProtobufLogs();
   kerneleval::server::ServerOptions o;
   o.suites_dir = DefaultSuitesDir();
   std::string port_file, token_file, metrics_auth_file;
@@ -104,6 +106,11 @@ int main(int argc, char** argv) {
   app.add_option("--max-benchmark-seconds", o.limits.max_benchmark_seconds,
                  "Wall-clock cap of one benchmark")
       ->capture_default_str();
+  o.limits.max_queued_bytes = kerneleval::server::DefaultMaxQueuedBytes();
+  app.add_option("--max-queued-bytes", o.limits.max_queued_bytes,
+                 "Bytes of Run requests and outputs held for queued work before new Runs get "
+                 "RESOURCE_EXHAUSTED (default: half the cgroup memory limit; 0: no bound)")
+      ->capture_default_str();
   app.add_option("--queue-capacity", o.queue_capacity, "Jobs queued per device")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
@@ -116,12 +123,13 @@ int main(int argc, char** argv) {
   app.add_option("--tls-cert", o.tls_cert_file, "PEM server certificate chain (enables TLS)");
   app.add_option("--tls-key", o.tls_key_file, "PEM server private key");
   app.add_option("--tls-client-ca", o.tls_client_ca_file, "PEM CA that client certificates need");
-  app.add_option("--telemetry-seconds", o.nvml_sample_seconds, "GPU telemetry sampling interval")
+  app.add_option("--telemetry-seconds", o.telemetry_seconds, "GPU telemetry sampling interval")
       ->capture_default_str();
   bool disable_cupti = false;
   app.add_flag("--disable-cupti", disable_cupti,
-               "Time with CUDA events only. CUPTI, once attached, adds ~0.4 us to every kernel of "
-               "a replayed CUDA graph (H200): use this for graph-replay benchmarks");
+               "Never load CUPTI: CUDA events only, no kernel-only timer and no DRAM counters. "
+               "Not needed for graph replay: CUPTI is attached only for measurements that ask "
+               "for it and detached (cuptiFinalize) after them");
   app.add_flag("--enable-fault-injection", o.enable_fault_injection,
                "Register test-only implementations that fault on purpose (device recovery tests)");
   std::string isolation = "auto";
@@ -185,7 +193,7 @@ int main(int argc, char** argv) {
     std::getline(in, token);
     o.auth_token = std::string(absl::StripAsciiWhitespace(token));
     if (o.auth_token.empty()) {  // never start open because the file held no token
-      std::cerr << "error: --auth-token-file: cannot read a token from '" << token_file << "'\n";
+      kerneleval::LogError("--auth-token-file: cannot read a token from '" + token_file + "'");
       return 2;
     }
   }
@@ -197,8 +205,8 @@ int main(int argc, char** argv) {
     o.metrics_basic_auth = std::string(absl::StripAsciiWhitespace(line));
     const std::size_t colon = o.metrics_basic_auth.find(':');
     if (colon == 0 || colon == std::string::npos) {  // never serve /metrics open instead
-      std::cerr << "error: --metrics-basic-auth-file: cannot read 'user:password' from '"
-                << metrics_auth_file << "'\n";
+      kerneleval::LogError("--metrics-basic-auth-file: cannot read 'user:password' from '" +
+                           metrics_auth_file + "'");
       return 2;
     }
   }
@@ -212,22 +220,23 @@ int main(int argc, char** argv) {
 
   auto server = kerneleval::server::KernelEvalServer::Start(o);
   if (!server.ok()) {
-    std::cerr << "error: " << server.status().message() << "\n";
+    kerneleval::LogError(server.status().message());
     return 1;
   }
-  std::cerr << "kerneleval-server " << kerneleval::server::ServerVersion() << " listening on port "
-            << (*server)->grpc_port() << ", metrics on port " << (*server)->metrics_port() << "\n";
+  kerneleval::LogInfo(absl::StrCat("version ", kerneleval::server::ServerVersion(),
+                                   " listening on port ", (*server)->grpc_port(),
+                                   ", metrics on port ", (*server)->metrics_port()));
   if (!port_file.empty() &&
       !WritePortFile(port_file, (*server)->grpc_port(), (*server)->metrics_port())) {
-    std::cerr << "error: --port-file: cannot write '" << port_file << "'\n";
+    kerneleval::LogError("--port-file: cannot write '" + port_file + "'");
     return 1;
   }
 
   int sig = 0;
   sigwait(&signals, &sig);
-  std::cerr << "kerneleval-server: signal " << sig << ", draining for up to " << drain_seconds
-            << " s\n";
+  kerneleval::LogInfo(
+      absl::StrCat("signal ", sig, ", draining for up to ", drain_seconds, " s"));
   (*server)->Shutdown(absl::Seconds(drain_seconds));
-  std::cerr << "kerneleval-server: stopped\n";
+  kerneleval::LogInfo("stopped");
   return 0;
 }

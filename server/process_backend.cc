@@ -9,12 +9,13 @@
 
 #include <chrono>
 #include <cstring>
-#include <iostream>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "server/status_macros.h"
+#include "common/log.h"
+#include "common/status_macros.h"
+#include "server/request_validation.h"
 #ifdef KERNELEVAL_HAVE_CUDA
 #include "server/nvml.h"
 #endif
@@ -85,24 +86,13 @@ std::size_t Place(internal::Slot* slot, std::size_t bytes, std::size_t* used) {
 
 void FillCall(const Problem& problem, const std::string& impl, const MeasureOptions& options,
               internal::MeasureCall* call) {
-  call->set_dtype(static_cast<int>(problem.dtype));
-  call->set_mode(static_cast<int>(problem.mode));
+  call->set_dtype(DTypeToProto(problem.dtype));
+  call->set_mode(ModeToProto(problem.mode));
   call->set_batch(problem.batch);
   call->set_hidden(problem.hidden);
   call->set_eps(problem.eps);
   call->set_implementation(impl);
-  call->set_warmup(options.warmup);
-  call->set_repetitions(options.repetitions);
-  call->set_adaptive(options.adaptive.enabled);
-  call->set_adaptive_min_samples(options.adaptive.min_samples);
-  call->set_adaptive_max_samples(options.adaptive.max_samples);
-  call->set_adaptive_target_relative_spread(options.adaptive.target_relative_spread);
-  call->set_adaptive_max_seconds(options.adaptive.max_seconds);
-  call->set_cold(options.cold);
-  call->set_graph(options.graph);
-  call->set_graph_calls(options.graph_calls);
-  call->set_rotate_inputs(options.rotate_inputs);
-  call->set_timer(options.timer);
+  *call->mutable_protocol() = ToProtocol(options);
 }
 
 }  // namespace
@@ -198,11 +188,10 @@ absl::Status ProcessBackend::Recover() {
   const pid_t old = host_pid();
   const std::string how = KillHost();
   if (old != 0)
-    std::cerr << "kerneleval-server: " << name_ << ": device host " << old << " " << how << "\n";
+    LogWarning(absl::StrCat(name_, ": device host ", old, " ", how));
   RETURN_IF_ERROR(Spawn());
   RETURN_IF_ERROR(AwaitReady());
-  std::cerr << "kerneleval-server: " << name_ << ": new device host " << host_pid()
-            << " is serving\n";
+  LogInfo(absl::StrCat(name_, ": new device host ", host_pid(), " is serving"));
   return absl::OkStatus();
 }
 
@@ -234,8 +223,7 @@ absl::Status ProcessBackend::HostLost(const std::string& during, const absl::Sta
   const pid_t pid = host_pid();
   // A hung host will not exit by itself.
   const std::string how = KillHost(hung ? std::chrono::milliseconds(0) : std::chrono::seconds(2));
-  std::cerr << "kerneleval-server: " << name_ << ": device host " << pid << " " << how << " while "
-            << during << "\n";
+  LogError(absl::StrCat(name_, ": device host ", pid, " ", how, " while ", during));
   return absl::InternalError(absl::StrCat(name_, ": the device host process ", how, " while ",
                                           during, " (", cause.message(),
                                           "); the device is being restarted"));
@@ -252,7 +240,7 @@ absl::StatusOr<Measurement> ProcessBackend::Measure(const Problem& problem,
   }
   internal::MeasureCall call;
   FillCall(problem, impl, options, &call);
-  const std::size_t rows = problem.RowBytes();
+  const std::size_t rows = problem.TensorBytes();
   std::size_t used = 0;
   const std::size_t hs = Place(call.mutable_hidden_states(), rows, &used);
   const std::size_t res = Place(call.mutable_residual(), rows, &used);
@@ -294,8 +282,8 @@ absl::StatusOr<Measurement> ProcessBackend::Measure(const Problem& problem,
     // one before the next job.
     ReportFault();
     const pid_t pid = host_pid();
-    std::cerr << "kerneleval-server: " << name_ << ": device host " << pid << " faulted ("
-              << reply.status().message() << "); it " << KillHost() << "\n";
+    LogError(absl::StrCat(name_, ": device host ", pid, " faulted (", reply.status().message(),
+                          "); it ", KillHost()));
   }
   const absl::Status status = FromProto(reply.status());
   if (status.ok()) {
@@ -317,6 +305,9 @@ absl::StatusOr<Measurement> ProcessBackend::Measure(const Problem& problem,
   m.timer = reply.timer();
   m.timer_note = reply.timer_note();
   m.stopped_early = reply.stopped_early();
+  m.clocks = reply.clocks();
+  m.admission = reply.admission();
+  m.dram = reply.dram();
   return m;
 }
 

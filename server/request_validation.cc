@@ -1,20 +1,22 @@
 #include "server/request_validation.h"
 
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_join.h"
-#include "server/status_macros.h"
-#include "server/suites.h"
+#include "common/bounded_text.h"
+#include "common/status_macros.h"
+#include "common/suites.h"
+#include "server/correctness.h"
 
 namespace kerneleval::server {
 namespace {
 
-std::string ShapeString(const v1::Tensor& t) {
-  return absl::StrCat("[", absl::StrJoin(t.shape(), ", "), "]");
-}
+std::string ShapeString(const v1::Tensor& t) { return ShapeText(t.shape()); }
 
 absl::Status Invalid(const std::string& field, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
@@ -57,57 +59,19 @@ absl::StatusOr<std::uint64_t> CheckTensor(const v1::Tensor& t, const std::string
 
 }  // namespace
 
-absl::StatusOr<DType> DTypeFromProto(v1::DType dtype, const char* field) {
-  switch (dtype) {
-    case v1::DTYPE_BF16:
-      return DType::kBF16;
-    case v1::DTYPE_FP16:
-      return DType::kFP16;
-    case v1::DTYPE_FP32:
-      return DType::kFP32;
-    case v1::DTYPE_UNSPECIFIED:
-      return Invalid(field, "required (DTYPE_BF16, DTYPE_FP16 or DTYPE_FP32)");
-    default:
-      return Invalid(field, absl::StrCat("unknown dtype value ", static_cast<int>(dtype)));
+std::uint64_t DefaultMaxQueuedBytes() {
+  for (const char* path :
+       {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream in(path);
+    std::string text;
+    if (!(in >> text) || text == "max") continue;
+    std::uint64_t limit = 0;
+    if (!absl::SimpleAtoi(text, &limit)) continue;
+    // cgroup v1 reports "no limit" as a huge page-rounded number.
+    if (limit == 0 || limit >= (std::uint64_t{1} << 60)) continue;
+    return limit / 2;
   }
-}
-
-v1::DType DTypeToProto(DType dtype) {
-  switch (dtype) {
-    case DType::kBF16:
-      return v1::DTYPE_BF16;
-    case DType::kFP16:
-      return v1::DTYPE_FP16;
-    case DType::kFP32:
-      return v1::DTYPE_FP32;
-  }
-  return v1::DTYPE_UNSPECIFIED;
-}
-
-absl::StatusOr<Mode> ModeFromProto(v1::Mode mode, const char* field) {
-  switch (mode) {
-    case v1::MODE_UNSPECIFIED:
-    case v1::MODE_OUTPUT:
-      return Mode::kOutput;
-    case v1::MODE_OUTPUT_AND_RESIDUAL:
-      return Mode::kOutputAndResidual;
-    case v1::MODE_IN_PLACE:
-      return Mode::kInPlace;
-    default:
-      return Invalid(field, absl::StrCat("unknown mode value ", static_cast<int>(mode)));
-  }
-}
-
-v1::Mode ModeToProto(Mode mode) {
-  switch (mode) {
-    case Mode::kOutput:
-      return v1::MODE_OUTPUT;
-    case Mode::kOutputAndResidual:
-      return v1::MODE_OUTPUT_AND_RESIDUAL;
-    case Mode::kInPlace:
-      return v1::MODE_IN_PLACE;
-  }
-  return v1::MODE_UNSPECIFIED;
+  return 0;
 }
 
 absl::StatusOr<Problem> ValidateRunRequest(const v1::RunRequest& request,
@@ -263,7 +227,115 @@ MeasureOptions ToMeasureOptions(const v1::Protocol& protocol) {
   o.graph_calls = protocol.graph_calls();
   o.rotate_inputs = protocol.rotate_inputs();
   o.timer = protocol.timer();
+  o.measure_dram_bytes = protocol.measure_dram_bytes();
   return o;
+}
+
+v1::Protocol ToProtocol(const MeasureOptions& o) {
+  v1::Protocol p;
+  p.set_warmup(o.warmup);
+  p.set_repetitions(o.repetitions);
+  if (o.adaptive.enabled) {
+    v1::AdaptiveStop* a = p.mutable_adaptive();
+    a->set_min_samples(o.adaptive.min_samples);
+    a->set_max_samples(o.adaptive.max_samples);
+    a->set_target_relative_spread(o.adaptive.target_relative_spread);
+    a->set_max_seconds(o.adaptive.max_seconds);
+  }
+  p.set_cache(o.cold ? v1::CACHE_MODE_COLD : v1::CACHE_MODE_HOT);
+  p.set_cuda_graph(o.graph);
+  p.set_graph_calls(o.graph_calls);
+  p.set_rotate_inputs(o.rotate_inputs);
+  p.set_timer(o.timer);
+  p.set_measure_dram_bytes(o.measure_dram_bytes);
+  return p;
+}
+
+absl::StatusOr<BenchmarkPlan> ValidateBenchmarkRequest(
+    const v1::BenchmarkRequest& request, const std::vector<v1::SuiteDefinition>& suites,
+    const RequestLimits& limits) {
+  BenchmarkPlan plan;
+  if (!request.suite().empty() && request.has_custom_suite()) {
+    return Invalid("suite, custom_suite", "give one, not both");
+  }
+  if (request.suite().empty() && !request.has_custom_suite()) {
+    return Invalid("suite", "required (a suite name, or custom_suite)");
+  }
+  if (!request.suite().empty()) {
+    const v1::SuiteDefinition* found = nullptr;
+    std::vector<std::string> names;
+    for (const v1::SuiteDefinition& s : suites) {
+      names.push_back(s.name());
+      if (s.name() == request.suite()) found = &s;
+    }
+    if (found == nullptr) {
+      return absl::NotFoundError(absl::StrCat("suite: ", Quote(request.suite()),
+                                              " not found (available: ",
+                                              absl::StrJoin(names, ", "), ")"));
+    }
+    plan.suite = *found;
+    plan.named_suite = true;
+  } else {
+    RETURN_IF_ERROR(ValidateSuite(request.custom_suite(), "custom_suite"));
+    plan.suite = request.custom_suite();
+    if (plan.suite.name().empty()) plan.suite.set_name("custom");
+  }
+  ASSIGN_OR_RETURN(plan.protocol, ResolveProtocol(request.protocol(), limits));
+  for (int i = 0; i < request.implementations_size(); ++i) {
+    if (request.implementations(i).empty()) {
+      return Invalid(absl::StrCat("implementations[", i, "]"), "must not be empty");
+    }
+  }
+
+  const v1::SuiteDefinition& suite = plan.suite;
+  const std::string prefix = plan.named_suite ? "" : "custom_suite.";
+  ASSIGN_OR_RETURN(const DType dtype, DTypeFromProto(suite.dtype(), prefix + "dtype"));
+  ASSIGN_OR_RETURN(const Mode mode, ModeFromProto(suite.mode(), prefix + "mode"));
+  for (int i = 0; i < suite.workloads_size(); ++i) {
+    const v1::Workload& w = suite.workloads(i);
+    const std::string field = absl::StrCat(prefix, "workloads[", i, "]");
+    ASSIGN_OR_RETURN(const WorkloadShape shape, ResolveShape(suite, w));
+    PlannedWorkload planned;
+    planned.index = i;
+    planned.name = WorkloadName(suite, w);
+    planned.workload = w;
+    planned.problem.dtype = dtype;
+    planned.problem.mode = mode;
+    planned.problem.batch = shape.batch;
+    planned.problem.hidden = shape.hidden;
+    planned.problem.eps = static_cast<float>(suite.eps() > 0 ? suite.eps() : kDefaultEps);
+    planned.seed = w.seed() != 0 ? w.seed() : plan.protocol.seed();
+    planned.tolerance = ResolveTolerance(dtype, w.tolerance());
+    if (planned.problem.TensorBytes() > limits.max_tensor_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          field, ": ", shape.batch, " x ", shape.hidden, " needs ",
+          planned.problem.TensorBytes(), " bytes per tensor, over the server limit of ",
+          limits.max_tensor_bytes));
+    }
+    if (shape.batch > limits.max_batch) {
+      return absl::ResourceExhaustedError(absl::StrCat(field, ": batch ", shape.batch,
+                                                       " is over the server limit of ",
+                                                       limits.max_batch));
+    }
+    if (shape.hidden > limits.max_hidden) {
+      return absl::ResourceExhaustedError(absl::StrCat(field, ": hidden ", shape.hidden,
+                                                       " is over the server limit of ",
+                                                       limits.max_hidden));
+    }
+    plan.workloads.push_back(std::move(planned));
+  }
+  return plan;
+}
+
+v1::Protocol RunProtocol(const v1::RunRequest& request, bool gpu) {
+  v1::Protocol p;
+  p.set_warmup(request.warmup());
+  p.set_repetitions(request.repetitions() == 0 ? 1 : request.repetitions());
+  p.set_cache(v1::CACHE_MODE_HOT);
+  p.set_timer(request.timer() != v1::TIMER_UNSPECIFIED ? request.timer()
+              : gpu                                    ? v1::TIMER_CUDA_EVENTS
+                                                       : v1::TIMER_UNSPECIFIED);
+  return p;
 }
 
 }  // namespace kerneleval::server

@@ -4,9 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "kerneleval/v1/kerneleval.pb.h"
+#include "common/conversions.h"
 #include "server/backend.h"
 
 namespace kerneleval::server {
@@ -19,23 +22,60 @@ struct RequestLimits {
   std::uint32_t max_warmup = 1000;
   std::uint32_t max_graph_calls = 1000;
   double max_benchmark_seconds = 3600;
+  // Bytes of Run requests and their outputs held for queued and running work, over every
+  // device; a Run that would go over is RESOURCE_EXHAUSTED (0 = no bound). The server's
+  // default is half the memory limit of its cgroup (a pod's limit), where there is one.
+  std::uint64_t max_queued_bytes = 0;
 };
 
-absl::StatusOr<DType> DTypeFromProto(v1::DType dtype, const char* field);
-v1::DType DTypeToProto(DType dtype);
-absl::StatusOr<Mode> ModeFromProto(v1::Mode mode, const char* field);
-v1::Mode ModeToProto(Mode mode);
-
 // The problem a Run request describes, its tensors checked against each other.
+// Half the memory limit of this process's cgroup (v2 memory.max, else v1
+// memory.limit_in_bytes), or 0 where there is no limit.
+std::uint64_t DefaultMaxQueuedBytes();
+
 absl::StatusOr<Problem> ValidateRunRequest(const v1::RunRequest& request,
                                            const RequestLimits& limits);
+
+// One workload of a suite, resolved once: its problem, input seed and tolerance.
+struct PlannedWorkload {
+  int index = 0;  // in the suite, for input seeds
+  std::string name;
+  v1::Workload workload;  // as defined (axes, for results)
+  Problem problem;
+  std::uint64_t seed = 0;  // the base seed of its inputs (the workload's, else the protocol's)
+  v1::Tolerance tolerance;  // resolved
+};
+
+// What a Benchmark request asks for once validated: the suite (named, or the custom one
+// checked by the suite rules), its workloads resolved, the protocol with defaults filled in.
+// Devices and implementations are chosen per device by the caller.
+struct BenchmarkPlan {
+  v1::SuiteDefinition suite;
+  bool named_suite = false;  // a suite loaded at start (its results are exported as metrics)
+  std::vector<PlannedWorkload> workloads;
+  v1::Protocol protocol;
+  std::vector<std::string> implementations;  // filled per device
+};
+
+absl::StatusOr<BenchmarkPlan> ValidateBenchmarkRequest(
+    const v1::BenchmarkRequest& request, const std::vector<v1::SuiteDefinition>& suites,
+    const RequestLimits& limits);
+
+// The protocol a Run request asks for: its warm-up and repetitions (at least 1), hot caches,
+// and its timer, where TIMER_UNSPECIFIED on a GPU means CUDA events (CUPTI's two forced
+// activity flushes per timed call cost ~0.5 ms on an H200, 300x a small kernel).
+v1::Protocol RunProtocol(const v1::RunRequest& request, bool gpu);
 
 // A benchmark protocol with defaults filled in (warm-up 10, repetitions 50, cold, 20 calls
 // per graph, seed 200), or an error naming the field under "protocol.".
 absl::StatusOr<v1::Protocol> ResolveProtocol(const v1::Protocol& requested,
                                              const RequestLimits& limits);
 
-// The backend's options for a resolved protocol.
+// The backend's options for a resolved protocol, and back: the pair is the only place that
+// maps their fields (a test round-trips every field of v1::Protocol that a backend reads).
+// ToProtocol leaves the fields MeasureOptions does not carry (seed, copy bandwidth, time
+// cap) unset; should_stop does not travel.
 MeasureOptions ToMeasureOptions(const v1::Protocol& protocol);
+v1::Protocol ToProtocol(const MeasureOptions& options);
 
 }  // namespace kerneleval::server

@@ -32,13 +32,13 @@ struct ServerOptions {
   std::string auth_token;  // empty: no authentication
   std::string tls_cert_file, tls_key_file, tls_client_ca_file;
   std::string metrics_basic_auth;  // "user:password" that /metrics asks for; empty: open
-  double nvml_sample_seconds = 5;
+  double telemetry_seconds = 5;
   // Registers test-only implementations that fault on purpose (CUDA: an illegal address).
   // Refused unless the build allows it (KERNELEVAL_FAULT_INJECTION).
   bool enable_fault_injection = false;
   // Where each device runs: in this process, or in a kerneleval-device-host child that is
   // replaced after a fault (process_backend.h).
-  DeviceIsolation device_isolation = DeviceIsolation::kThread;
+  DeviceIsolation device_isolation = DeviceIsolation::kAuto;  // the same default as --device-isolation
   std::string device_host_path;  // the kerneleval-device-host executable
   double device_call_timeout_seconds = 300;
   // Submitted kernels (kerneleval.v1.Submissions): off unless `submissions.enabled`.

@@ -63,4 +63,18 @@ std::vector<v1::SolFigure> SolFigures(std::uint64_t bytes_moved, double measured
   return figures;
 }
 
+std::vector<PeakBandwidth> PeaksFor(const v1::Device& device, bool with_measured_copy) {
+  std::vector<PeakBandwidth> peaks;
+  if (device.peak_bytes_per_second() > 0) {
+    peaks.push_back({v1::PEAK_SOURCE_DEVICE_ATTRIBUTES, device.peak_bytes_per_second()});
+  }
+  if (device.datasheet_bytes_per_second() > 0) {
+    peaks.push_back({v1::PEAK_SOURCE_DATASHEET, device.datasheet_bytes_per_second()});
+  }
+  if ((with_measured_copy || peaks.empty()) && device.measured_copy_bytes_per_second() > 0) {
+    peaks.push_back({v1::PEAK_SOURCE_MEASURED_COPY, device.measured_copy_bytes_per_second()});
+  }
+  return peaks;
+}
+
 }  // namespace kerneleval::server

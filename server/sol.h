@@ -37,6 +37,11 @@ struct PeakBandwidth {
   double bytes_per_second = 0;
 };
 
+// The peaks a device's SOL figures use, in report order: device attributes, datasheet, and
+// the measured copy bandwidth when asked for or when it is the only one (a CPU has neither
+// attributes nor a datasheet, so its copy bandwidth is its reference).
+std::vector<PeakBandwidth> PeaksFor(const v1::Device& device, bool with_measured_copy);
+
 // One SOL figure per peak, in the order given; peaks that are <= 0 or not finite are skipped.
 // `measured_seconds` is the latency compared against (the median); when it is <= 0 the
 // figure carries sol_seconds and a sol_ratio of 0.

@@ -1,5 +1,5 @@
 // Fused residual-add + RMSNorm: one launcher that picks the variant from the dtype, the row
-// length, the batch and the pointers' alignment. Kernels are in rmsnorm_common.cuh.
+// length, the batch and the pointers' alignment. Kernels are in rmsnorm_row_kernels.cuh.
 //
 // Variants (named by FusedAddRmsNormVariant):
 //   rows_vec16_latency     hidden % (16 B / element) == 0, all pointers 16-byte aligned, and
@@ -22,7 +22,7 @@
 
 #include "fused_add_rmsnorm_tuning.h"
 #include "kerneleval/kernels/fused_add_rmsnorm_cuda.h"
-#include "rmsnorm_common.cuh"
+#include "rmsnorm_launch.cuh"
 
 namespace kerneleval {
 namespace {

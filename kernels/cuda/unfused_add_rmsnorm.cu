@@ -13,7 +13,7 @@
 #include <limits>
 
 #include "kerneleval/kernels/fused_add_rmsnorm_cuda.h"
-#include "rmsnorm_common.cuh"
+#include "rmsnorm_launch.cuh"
 
 namespace kerneleval {
 namespace {

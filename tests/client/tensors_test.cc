@@ -5,13 +5,16 @@
 
 #include <gtest/gtest.h>
 
+#include "common/bounded_text.h"
+#include "common/conversions.h"
+#include "common/input_generator.h"
 #include "kerneleval/kernels/half_types.h"
 
 namespace kerneleval::client {
 namespace {
 
 TEST(Tensors, MakeTensorKeepsDtypeShapeAndBytes) {
-  const v1::Tensor t = MakeTensor(::kerneleval::DType::kFP16, {2, 3}, std::vector<uint8_t>(12, 7));
+  const v1::Tensor t = MakeTensor(v1::DTYPE_FP16, {2, 3}, std::vector<uint8_t>(12, 7));
   EXPECT_EQ(t.dtype(), v1::DTYPE_FP16);
   ASSERT_EQ(t.shape_size(), 2);
   EXPECT_EQ(t.shape(1), 3);
@@ -44,11 +47,34 @@ TEST(Tensors, ExpectedBytesRejectsNegativeAndOverflow) {
 }
 
 TEST(Tensors, ParsesNames) {
-  EXPECT_EQ(ParseDType("bf16"), v1::DTYPE_BF16);
-  EXPECT_EQ(ParseDType("fp32"), v1::DTYPE_FP32);
-  EXPECT_FALSE(ParseDType("int8").has_value());
-  EXPECT_EQ(ParseMode("in_place"), v1::MODE_IN_PLACE);
-  EXPECT_FALSE(ParseMode("both").has_value());
+  EXPECT_EQ(ParseDTypeName("bf16"), v1::DTYPE_BF16);
+  EXPECT_EQ(ParseDTypeName("float32"), v1::DTYPE_FP32);
+  EXPECT_FALSE(ParseDTypeName("int8").has_value());
+  EXPECT_EQ(ParseModeName("in_place"), v1::MODE_IN_PLACE);
+  EXPECT_FALSE(ParseModeName("both").has_value());
+}
+
+// The CLI's --seed promises the tensors the server generates for workload 0 of a suite run
+// with that seed: one generator, not two that round differently.
+TEST(Tensors, RandomInputsAreTheServersWorkloadInputs) {
+  v1::RunRequest request;
+  SetRandomInputs(v1::DTYPE_BF16, 3, 5, 200, &request);
+  const auto expected =
+      ::kerneleval::RandomTensor(::kerneleval::DType::kBF16, 15, DeriveSeed(200, "residual", 0));
+  EXPECT_EQ(request.residual().data(), std::string(expected.begin(), expected.end()));
+  EXPECT_EQ(request.weight().shape_size(), 1);
+  EXPECT_EQ(request.hidden_states().data().size(), 30u);
+}
+
+TEST(BoundedText, QuotesShortTextAndBoundsLongText) {
+  EXPECT_EQ(Quote("cuda:0"), "'cuda:0'");
+  EXPECT_EQ(Quote("a\x01"), "'a\\x01'");
+  const std::string quoted = Quote(std::string(10240, 'x'));
+  EXPECT_LT(quoted.size(), 100u);
+  EXPECT_NE(quoted.find("(10240 bytes)"), std::string::npos);
+  google::protobuf::RepeatedField<std::int64_t> shape;
+  for (int i = 0; i < 100000; ++i) shape.Add(1);
+  EXPECT_EQ(ShapeText(shape), "[1, 1, 1, 1, 1, 1, 1, 1, ...] (100000 dims)");
 }
 
 }  // namespace

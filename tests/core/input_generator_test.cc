@@ -1,4 +1,4 @@
-#include "server/input_generator.h"
+#include "common/input_generator.h"
 
 #include <cmath>
 #include <cstring>

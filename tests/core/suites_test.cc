@@ -1,4 +1,4 @@
-#include "server/suites.h"
+#include "common/suites.h"
 
 #include <filesystem>
 #include <fstream>

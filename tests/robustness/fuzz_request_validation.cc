@@ -12,7 +12,7 @@
 #include "google/protobuf/stubs/logging.h"
 #include "kerneleval/v1/kerneleval.pb.h"
 #include "server/request_validation.h"
-#include "server/suites.h"
+#include "common/suites.h"
 
 namespace {
 
@@ -53,16 +53,16 @@ void CheckBenchmark(const std::uint8_t* data, std::size_t size, const RequestLim
     (void)kerneleval::server::ToMeasureOptions(*protocol);
   }
   const kerneleval::v1::SuiteDefinition& suite = request.custom_suite();
-  const bool valid = kerneleval::server::ValidateSuite(suite, "custom_suite").ok();
+  const bool valid = kerneleval::ValidateSuite(suite, "custom_suite").ok();
   for (const kerneleval::v1::Workload& w : suite.workloads()) {
-    const auto shape = kerneleval::server::ResolveShape(suite, w);
+    const auto shape = kerneleval::ResolveShape(suite, w);
     // ValidateSuite promises that every workload of a valid suite resolves.
     if (valid) Require(shape.ok());
     if (shape.ok()) {
-      Require(shape->batch >= 1 && shape->batch <= kerneleval::server::kMaxAxisValue);
-      Require(shape->hidden >= 1 && shape->hidden <= kerneleval::server::kMaxAxisValue);
+      Require(shape->batch >= 1 && shape->batch <= kerneleval::kMaxAxisValue);
+      Require(shape->hidden >= 1 && shape->hidden <= kerneleval::kMaxAxisValue);
     }
-    (void)kerneleval::server::WorkloadName(suite, w);
+    (void)kerneleval::WorkloadName(suite, w);
   }
 }
 
@@ -88,8 +88,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     CheckRun(data, size, limits);
     CheckBenchmark(data, size, limits);
   }
-  const auto suite = kerneleval::server::ParseSuiteJson(
+  const auto suite = kerneleval::ParseSuiteJson(
       std::string_view(reinterpret_cast<const char*>(data), size), "fuzz");
-  if (suite.ok()) Require(kerneleval::server::ValidateSuite(*suite).ok());
+  if (suite.ok()) Require(kerneleval::ValidateSuite(*suite).ok());
   return 0;
 }

@@ -1,5 +1,5 @@
-// Helpers shared by the robustness tests: random requests, the same operation computed
-// locally with the server's CPU code, a small custom suite, temp directories and capturing
+// Helpers shared by the robustness tests: random requests (checked against the fp64
+// reference with CompareWithReference, request_helpers.h), temp directories and capturing
 // what the process writes to stderr.
 #pragma once
 
@@ -16,17 +16,17 @@
 #include <string>
 #include <vector>
 
+#include "common/conversions.h"
 #include "kerneleval/kernels/fused_add_rmsnorm.h"
 #include "kerneleval/kernels/half_types.h"
 #include "kerneleval/v1/kerneleval.pb.h"
 #include "request_helpers.h"
-#include "server/request_validation.h"
 
 namespace kerneleval::testing {
 
 inline v1::Tensor RandomTensor(v1::DType dtype, const std::vector<std::int64_t>& shape,
                                std::mt19937_64& rng) {
-  const DType d = *server::DTypeFromProto(dtype, "dtype");
+  const DType d = *DTypeFromProto(dtype, "dtype");
   std::size_t n = 1;
   for (auto s : shape) n *= static_cast<std::size_t>(s);
   std::string bytes(n * ElementSize(d), '\0');
@@ -48,21 +48,6 @@ inline v1::RunRequest MakeRunRequest(v1::DType dtype, v1::Mode mode, std::int64_
   *r.mutable_weight() = RandomTensor(dtype, {hidden}, rng);
   r.set_mode(mode);
   return r;
-}
-
-// An empty string when the response carries exactly what ComputeLocally gives, else what
-// differs.
-inline std::string CompareWithLocal(const v1::RunRequest& request,
-                                    const v1::RunResponse& response) {
-  std::string out, res;
-  ComputeLocally(request, &out, &res);
-  if (response.output().data() != out) {
-    return "output differs (" + std::to_string(response.output().data().size()) + " bytes vs " +
-           std::to_string(out.size()) + " expected)";
-  }
-  if (!res.empty() && response.residual_out().data() != res) return "residual_out differs";
-  if (res.empty() && response.has_residual_out()) return "unexpected residual_out";
-  return "";
 }
 
 // A fresh directory under $TMPDIR (or /tmp), removed with everything in it on destruction.

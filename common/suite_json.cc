@@ -1,4 +1,5 @@
-#include "server/suites.h"
+// The suite file format: FlashInfer-Bench-like JSON read into v1::SuiteDefinition.
+#include "common/suites.h"
 
 #include <algorithm>
 #include <cmath>
@@ -15,60 +16,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "common/bounded_text.h"
+#include "common/conversions.h"
+#include "common/suite_paths.h"
 #include "kerneleval/kernels/fused_add_rmsnorm.h"
 #include "nlohmann/json.hpp"
 
-namespace kerneleval::server {
+namespace kerneleval {
+using namespace suite_internal;  // NOLINT: this file is one of the suite helpers' users
 namespace {
 
 using nlohmann::json;
-
-constexpr char kOpType[] = "fused_add_rmsnorm";
-constexpr std::size_t kMaxNameLength = 128;
-
-// "a" + "b" -> "a.b"; "" + "b" -> "b"; "a" + "[2]" -> "a[2]".
-std::string Join(absl::string_view path, absl::string_view child) {
-  if (path.empty()) return std::string(child);
-  if (!child.empty() && child.front() == '[') return absl::StrCat(path, child);
-  return absl::StrCat(path, ".", child);
-}
-
-std::string Index(absl::string_view path, std::size_t i) { return absl::StrCat(path, "[", i, "]"); }
-
-absl::Status Invalid(absl::string_view path, absl::string_view what) {
-  return absl::InvalidArgumentError(path.empty() ? std::string(what)
-                                                 : absl::StrCat(path, ": ", what));
-}
-
-bool IsValidSuiteName(absl::string_view name) {
-  if (name.empty() || name.size() > kMaxNameLength) return false;
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '.' || c == '-';
-  });
-}
-
-bool IsKnownAxis(absl::string_view name) { return name == kBatchAxis || name == kHiddenAxis; }
-
-std::string RangeText() { return absl::StrCat("1..", kMaxAxisValue); }
-
-const v1::Axis* FindAxis(const v1::SuiteDefinition& suite, absl::string_view name) {
-  for (const v1::Axis& axis : suite.axes()) {
-    if (axis.name() == name) return &axis;
-  }
-  return nullptr;
-}
-
-DType KernelDType(v1::DType dtype) {
-  switch (dtype) {
-    case v1::DTYPE_FP16:
-      return DType::kFP16;
-    case v1::DTYPE_FP32:
-      return DType::kFP32;
-    default:
-      return DType::kBF16;
-  }
-}
 
 // --- JSON reading -----------------------------------------------------------------------
 
@@ -82,7 +40,7 @@ absl::Status CheckKeys(const json& object, absl::string_view path,
                        std::initializer_list<absl::string_view> allowed) {
   for (const auto& item : object.items()) {
     if (std::find(allowed.begin(), allowed.end(), item.key()) == allowed.end()) {
-      return Invalid(Join(path, item.key()),
+      return Invalid(Join(path, EchoKey(item.key())),
                      absl::StrCat("unknown field; expected one of ", absl::StrJoin(allowed, ", ")));
     }
   }
@@ -127,31 +85,18 @@ absl::StatusOr<std::int64_t> GetInteger(const json& value, absl::string_view pat
 absl::StatusOr<v1::DType> ParseDType(const json& value, absl::string_view path) {
   absl::StatusOr<std::string> text = GetString(value, path);
   if (!text.ok()) return text.status();
-  if (*text == "bfloat16") return v1::DTYPE_BF16;
-  if (*text == "float16") return v1::DTYPE_FP16;
-  if (*text == "float32") return v1::DTYPE_FP32;
-  return Invalid(
-      path, absl::StrCat("unknown dtype \"", *text, "\"; expected bfloat16, float16 or float32"));
-}
-
-absl::string_view DTypeText(v1::DType dtype) {
-  switch (dtype) {
-    case v1::DTYPE_BF16:
-      return "bfloat16";
-    case v1::DTYPE_FP16:
-      return "float16";
-    case v1::DTYPE_FP32:
-      return "float32";
-    default:
-      return "unspecified";
+  for (v1::DType d : {v1::DTYPE_BF16, v1::DTYPE_FP16, v1::DTYPE_FP32}) {
+    if (*text == DTypeFileName(d)) return d;
   }
+  return Invalid(path, absl::StrCat("unknown dtype ", Quote(*text),
+                                    "; expected bfloat16, float16 or float32"));
 }
 
 absl::Status ParseAxes(const json& axes, v1::SuiteDefinition* suite) {
   if (absl::Status s = ExpectObject(axes, "axes"); !s.ok()) return s;
   for (const auto& item : axes.items()) {
     if (!IsKnownAxis(item.key())) {
-      return Invalid(Join("axes", item.key()), absl::StrCat("unknown axis; the operation has ",
+      return Invalid(Join("axes", EchoKey(item.key())), absl::StrCat("unknown axis; the operation has ",
                                                             kBatchAxis, " and ", kHiddenAxis));
     }
   }
@@ -182,7 +127,7 @@ absl::Status ParseAxes(const json& axes, v1::SuiteDefinition* suite) {
       }
     } else {
       return Invalid(Join(path, "type"),
-                     absl::StrCat("must be \"const\" or \"var\", got \"", *type, "\""));
+                     absl::StrCat("must be \"const\" or \"var\", got ", Quote(*type)));
     }
   }
   return absl::OkStatus();
@@ -203,7 +148,7 @@ absl::Status ParseTensors(const json& block, absl::string_view block_name,
   for (const TensorSpec& spec : expected) names.push_back(spec.name);
   for (const auto& item : block.items()) {
     if (std::find(names.begin(), names.end(), item.key()) == names.end()) {
-      return Invalid(Join(block_name, item.key()),
+      return Invalid(Join(block_name, EchoKey(item.key())),
                      absl::StrCat("unexpected tensor; ", why, ": ", absl::StrJoin(names, ", ")));
     }
   }
@@ -240,8 +185,8 @@ absl::Status ParseTensors(const json& block, absl::string_view block_name,
       *dtype_owner = path;
     } else if (**dtype != *tensor_dtype) {
       return Invalid(Join(path, "dtype"),
-                     absl::StrCat(DTypeText(*tensor_dtype), " differs from ", *dtype_owner, "'s ",
-                                  DTypeText(**dtype), "; all tensors share one dtype"));
+                     absl::StrCat(DTypeFileName(*tensor_dtype), " differs from ", *dtype_owner, "'s ",
+                                  DTypeFileName(**dtype), "; all tensors share one dtype"));
     }
   }
   return absl::OkStatus();
@@ -292,7 +237,7 @@ absl::Status ParseWorkload(const json& workload, absl::string_view path, v1::Wor
     // Only the JSON type is checked here; which axes a workload may set, and their range, is
     // ValidateSuite's job so that files and requests get the same rules and messages.
     for (const auto& item : axes.items()) {
-      const std::string axis_path = Join(axes_path, item.key());
+      const std::string axis_path = Join(axes_path, EchoKey(item.key()));
       if (!item.value().is_number_integer() ||
           (item.value().is_number_unsigned() &&
            item.value().get<std::uint64_t>() > static_cast<std::uint64_t>(kMaxAxisValue))) {
@@ -315,7 +260,7 @@ absl::Status ParseWorkload(const json& workload, absl::string_view path, v1::Wor
     const json& inputs = workload.at("inputs");
     if (absl::Status s = ExpectObject(inputs, inputs_path); !s.ok()) return s;
     for (const auto& item : inputs.items()) {
-      const std::string input_path = Join(inputs_path, item.key());
+      const std::string input_path = Join(inputs_path, EchoKey(item.key()));
       if (item.key() != "hidden_states" && item.key() != "residual" && item.key() != "weight") {
         return Invalid(input_path, "unknown input; the inputs are hidden_states, residual, weight");
       }
@@ -335,7 +280,7 @@ absl::Status ParseWorkload(const json& workload, absl::string_view path, v1::Wor
       if (!type.ok()) return type.status();
       if (*type != "random") {
         return Invalid(Join(input_path, "type"),
-                       absl::StrCat("only \"random\" inputs are supported, got \"", *type, "\""));
+                       absl::StrCat("only \"random\" inputs are supported, got ", Quote(*type)));
       }
     }
   }
@@ -352,11 +297,9 @@ absl::Status ParseWorkload(const json& workload, absl::string_view path, v1::Wor
 absl::StatusOr<v1::Mode> ParseMode(const json& value) {
   absl::StatusOr<std::string> text = GetString(value, "mode");
   if (!text.ok()) return text.status();
-  if (*text == "output") return v1::MODE_OUTPUT;
-  if (*text == "output_and_residual") return v1::MODE_OUTPUT_AND_RESIDUAL;
-  if (*text == "in_place") return v1::MODE_IN_PLACE;
-  return Invalid("mode", absl::StrCat("unknown mode \"", *text,
-                                      "\"; expected output, output_and_residual or in_place"));
+  if (std::optional<v1::Mode> mode = ParseModeName(*text)) return *mode;
+  return Invalid("mode", absl::StrCat("unknown mode ", Quote(*text),
+                                      "; expected output, output_and_residual or in_place"));
 }
 
 // Parses `text`, refusing repeated keys in an object (nlohmann keeps the last one silently,
@@ -375,9 +318,9 @@ absl::StatusOr<json> ParseJsonText(std::string_view text) {
         if (!objects.empty() && !objects.back().second.insert(last_key).second &&
             duplicate.empty()) {
           duplicate = objects.back().first.empty()
-                          ? absl::StrCat("duplicate key \"", last_key, "\" at the top level")
-                          : absl::StrCat("duplicate key \"", last_key, "\" in the object under \"",
-                                         objects.back().first, "\"");
+                          ? absl::StrCat("duplicate key ", Quote(last_key), " at the top level")
+                          : absl::StrCat("duplicate key ", Quote(last_key), " in the object under ",
+                                         Quote(objects.back().first));
         }
         break;
       case json::parse_event_t::object_end:
@@ -431,14 +374,14 @@ absl::StatusOr<v1::SuiteDefinition> ParseSuite(std::string_view text) {
   if (!name.ok()) return name.status();
   if (!IsValidSuiteName(*name)) {
     return Invalid("name", absl::StrCat("must be 1..", kMaxNameLength,
-                                        " characters of [A-Za-z0-9_.-], got \"", *name, "\""));
+                                        " characters of [A-Za-z0-9_.-], got ", Quote(*name)));
   }
   suite.set_name(*name);
 
   absl::StatusOr<std::string> op_type = GetString(root.at("op_type"), "op_type");
   if (!op_type.ok()) return op_type.status();
   if (*op_type != kOpType) {
-    return Invalid("op_type", absl::StrCat("must be \"", kOpType, "\", got \"", *op_type, "\""));
+    return Invalid("op_type", absl::StrCat("must be \"", kOpType, "\", got ", Quote(*op_type)));
   }
 
   if (root.contains("description")) {
@@ -570,180 +513,4 @@ absl::StatusOr<std::vector<v1::SuiteDefinition>> LoadSuiteDirectory(const std::s
   return suites;
 }
 
-absl::Status ValidateSuite(const v1::SuiteDefinition& suite, std::string_view field_name) {
-  const absl::string_view field(field_name.data(), field_name.size());
-  if (!suite.name().empty() && !IsValidSuiteName(suite.name())) {
-    return Invalid(Join(field, "name"),
-                   absl::StrCat("must be 1..", kMaxNameLength,
-                                " characters of [A-Za-z0-9_.-], got \"", suite.name(), "\""));
-  }
-  if (suite.dtype() != v1::DTYPE_BF16 && suite.dtype() != v1::DTYPE_FP16 &&
-      suite.dtype() != v1::DTYPE_FP32) {
-    return Invalid(Join(field, "dtype"),
-                   absl::StrCat("must be DTYPE_BF16, DTYPE_FP16 or DTYPE_FP32, got ",
-                                static_cast<int>(suite.dtype())));
-  }
-  if (!v1::Mode_IsValid(suite.mode())) {
-    return Invalid(Join(field, "mode"),
-                   absl::StrCat("unknown mode ", static_cast<int>(suite.mode())));
-  }
-  // The kernels compute in fp32: an eps that rounds to 0 or overflows there is refused too.
-  if (!std::isfinite(suite.eps()) || suite.eps() < 0 ||
-      (suite.eps() > 0 &&
-       !(static_cast<float>(suite.eps()) > 0 && std::isfinite(static_cast<float>(suite.eps()))))) {
-    return Invalid(Join(field, "eps"), absl::StrCat("must be finite and > 0 (0 = default ",
-                                                    kDefaultEps, "), got ", suite.eps()));
-  }
-
-  const std::string axes_path = Join(field, "axes");
-  std::set<std::string> seen_axes;
-  for (int i = 0; i < suite.axes_size(); ++i) {
-    const v1::Axis& axis = suite.axes(i);
-    const std::string path = Index(axes_path, i);
-    if (!IsKnownAxis(axis.name())) {
-      return Invalid(path, absl::StrCat("unknown axis \"", axis.name(), "\"; the operation has ",
-                                        kBatchAxis, " and ", kHiddenAxis));
-    }
-    if (!seen_axes.insert(axis.name()).second) {
-      return Invalid(path, absl::StrCat("duplicate axis ", axis.name()));
-    }
-    if (axis.is_const() && (axis.value() < 1 || axis.value() > kMaxAxisValue)) {
-      return Invalid(Join(path, "value"), absl::StrCat(axis.name(), " must be in ", RangeText(),
-                                                       ", got ", axis.value()));
-    }
-    if (!axis.is_const() && axis.value() != 0) {
-      return Invalid(
-          Join(path, "value"),
-          absl::StrCat(axis.name(), " is a var axis: its value comes from each workload, got ",
-                       axis.value()));
-    }
-  }
-  for (const char* name : {kBatchAxis, kHiddenAxis}) {
-    if (seen_axes.count(name) == 0) return Invalid(axes_path, absl::StrCat("missing axis ", name));
-  }
-
-  const std::string workloads_path = Join(field, "workloads");
-  if (suite.workloads_size() == 0) {
-    return Invalid(workloads_path, "at least one workload is required");
-  }
-  if (suite.workloads_size() > kMaxWorkloads) {
-    return Invalid(workloads_path, absl::StrCat("at most ", kMaxWorkloads, " workloads, got ",
-                                                suite.workloads_size()));
-  }
-  const DType dtype = KernelDType(suite.dtype());
-  const bool writes_residual =
-      suite.mode() == v1::MODE_OUTPUT_AND_RESIDUAL || suite.mode() == v1::MODE_IN_PLACE;
-  std::map<std::string, int> names;  // workload name -> index
-  for (int i = 0; i < suite.workloads_size(); ++i) {
-    const v1::Workload& workload = suite.workloads(i);
-    const std::string path = Index(workloads_path, i);
-    const std::string path_axes = Join(path, "axes");
-    // Sorted, so that the message does not depend on the map's iteration order.
-    std::map<std::string, std::int64_t> axes(workload.axes().begin(), workload.axes().end());
-    for (const auto& [name, value] : axes) {
-      const std::string axis_path = Join(path_axes, name);
-      const v1::Axis* axis = FindAxis(suite, name);
-      if (axis == nullptr) {
-        return Invalid(axis_path, absl::StrCat("unknown axis; the suite's axes are ", kBatchAxis,
-                                               " and ", kHiddenAxis));
-      }
-      if (axis->is_const()) {
-        return Invalid(axis_path, absl::StrCat(name, " is a const axis (", axis->value(),
-                                               "); a workload sets only var axes"));
-      }
-      if (value < 1 || value > kMaxAxisValue) {
-        return Invalid(axis_path,
-                       absl::StrCat("must be an integer in ", RangeText(), ", got ", value));
-      }
-    }
-    for (const v1::Axis& axis : suite.axes()) {
-      if (!axis.is_const() && axes.count(axis.name()) == 0) {
-        return Invalid(path_axes, absl::StrCat("missing var axis ", axis.name()));
-      }
-    }
-    absl::StatusOr<WorkloadShape> shape = ResolveShape(suite, workload);
-    if (!shape.ok()) return Invalid(path, shape.status().message());
-    // Both sides are below 2^31, so tensors * batch * hidden + hidden stays below 2^64.
-    const std::uint64_t elements = (writes_residual ? 4u : 3u) *
-                                       static_cast<std::uint64_t>(shape->batch) *
-                                       static_cast<std::uint64_t>(shape->hidden) +
-                                   static_cast<std::uint64_t>(shape->hidden);
-    if (elements >
-        static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) / ElementSize(dtype)) {
-      return Invalid(
-          path, absl::StrCat(kBatchAxis, " ", shape->batch, " x ", kHiddenAxis, " ", shape->hidden,
-                             " is too large: the bytes moved overflow 64 bits"));
-    }
-
-    const v1::Tolerance& tol = workload.tolerance();
-    const std::string tol_path = Join(path, "tolerance");
-    for (const auto& [key, value] :
-         {std::pair<const char*, double>{"atol", tol.atol()}, {"rtol", tol.rtol()}}) {
-      if (!std::isfinite(value) || value < 0) {
-        return Invalid(Join(tol_path, key), absl::StrCat("must be finite and >= 0, got ", value));
-      }
-    }
-    if (!(tol.required_matched_ratio() >= 0 && tol.required_matched_ratio() <= 1)) {
-      return Invalid(Join(tol_path, "required_matched_ratio"),
-                     absl::StrCat("must be in [0, 1], got ", tol.required_matched_ratio()));
-    }
-
-    const std::string name = WorkloadName(suite, workload);
-    if (name.size() > kMaxNameLength) {
-      return Invalid(Join(path, "name"),
-                     absl::StrCat("at most ", kMaxNameLength, " characters, got ", name.size()));
-    }
-    auto [previous, inserted] = names.emplace(name, i);
-    if (!inserted) {
-      return Invalid(Join(path, "name"),
-                     absl::StrCat("duplicate workload name \"", name, "\" (also ",
-                                  Index(workloads_path, previous->second), ")"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<WorkloadShape> ResolveShape(const v1::SuiteDefinition& suite,
-                                           const v1::Workload& workload) {
-  std::int64_t values[2] = {0, 0};
-  const char* names[2] = {kBatchAxis, kHiddenAxis};
-  for (int k = 0; k < 2; ++k) {
-    const v1::Axis* axis = FindAxis(suite, names[k]);
-    if (axis == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("the suite has no axis ", names[k]));
-    }
-    if (axis->is_const()) {
-      values[k] = axis->value();
-    } else {
-      const auto it = workload.axes().find(names[k]);
-      if (it == workload.axes().end()) {
-        return absl::InvalidArgumentError(absl::StrCat("missing var axis ", names[k]));
-      }
-      values[k] = it->second;
-    }
-    if (values[k] < 1 || values[k] > kMaxAxisValue) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(names[k], " must be in ", RangeText(), ", got ", values[k]));
-    }
-  }
-  return WorkloadShape{values[0], values[1]};
-}
-
-std::string WorkloadName(const v1::SuiteDefinition& suite, const v1::Workload& workload) {
-  if (!workload.name().empty()) return workload.name();
-  const bool any_var = std::any_of(suite.axes().begin(), suite.axes().end(),
-                                   [](const v1::Axis& axis) { return !axis.is_const(); });
-  std::vector<std::string> parts;
-  for (const v1::Axis& axis : suite.axes()) {
-    if (axis.is_const()) {
-      if (!any_var) parts.push_back(absl::StrCat(axis.name(), "=", axis.value()));
-      continue;
-    }
-    const auto it = workload.axes().find(axis.name());
-    parts.push_back(it == workload.axes().end() ? absl::StrCat(axis.name(), "=?")
-                                                : absl::StrCat(axis.name(), "=", it->second));
-  }
-  return absl::StrJoin(parts, ",");
-}
-
-}  // namespace kerneleval::server
+}  // namespace kerneleval

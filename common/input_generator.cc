@@ -1,11 +1,11 @@
-#include "server/input_generator.h"
+#include "common/input_generator.h"
 
 #include <cmath>
 #include <cstring>
 
 #include "kerneleval/kernels/half_types.h"
 
-namespace kerneleval::server {
+namespace kerneleval {
 namespace {
 
 constexpr std::uint64_t kGolden = 0x9e3779b97f4a7c15ull;
@@ -100,4 +100,4 @@ std::uint64_t DeriveSeed(std::uint64_t base, std::string_view tensor_name,
   return Mix64(h ^ (workload_index * kGolden));
 }
 
-}  // namespace kerneleval::server
+}  // namespace kerneleval

@@ -1,0 +1,140 @@
+#include "common/conversions.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace kerneleval {
+namespace {
+
+absl::Status Invalid(absl::string_view field, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
+}
+
+}  // namespace
+
+absl::StatusOr<DType> DTypeFromProto(v1::DType dtype, absl::string_view field) {
+  switch (dtype) {
+    case v1::DTYPE_BF16:
+      return DType::kBF16;
+    case v1::DTYPE_FP16:
+      return DType::kFP16;
+    case v1::DTYPE_FP32:
+      return DType::kFP32;
+    case v1::DTYPE_UNSPECIFIED:
+      return Invalid(field, "required (DTYPE_BF16, DTYPE_FP16 or DTYPE_FP32)");
+    default:
+      return Invalid(field, absl::StrCat("unknown dtype value ", static_cast<int>(dtype)));
+  }
+}
+
+v1::DType DTypeToProto(DType dtype) {
+  switch (dtype) {
+    case DType::kBF16:
+      return v1::DTYPE_BF16;
+    case DType::kFP16:
+      return v1::DTYPE_FP16;
+    case DType::kFP32:
+      return v1::DTYPE_FP32;
+  }
+  return v1::DTYPE_UNSPECIFIED;
+}
+
+absl::StatusOr<Mode> ModeFromProto(v1::Mode mode, absl::string_view field) {
+  switch (mode) {
+    case v1::MODE_UNSPECIFIED:
+    case v1::MODE_OUTPUT:
+      return Mode::kOutput;
+    case v1::MODE_OUTPUT_AND_RESIDUAL:
+      return Mode::kOutputAndResidual;
+    case v1::MODE_IN_PLACE:
+      return Mode::kInPlace;
+    default:
+      return Invalid(field, absl::StrCat("unknown mode value ", static_cast<int>(mode)));
+  }
+}
+
+v1::Mode ModeToProto(Mode mode) {
+  switch (mode) {
+    case Mode::kOutput:
+      return v1::MODE_OUTPUT;
+    case Mode::kOutputAndResidual:
+      return v1::MODE_OUTPUT_AND_RESIDUAL;
+    case Mode::kInPlace:
+      return v1::MODE_IN_PLACE;
+  }
+  return v1::MODE_UNSPECIFIED;
+}
+
+std::uint64_t DTypeSize(v1::DType dtype) {
+  const absl::StatusOr<DType> d = DTypeFromProto(dtype, "");
+  return d.ok() ? ElementSize(*d) : 0;
+}
+
+std::string DTypeShortName(v1::DType dtype) {
+  switch (dtype) {
+    case v1::DTYPE_BF16:
+      return "bf16";
+    case v1::DTYPE_FP16:
+      return "fp16";
+    case v1::DTYPE_FP32:
+      return "fp32";
+    default:
+      return "unspecified";
+  }
+}
+
+std::string ModeShortName(v1::Mode mode) {
+  switch (mode) {
+    case v1::MODE_OUTPUT_AND_RESIDUAL:
+      return "output_and_residual";
+    case v1::MODE_IN_PLACE:
+      return "in_place";
+    default:  // MODE_UNSPECIFIED is MODE_OUTPUT by the contract.
+      return "output";
+  }
+}
+
+std::string TimerShortName(v1::Timer timer) {
+  switch (timer) {
+    case v1::TIMER_CUPTI:
+      return "cupti";
+    case v1::TIMER_CUDA_EVENTS:
+      return "cuda_events";
+    case v1::TIMER_HOST_CLOCK:
+      return "host_clock";
+    default:
+      return "unspecified";
+  }
+}
+
+std::string CacheShortName(v1::CacheMode cache) {
+  return cache == v1::CACHE_MODE_HOT ? "hot" : "cold";
+}
+
+std::optional<v1::DType> ParseDTypeName(std::string_view name) {
+  if (name == "bf16" || name == "bfloat16") return v1::DTYPE_BF16;
+  if (name == "fp16" || name == "float16" || name == "half") return v1::DTYPE_FP16;
+  if (name == "fp32" || name == "float32" || name == "float") return v1::DTYPE_FP32;
+  return std::nullopt;
+}
+
+std::optional<v1::Mode> ParseModeName(std::string_view name) {
+  if (name == "output") return v1::MODE_OUTPUT;
+  if (name == "output_and_residual") return v1::MODE_OUTPUT_AND_RESIDUAL;
+  if (name == "in_place") return v1::MODE_IN_PLACE;
+  return std::nullopt;
+}
+
+std::string DTypeFileName(v1::DType dtype) {
+  switch (dtype) {
+    case v1::DTYPE_BF16:
+      return "bfloat16";
+    case v1::DTYPE_FP16:
+      return "float16";
+    case v1::DTYPE_FP32:
+      return "float32";
+    default:
+      return "unspecified";
+  }
+}
+
+}  // namespace kerneleval

@@ -1,0 +1,59 @@
+#include "server/admission.h"
+
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/bounded_text.h"
+
+namespace kerneleval::server {
+
+absl::Status Admit(const ServiceState& state, bool needs_devices) {
+  if (state.draining.load()) {
+    return absl::UnavailableError("server is shutting down and accepts no new requests");
+  }
+  if (needs_devices && !state.warmed.load()) {
+    return absl::UnavailableError("server is warming up; retry when readiness is SERVING");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StillWanted(const Caller& caller, const std::string& when) {
+  if (caller.DeadlinePassed()) {
+    return absl::DeadlineExceededError(absl::StrCat("deadline passed ", when, "; not started"));
+  }
+  if (caller.Cancelled()) {
+    return absl::CancelledError(absl::StrCat("cancelled ", when, "; not started"));
+  }
+  return absl::OkStatus();
+}
+
+std::string InQueueOf(const Backend& backend, double queue_seconds) {
+  return absl::StrCat("after ", queue_seconds, " s in the queue of ", backend.name());
+}
+
+absl::Status CheckTimerFits(v1::Timer timer, const Backend& backend, const char* field) {
+  if (timer == v1::TIMER_UNSPECIFIED) return absl::OkStatus();
+  const bool gpu = backend.IsGpu();
+  if (gpu && timer == v1::TIMER_HOST_CLOCK) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": TIMER_HOST_CLOCK is for the CPU backend, not ", backend.name()));
+  }
+  if (!gpu && timer != v1::TIMER_HOST_CLOCK) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", v1::Timer_Name(timer),
+                                                   " needs a CUDA device, not ", backend.name()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckImplementation(const Backend& backend, const std::string& name,
+                                 const std::string& field) {
+  if (backend.HasImplementation(name)) return absl::OkStatus();
+  std::vector<std::string> names;
+  for (const v1::Implementation& impl : backend.Implementations()) names.push_back(impl.name());
+  return absl::NotFoundError(absl::StrCat(field, ": ", Quote(name), " is not available on ",
+                                          backend.name(), " (available: ",
+                                          absl::StrJoin(names, ", "), ")"));
+}
+
+}  // namespace kerneleval::server

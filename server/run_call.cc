@@ -1,0 +1,140 @@
+#include "server/run_call.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/correctness.h"
+#include "server/evaluation.h"
+#include "server/sol.h"
+
+namespace kerneleval::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsBetween(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+// Output tensors in the response, sized and shaped like the inputs; the backend writes the
+// first call's results straight into them.
+HostOutputs PrepareOutputs(const v1::RunRequest& request, const Problem& problem,
+                           v1::RunResponse* response) {
+  v1::Tensor* out = response->mutable_output();
+  out->set_dtype(request.hidden_states().dtype());
+  *out->mutable_shape() = request.hidden_states().shape();
+  out->mutable_data()->resize(problem.TensorBytes());
+  HostOutputs outputs{out->mutable_data()->data(), nullptr};
+  if (WritesResidual(problem.mode)) {
+    v1::Tensor* res = response->mutable_residual_out();
+    res->set_dtype(request.residual().dtype());
+    *res->mutable_shape() = request.residual().shape();
+    res->mutable_data()->resize(problem.TensorBytes());
+    outputs.residual_out = res->mutable_data()->data();
+  }
+  return outputs;
+}
+
+// On the device's worker thread.
+absl::Status EvaluateRun(ServiceState& state, Backend& backend, const Caller& caller,
+                         double queue_seconds, const v1::RunRequest& request,
+                         const Problem& problem, const std::string& impl, Clock::time_point t0,
+                         Clock::time_point queued, v1::RunResponse* response) {
+  state.metrics->ObserveQueueWait(backend.name(), queue_seconds);
+  if (absl::Status s = StillWanted(caller, InQueueOf(backend, queue_seconds)); !s.ok()) return s;
+  const auto started = Clock::now();
+  EvaluationSpec spec;
+  spec.problem = problem;
+  spec.inputs = {request.hidden_states().data().data(), request.residual().data().data(),
+                 request.weight().data().data()};
+  spec.outputs = PrepareOutputs(request, problem, response);
+  spec.implementation = impl;
+  spec.options = ToMeasureOptions(RunProtocol(request, backend.IsGpu()));
+  spec.options.should_stop = [&caller] { return caller.Cancelled(); };
+  spec.peaks = PeaksFor(backend.Describe(), /*with_measured_copy=*/false);
+  absl::StatusOr<Evaluation> e = Evaluate(backend, spec);
+  if (!e.ok()) return e.status();
+  const auto measured = Clock::now();
+  state.metrics->ObserveKernelSamples(impl, backend.name(), e->measurement.samples_seconds);
+
+  if (request.check_correctness()) {
+    // After the measurement, on the outputs the caller gets back.
+    const Reference reference = ComputeReference(problem, spec.inputs);
+    e->correctness = CheckOutputs(problem, spec.outputs, reference,
+                                  ResolveTolerance(problem.dtype, v1::Tolerance()));
+  }
+  const auto checked = Clock::now();
+  response->set_device(backend.name());
+  response->set_implementation(impl);
+  WriteEvaluation(*e, response);
+  response->set_queue_seconds(queue_seconds);
+  v1::RunTiming* timing = response->mutable_timing();
+  timing->set_validate_seconds(SecondsBetween(t0, queued));
+  timing->set_queue_seconds(queue_seconds);
+  timing->set_host_to_device_seconds(e->measurement.host_to_device_seconds);
+  timing->set_device_seconds(e->measurement.device_seconds);
+  timing->set_device_to_host_seconds(e->measurement.device_to_host_seconds);
+  timing->set_kernel_seconds(e->stats.median);
+  timing->set_check_seconds(SecondsBetween(measured, checked));
+  if (request.omit_outputs()) {
+    response->clear_output();
+    response->clear_residual_out();
+  }
+  state.metrics->ObserveCompute(backend.name(), SecondsBetween(started, Clock::now()));
+  timing->set_server_seconds(SecondsBetween(t0, Clock::now()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void StartRun(ServiceState& state, Caller caller, const v1::RunRequest& request,
+              v1::RunResponse* response, std::function<void(const absl::Status&)> done) {
+  const auto t0 = Clock::now();
+  auto refuse = [&](const absl::Status& s) { done(s); };
+  if (absl::Status s = Admit(state, /*needs_devices=*/true); !s.ok()) return refuse(s);
+  absl::StatusOr<Problem> problem = ValidateRunRequest(request, state.limits);
+  if (!problem.ok()) return refuse(problem.status());
+  absl::StatusOr<DeviceWorker*> device = request.device().empty()
+                                             ? state.devices->LeastLoaded()
+                                             : state.devices->FindHealthy(request.device(), "device");
+  if (!device.ok()) return refuse(device.status());
+  const Backend& backend = (*device)->backend();
+  std::string impl = request.implementation();
+  if (impl.empty()) {
+    impl = backend.DefaultImplementation();
+  } else if (absl::Status s = CheckImplementation(backend, impl, "implementation"); !s.ok()) {
+    return refuse(s);
+  }
+  if (absl::Status s = CheckTimerFits(request.timer(), backend, "timer"); !s.ok()) {
+    return refuse(s);
+  }
+  if (absl::Status s = StillWanted(caller, "before it was queued"); !s.ok()) return refuse(s);
+  // The request and the outputs it will get back stay in memory until it is answered.
+  const std::uint64_t held =
+      request.ByteSizeLong() + problem->TensorBytes() * (WritesResidual(problem->mode) ? 2 : 1);
+  const std::uint64_t before = state.queued_bytes.fetch_add(held);
+  if (state.limits.max_queued_bytes > 0 && before + held > state.limits.max_queued_bytes) {
+    state.queued_bytes.fetch_sub(held);
+    return refuse(absl::ResourceExhaustedError(absl::StrCat(
+        "the server holds ", before, " bytes of queued Run work; this request needs ", held,
+        " more, over --max-queued-bytes ", state.limits.max_queued_bytes, "; retry later")));
+  }
+  // `done` is shared with the job: whichever of the job and a refused Submit runs it, and
+  // it gives the held bytes back first.
+  auto shared_done = std::make_shared<std::function<void(const absl::Status&)>>(
+      [&state, held, done = std::move(done)](const absl::Status& s) {
+        state.queued_bytes.fetch_sub(held);
+        done(s);
+      });
+  const auto queued = Clock::now();
+  const absl::Status submitted = (*device)->Submit(
+      [&state, caller, &request, response, p = *problem, impl, t0, queued, shared_done](
+          Backend& b, double queue_seconds) {
+        (*shared_done)(
+            EvaluateRun(state, b, caller, queue_seconds, request, p, impl, t0, queued, response));
+      });
+  if (!submitted.ok()) (*shared_done)(submitted);
+}
+
+}  // namespace kerneleval::server

@@ -1,0 +1,29 @@
+// What every front of the service (the KernelEval RPCs, and later ones) shares: the devices,
+// the suites loaded at start, the metrics, the limits, and the server's readiness.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include "kerneleval/v1/kerneleval.pb.h"
+#include "server/device_set.h"
+#include "server/metrics.h"
+#include "server/request_validation.h"
+
+namespace kerneleval::server {
+
+struct ServiceState {
+  DeviceSet* devices = nullptr;
+  std::vector<v1::SuiteDefinition> suites;  // loaded at start
+  Metrics* metrics = nullptr;
+  RequestLimits limits;
+  std::atomic<bool> ready{false};
+  // Every device has warmed up: work is admitted from then on. Readiness also drops while
+  // a device recovers from a fault, but healthy devices keep serving meanwhile.
+  std::atomic<bool> warmed{false};
+  std::atomic<bool> draining{false};
+  std::atomic<std::uint64_t> queued_bytes{0};  // held by admitted Runs (limits.max_queued_bytes)
+};
+
+}  // namespace kerneleval::server

@@ -1,0 +1,163 @@
+// The pieces of the one evaluation path that a black-box test cannot isolate: the protocol
+// crossing to a device host unchanged, outputs checked under their own names against the fp64
+// reference, non-finite inputs named, and the shared tensor region surviving a failed resize.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <google/protobuf/util/message_differencer.h>
+
+#include "common/input_generator.h"
+#include "kerneleval/kernels/half_types.h"
+#include "server/correctness.h"
+#include "server/device_host_channel.h"
+#include "server/evaluation.h"
+#include "server/request_validation.h"
+
+namespace kerneleval::server {
+namespace {
+
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+
+// Sets every field of `m` (recursively) to a value other than its default.
+void SetEveryField(Message* m) {
+  const Reflection* r = m->GetReflection();
+  const auto* d = m->GetDescriptor();
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    ASSERT_FALSE(f->is_repeated()) << f->full_name() << ": extend this test for repeated fields";
+    switch (f->cpp_type()) {
+      case FieldDescriptor::CPPTYPE_BOOL:
+        r->SetBool(m, f, true);
+        break;
+      case FieldDescriptor::CPPTYPE_UINT32:
+        r->SetUInt32(m, f, 7 + static_cast<std::uint32_t>(i));
+        break;
+      case FieldDescriptor::CPPTYPE_UINT64:
+        r->SetUInt64(m, f, 11 + static_cast<std::uint64_t>(i));
+        break;
+      case FieldDescriptor::CPPTYPE_DOUBLE:
+        r->SetDouble(m, f, 0.25 + i);
+        break;
+      case FieldDescriptor::CPPTYPE_ENUM:
+        // The last value: never the UNSPECIFIED default.
+        r->SetEnum(m, f, f->enum_type()->value(f->enum_type()->value_count() - 1));
+        break;
+      case FieldDescriptor::CPPTYPE_MESSAGE:
+        SetEveryField(r->MutableMessage(m, f));
+        break;
+      default:
+        FAIL() << f->full_name() << ": extend this test for its type";
+    }
+  }
+}
+
+// Every field of v1::Protocol that a backend reads survives Protocol -> MeasureOptions ->
+// Protocol, the path a call takes to a device host; a field added to the contract but not
+// to the pair fails here instead of being dropped silently on the GPU default path.
+TEST(MeasureOptions, EveryBackendFieldOfTheProtocolCrossesToTheDeviceHost) {
+  v1::Protocol p;
+  SetEveryField(&p);
+  p.set_cache(v1::CACHE_MODE_HOT);  // the last enum value of each, but a valid cache mode
+  const v1::Protocol back = ToProtocol(ToMeasureOptions(p));
+  // Not the backend's: the engine reads them (input seed, SOL peaks, the run's time cap).
+  const std::vector<std::string> engine_only = {"seed", "measure_copy_bandwidth",
+                                                "max_total_seconds"};
+  const auto* d = p.GetDescriptor();
+  v1::Protocol expected = p;
+  for (const std::string& name : engine_only) {
+    expected.GetReflection()->ClearField(&expected, d->FindFieldByName(name));
+  }
+  google::protobuf::util::MessageDifferencer differ;
+  std::string differences;
+  differ.ReportDifferencesToString(&differences);
+  EXPECT_TRUE(differ.Compare(expected, back)) << "not carried unchanged:\n" << differences;
+}
+
+Problem SmallProblem(Mode mode) {
+  Problem p;
+  p.dtype = DType::kFP32;
+  p.mode = mode;
+  p.batch = 4;
+  p.hidden = 8;
+  return p;
+}
+
+struct Tensors {
+  std::vector<std::uint8_t> x, r, w;
+  HostInputs inputs() const { return {x.data(), r.data(), w.data()}; }
+};
+
+Tensors RandomInputs(const Problem& p) {
+  return {RandomTensor(p.dtype, p.TensorElements(), 1), RandomTensor(p.dtype, p.TensorElements(), 2),
+          RandomTensor(p.dtype, static_cast<std::size_t>(p.hidden), 3)};
+}
+
+// Outputs from the reference itself, rounded to fp32: correct by construction.
+std::vector<float> Rounded(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+
+TEST(CheckOutputs, NamesTheResidualTensorWhenOnlyItIsWrong) {
+  const Problem p = SmallProblem(Mode::kOutputAndResidual);
+  const Tensors in = RandomInputs(p);
+  const Reference ref = ComputeReference(p, in.inputs());
+  std::vector<float> out = Rounded(ref.output);
+  std::vector<float> res = Rounded(ref.residual_out);
+  res[13] += 1.0f;  // row 1, column 5
+  const v1::Correctness c = CheckOutputs(p, {out.data(), res.data()}, ref, DefaultTolerance(p.dtype));
+  EXPECT_FALSE(c.passed());
+  EXPECT_EQ(c.mismatched(), 1u);
+  EXPECT_EQ(c.detail().rfind("residual_out[13]", 0), 0u) << c.detail();
+}
+
+TEST(CheckOutputs, PassesTheReferenceItself) {
+  const Problem p = SmallProblem(Mode::kOutputAndResidual);
+  const Tensors in = RandomInputs(p);
+  const Reference ref = ComputeReference(p, in.inputs());
+  std::vector<float> out = Rounded(ref.output), res = Rounded(ref.residual_out);
+  EXPECT_TRUE(CheckOutputs(p, {out.data(), res.data()}, ref, DefaultTolerance(p.dtype)).passed());
+}
+
+TEST(CheckOutputs, AnInfInputIsReportedWithItsRow) {
+  const Problem p = SmallProblem(Mode::kOutput);
+  Tensors in = RandomInputs(p);
+  StoreFromFloat(p.dtype, in.r.data(), 2 * 8 + 3, INFINITY);  // residual row 2
+  const Reference ref = ComputeReference(p, in.inputs());
+  std::vector<float> out = Rounded(ref.output);
+  const v1::Correctness c = CheckOutputs(p, {out.data(), nullptr}, ref, DefaultTolerance(p.dtype));
+  EXPECT_FALSE(c.passed());
+  EXPECT_TRUE(c.has_inf());
+  EXPECT_NE(c.detail().find("input residual[2, 3] (row 2) is inf"), std::string::npos)
+      << c.detail();
+}
+
+// A resize past what the region may hold fails with RESOURCE_EXHAUSTED and leaves the
+// region mapped at its old size (it used to unmap first and keep a null base). Run in a
+// child: it lowers RLIMIT_FSIZE, which bounds a memfd's size too.
+void GrowPastTheFileSizeLimit() {
+  std::signal(SIGXFSZ, SIG_IGN);
+  const rlimit limit{std::size_t{64} << 20, std::size_t{64} << 20};
+  setrlimit(RLIMIT_FSIZE, &limit);
+  absl::StatusOr<SharedRegion> region = SharedRegion::Create();
+  if (!region.ok()) std::_Exit(2);
+  if (!region->Resize(std::size_t{1} << 20).ok()) std::_Exit(3);
+  std::memset(region->data(), 7, std::size_t{1} << 20);
+  const absl::Status grown = region->Resize(std::size_t{256} << 20);
+  if (grown.code() != absl::StatusCode::kResourceExhausted) std::_Exit(4);
+  if (region->data() == nullptr || region->data_bytes() != (std::size_t{1} << 20)) std::_Exit(5);
+  std::memset(region->data(), 9, std::size_t{1} << 20);  // still mapped and writable
+  std::_Exit(0);
+}
+
+TEST(SharedRegion, AFailedGrowKeepsTheOldMapping) {
+  EXPECT_EXIT(GrowPastTheFileSizeLimit(), ::testing::ExitedWithCode(0), "");
+}
+
+}  // namespace
+}  // namespace kerneleval::server
