@@ -21,7 +21,11 @@ PROTO_GLOB = "kerneleval/v1/*.proto"
 
 
 def proto_dir() -> pathlib.Path:
-    candidates = [os.environ.get("KERNELEVAL_PROTO_DIR"), HERE.parent.parent / "proto", HERE / "proto"]
+    candidates = [
+        os.environ.get("KERNELEVAL_PROTO_DIR"),
+        HERE.parent.parent / "proto",
+        HERE / "proto",
+    ]
     for candidate in candidates:
         if candidate and any(pathlib.Path(candidate).glob(PROTO_GLOB)):
             return pathlib.Path(candidate)

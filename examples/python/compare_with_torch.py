@@ -103,8 +103,9 @@ if torch is not None and x.is_cuda:
 my_seconds = (time.perf_counter() - t0) / 20
 
 with Client(args.target, token=args.token, timeout=120) as client:
-    served = client.run(x, r, w, mode="output", eps=EPS, check=True, device=args.device,
-                        warmup=5, repetitions=20)
+    served = client.run(
+        x, r, w, mode="output", eps=EPS, check=True, device=args.device, warmup=5, repetitions=20
+    )
 
 ref = fp64_reference(x_np, r_np, w_np)
 tol = 1e-2  # bf16: |out - ref| <= tol + tol * |ref|, the service's rule
@@ -121,23 +122,41 @@ print(f"yours vs kerneleval: max |diff| {diff.max():.3e}")
 # its timer says (`timer`), on the device it ran on.
 
 # %%
-print(f"yours      : {my_seconds * 1e6:9.1f} us  (host clock, {'torch ' + str(x.device) if torch else 'numpy'})")
-print(f"kerneleval : {served.median_seconds * 1e6:9.1f} us  ({served.timer}, {served.implementation} on "
-      f"{served.device}, {served.bytes_per_second / 1e9:.1f} GB/s"
-      + (f", SOL {served.sol_ratio * 100:.0f}%)" if served.sol_ratio else ")"))
+where = f"torch {x.device}" if torch is not None else "numpy"
+print(f"yours      : {my_seconds * 1e6:9.1f} us  (host clock, {where})")
+sol = f", SOL {served.sol_ratio * 100:.0f}%" if served.sol_ratio else ""
+print(
+    f"kerneleval : {served.median_seconds * 1e6:9.1f} us  ({served.timer}, "
+    f"{served.implementation} on {served.device}, {served.bytes_per_second / 1e9:.1f} GB/s{sol})"
+)
 
 # %% [markdown]
 # ## A small sweep on the server, as a table
 
 # %%
 with Client(args.target, token=args.token, timeout=600) as client:
-    suite = custom_suite("example_sweep", batch_sizes=[1, 79, 512], hidden_size=args.hidden, dtype="bf16")
-    report = client.bench(suite, device=args.device, warmup=2, repetitions=10,
-                          on_progress=lambda p: print(f"  workload {p.workload_index + 1}/{p.workload_count}: {p.workload}"))
+    suite = custom_suite(
+        "example_sweep", batch_sizes=[1, 79, 512], hidden_size=args.hidden, dtype="bf16"
+    )
+    report = client.bench(
+        suite,
+        device=args.device,
+        warmup=2,
+        repetitions=10,
+        on_progress=lambda p: print(
+            f"  workload {p.workload_index + 1}/{p.workload_count}: {p.workload}"
+        ),
+    )
 for row in report.rows():
-    print(f"{row['workload']:>16} {row['implementation']:>14} {row['median_us']:9.1f} us "
-          f"{row['gb_per_s']:7.1f} GB/s  {row['status']}")
+    print(
+        f"{row['workload']:>16} {row['implementation']:>14} {row['median_us']:9.1f} us "
+        f"{row['gb_per_s']:7.1f} GB/s  {row['status']}"
+    )
 try:
-    print(report.to_pandas().pivot_table(index="workload", columns="implementation", values="median_us"))
+    print(
+        report.to_pandas().pivot_table(
+            index="workload", columns="implementation", values="median_us"
+        )
+    )
 except ImportError:
     pass  # pandas is optional

@@ -47,7 +47,9 @@ class Server:
         return reply[1] if len(reply) >= 2 else 0  # field 1 varint; absent = UNKNOWN (0)
 
     def scrape(self) -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10) as r:
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10
+        ) as r:
             return r.read().decode()
 
     def stop(self) -> None:
@@ -65,9 +67,22 @@ def start_server(tmp: pathlib.Path, extra: List[str] = (), token: Optional[str] 
     if not binary:
         pytest.fail("KERNELEVAL_SERVER is not set (the path of kerneleval-server)")
     port_file = tmp / "ports.json"
-    command = [binary, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-               "--port-file", str(port_file), "--device", "cpu", "--drain-seconds", "2",
-               "--suites-dir", str(ROOT / "suites"), *extra]
+    command = [
+        binary,
+        "--listen",
+        "127.0.0.1:0",
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--port-file",
+        str(port_file),
+        "--device",
+        "cpu",
+        "--drain-seconds",
+        "2",
+        "--suites-dir",
+        str(ROOT / "suites"),
+        *extra,
+    ]
     if token:
         (tmp / "token").write_text(token + "\n")
         command += ["--auth-token-file", str(tmp / "token")]
@@ -79,7 +94,9 @@ def start_server(tmp: pathlib.Path, extra: List[str] = (), token: Optional[str] 
             pytest.fail(f"server exited with {process.returncode}:\n{log.read_text()[-4000:]}")
         try:
             ports = json.loads(port_file.read_text())
-            server = Server(process, int(ports["grpc_port"]), int(ports["metrics_port"]), log, token)
+            server = Server(
+                process, int(ports["grpc_port"]), int(ports["metrics_port"]), log, token
+            )
             break
         except (OSError, ValueError, KeyError):
             if time.monotonic() > deadline:

@@ -24,7 +24,9 @@ DTYPES: Dict[str, np.dtype] = {
 TOLERANCE = {"bf16": 1e-2, "fp16": 2e-3, "fp32": 1e-5}  # atol = rtol
 
 
-def inputs(batch: int, hidden: int, dtype: str, seed: int = 7) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+def inputs(
+    batch: int, hidden: int, dtype: str, seed: int = 7
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     t = DTYPES[dtype]
     x = rng.standard_normal((batch, hidden)).astype(t)
@@ -33,7 +35,9 @@ def inputs(batch: int, hidden: int, dtype: str, seed: int = 7) -> Tuple[np.ndarr
     return x, r, w
 
 
-def reference(x: np.ndarray, r: np.ndarray, w: np.ndarray, eps: float = 1e-6) -> Tuple[np.ndarray, np.ndarray]:
+def reference(
+    x: np.ndarray, r: np.ndarray, w: np.ndarray, eps: float = 1e-6
+) -> Tuple[np.ndarray, np.ndarray]:
     s = x.astype(np.float64) + r.astype(np.float64)
     rms = np.sqrt(np.mean(s * s, axis=-1, keepdims=True) + eps)
     return s / rms * w.astype(np.float64), s

@@ -61,11 +61,15 @@ def test_run_torch_tensors(client):
     result = client.run(x, r, w, mode="output_and_residual")
     assert isinstance(result.output, torch.Tensor) and result.output.dtype == torch.bfloat16
     ref, s = reference(x.float().numpy(), r.float().numpy(), w.float().numpy())
-    assert_close(result.output.view(torch.int16).numpy().view(DTYPES["bf16"]), ref, "bf16", "output")
+    assert_close(
+        result.output.view(torch.int16).numpy().view(DTYPES["bf16"]), ref, "bf16", "output"
+    )
 
 
 def test_bench_custom_suite_streams_progress(client):
-    suite = kerneleval.custom_suite("py_small", batch_sizes=[1, 7, 33], hidden_size=128, dtype="fp32")
+    suite = kerneleval.custom_suite(
+        "py_small", batch_sizes=[1, 7, 33], hidden_size=128, dtype="fp32"
+    )
     progress: List[pb.BenchmarkProgress] = []
     report = client.bench(suite, device="cpu", warmup=1, repetitions=3, on_progress=progress.append)
     assert [p.workload_index for p in progress] == [0, 1, 2]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 import grpc
-import ml_dtypes
 import numpy as np
 import pytest
 import tritonclient.grpc as triton
@@ -56,7 +55,10 @@ def test_models_ready_and_described(client):
     meta = client.get_model_metadata(MODEL)
     assert meta.name == MODEL and list(meta.versions) == ["1"]
     assert [(t.name, list(t.shape)) for t in meta.inputs] == [
-        ("hidden_states", [-1, -1]), ("residual", [-1, -1]), ("weight", [-1])]
+        ("hidden_states", [-1, -1]),
+        ("residual", [-1, -1]),
+        ("weight", [-1]),
+    ]
     assert [t.name for t in meta.outputs] == ["output", "residual_out"]
     with pytest.raises(InferenceServerException) as error:
         client.get_model_metadata("resnet50")
@@ -72,8 +74,13 @@ def test_infer_matches_fp64_reference(client, dtype, mode):
     outputs = [triton.InferRequestedOutput("output")]
     if mode != "output":
         outputs.append(triton.InferRequestedOutput("residual_out"))
-    result = client.infer(MODEL, infer_inputs(x, r, w, dtype), outputs=outputs, request_id="req-1",
-                          parameters={"eps": eps, "mode": mode, "check_correctness": True})
+    result = client.infer(
+        MODEL,
+        infer_inputs(x, r, w, dtype),
+        outputs=outputs,
+        request_id="req-1",
+        parameters={"eps": eps, "mode": mode, "check_correctness": True},
+    )
     out_ref, s_ref = reference(x, r, w, eps)
     assert_close(result.as_numpy("output"), out_ref, dtype, "output")
     if mode == "output":
@@ -93,8 +100,11 @@ def test_infer_matches_fp64_reference(client, dtype, mode):
 
 def test_infer_defaults_return_every_output_of_the_mode(client):
     x, r, w = inputs(2, 32, "bf16")
-    result = client.infer("fused_add_rmsnorm", infer_inputs(x, r, w, "bf16"),
-                          parameters={"mode": "output_and_residual", "repetitions": 3})
+    result = client.infer(
+        "fused_add_rmsnorm",
+        infer_inputs(x, r, w, "bf16"),
+        parameters={"mode": "output_and_residual", "repetitions": 3},
+    )
     assert_close(result.as_numpy("residual_out"), reference(x, r, w)[1], "bf16", "residual_out")
     assert result.get_response().parameters["latency_samples"].int64_param == 3
     only_output = client.infer(MODEL, infer_inputs(x, r, w, "bf16"))
@@ -110,25 +120,32 @@ def test_fp32_typed_contents(server):
         t = request.inputs.add(name=name, datatype="FP32", shape=list(array.shape))
         t.contents.fp32_contents.extend(array.ravel().tolist())
     with grpc.insecure_channel(server.target) as channel:
-        response = service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelInfer(request, timeout=60)
-    out = np.frombuffer(response.raw_output_contents[0], dtype="<f4").reshape(response.outputs[0].shape)
+        response = service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelInfer(
+            request, timeout=60
+        )
+    out = np.frombuffer(response.raw_output_contents[0], dtype="<f4").reshape(
+        response.outputs[0].shape
+    )
     assert_close(out, reference(x, r, w)[0], "fp32", "output")
 
 
-@pytest.mark.parametrize("case, code, field", [
-    ("shape", "INVALID_ARGUMENT", "residual.shape"),
-    ("datatype", "INVALID_ARGUMENT", "inputs[0].datatype"),
-    ("mixed_dtype", "INVALID_ARGUMENT", "residual.dtype"),
-    ("missing", "INVALID_ARGUMENT", "inputs: no input named 'weight'"),
-    ("unknown_input", "INVALID_ARGUMENT", "inputs[3].name"),
-    ("mode", "INVALID_ARGUMENT", "parameters.mode"),
-    ("eps", "INVALID_ARGUMENT", "eps"),
-    ("parameter", "INVALID_ARGUMENT", "parameters.epsilon"),
-    ("output", "INVALID_ARGUMENT", "outputs[0].name"),
-    ("model", "NOT_FOUND", "model_name"),
-    ("version", "NOT_FOUND", "model_version"),
-    ("device", "NOT_FOUND", "device"),
-])
+@pytest.mark.parametrize(
+    "case, code, field",
+    [
+        ("shape", "INVALID_ARGUMENT", "residual.shape"),
+        ("datatype", "INVALID_ARGUMENT", "inputs[0].datatype"),
+        ("mixed_dtype", "INVALID_ARGUMENT", "residual.dtype"),
+        ("missing", "INVALID_ARGUMENT", "inputs: no input named 'weight'"),
+        ("unknown_input", "INVALID_ARGUMENT", "inputs[3].name"),
+        ("mode", "INVALID_ARGUMENT", "parameters.mode"),
+        ("eps", "INVALID_ARGUMENT", "eps"),
+        ("parameter", "INVALID_ARGUMENT", "parameters.epsilon"),
+        ("output", "INVALID_ARGUMENT", "outputs[0].name"),
+        ("model", "NOT_FOUND", "model_name"),
+        ("version", "NOT_FOUND", "model_version"),
+        ("device", "NOT_FOUND", "device"),
+    ],
+)
 def test_bad_requests_get_code_and_field(client, case, code, field):
     x, r, w = inputs(3, 8, "fp32")
     model, params, version = MODEL, {}, ""
@@ -185,9 +202,18 @@ def test_calls_are_counted_in_metrics(client, server):
     x, r, w = inputs(2, 16, "fp32")
     client.infer(MODEL, infer_inputs(x, r, w, "fp32"))
     scrape = server.scrape()
-    ok = re.search(r'^kerneleval_rpc_requests_total\{[^}]*method="ModelInfer"[^}]*code="OK"[^}]*\} (\S+)',
-                   scrape, re.M) or re.search(
-        r'^kerneleval_rpc_requests_total\{[^}]*code="OK"[^}]*method="ModelInfer"[^}]*\} (\S+)', scrape, re.M)
+    ok = re.search(
+        r'^kerneleval_rpc_requests_total\{[^}]*method="ModelInfer"[^}]*code="OK"[^}]*\} (\S+)',
+        scrape,
+        re.M,
+    ) or re.search(
+        r'^kerneleval_rpc_requests_total\{[^}]*code="OK"[^}]*method="ModelInfer"[^}]*\} (\S+)',
+        scrape,
+        re.M,
+    )
     assert ok and float(ok.group(1)) >= 1, "no ModelInfer OK series in /metrics"
-    assert re.search(r'^kerneleval_rpc_requests_total\{[^}]*ModelInfer[^}]*INVALID_ARGUMENT', scrape, re.M) or \
-        re.search(r'^kerneleval_rpc_requests_total\{[^}]*INVALID_ARGUMENT[^}]*ModelInfer', scrape, re.M)
+    assert re.search(
+        r"^kerneleval_rpc_requests_total\{[^}]*ModelInfer[^}]*INVALID_ARGUMENT", scrape, re.M
+    ) or re.search(
+        r"^kerneleval_rpc_requests_total\{[^}]*INVALID_ARGUMENT[^}]*ModelInfer", scrape, re.M
+    )

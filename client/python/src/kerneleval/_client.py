@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
 
 import grpc
 
@@ -30,7 +30,10 @@ _CACHE = {"cold": pb.CACHE_MODE_COLD, "hot": pb.CACHE_MODE_HOT}
 ProgressCallback = Callable[[pb.BenchmarkProgress], None]
 
 
-def _choice(table: dict, value: str, what: str) -> int:
+T = TypeVar("T")
+
+
+def _choice(table: Mapping[str, T], value: str, what: str) -> T:
     try:
         return table[value]
     except KeyError:
@@ -55,7 +58,10 @@ def custom_suite(
         dtype=_choice(dtypes, dtype, "dtype"),
         mode=_choice(_MODES, mode, "mode"),
         eps=eps,
-        axes=[pb.Axis(name="batch_size"), pb.Axis(name="hidden_size", is_const=True, value=hidden_size)],
+        axes=[
+            pb.Axis(name="batch_size"),
+            pb.Axis(name="hidden_size", is_const=True, value=hidden_size),
+        ],
     )
     for b in batch_sizes:
         suite.workloads.add(name=f"batch_size={b}", axes={"batch_size": b})
@@ -92,7 +98,9 @@ class Client:
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ]
         if tls:
-            credentials = grpc.ssl_channel_credentials(root_certificates, private_key, certificate_chain)
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates, private_key, certificate_chain
+            )
             self._channel = grpc.secure_channel(target, credentials, options)
         else:
             self._channel = grpc.insecure_channel(target, options)
@@ -231,7 +239,10 @@ class Client:
         if seed is not None:
             protocol.seed = seed
         request = pb.BenchmarkRequest(
-            implementations=list(implementations), device=device, all_devices=all_devices, protocol=protocol
+            implementations=list(implementations),
+            device=device,
+            all_devices=all_devices,
+            protocol=protocol,
         )
         if isinstance(suite, str):
             request.suite = suite
@@ -239,7 +250,9 @@ class Client:
             request.custom_suite.CopyFrom(suite)
         report: Optional[pb.BenchmarkReport] = None
         try:
-            stream = self._stub.Benchmark(request, timeout=timeout or self._timeout, metadata=self._metadata)
+            stream = self._stub.Benchmark(
+                request, timeout=timeout or self._timeout, metadata=self._metadata
+            )
             for event in stream:
                 if event.HasField("progress"):
                     if on_progress is not None:
@@ -249,7 +262,9 @@ class Client:
         except grpc.RpcError as error:
             raise KernelEvalError.from_rpc_error(error) from None
         if report is None:
-            raise KernelEvalError(grpc.StatusCode.INTERNAL, "Benchmark: the stream ended without a report")
+            raise KernelEvalError(
+                grpc.StatusCode.INTERNAL, "Benchmark: the stream ended without a report"
+            )
         return BenchReport(report)
 
     def devices(self, timeout: Optional[float] = None) -> List[pb.Device]:
@@ -260,7 +275,9 @@ class Client:
         """The suites the server loaded at start, with their workloads."""
         return list(self._call(self._stub.ListSuites, pb.ListSuitesRequest(), timeout).suites)
 
-    def implementations(self, device: str = "", timeout: Optional[float] = None) -> List[pb.Implementation]:
+    def implementations(
+        self, device: str = "", timeout: Optional[float] = None
+    ) -> List[pb.Implementation]:
         """The implementations of one device, or of every device ("")."""
         request = pb.ListImplementationsRequest(device=device)
         return list(self._call(self._stub.ListImplementations, request, timeout).implementations)

@@ -117,4 +117,5 @@ class BenchReport:
         return pd.DataFrame(self.rows())
 
     def __repr__(self) -> str:
-        return f"BenchReport(suite={self.suite!r}, results={len(self.proto.results)}, complete={self.complete})"
+        n = len(self.proto.results)
+        return f"BenchReport(suite={self.suite!r}, results={n}, complete={self.complete})"

@@ -27,11 +27,15 @@ def is_torch(value: Any) -> bool:
     return type(value).__module__.startswith("torch") and hasattr(value, "detach")
 
 
-def _wire_dtype(array: np.ndarray, name: str) -> int:
+def _wire_dtype(array: np.ndarray, name: str) -> pb.DType:
     for wire, dtype in _NUMPY_DTYPES.items():
-        if array.dtype == dtype or (array.dtype.kind == "f" and array.dtype.newbyteorder("<") == dtype):
+        if array.dtype == dtype or (
+            array.dtype.kind == "f" and array.dtype.newbyteorder("<") == dtype
+        ):
             return wire
-    raise TypeError(f"{name}: dtype {array.dtype} is not one of bfloat16 (ml_dtypes), float16, float32")
+    raise TypeError(
+        f"{name}: dtype {array.dtype} is not one of bfloat16 (ml_dtypes), float16, float32"
+    )
 
 
 def _torch_to_numpy(tensor: Any) -> np.ndarray:
