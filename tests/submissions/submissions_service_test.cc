@@ -192,7 +192,7 @@ TEST(Submissions, OptionsAreWhitelisted) {
   v1::SubmissionSpec spec = Spec("opts", kTiny, "tiny");
   v1::Define* d = spec.mutable_options()->add_defines();
   d->set_name("X");
-  d->set_value("1 -I/etc");
+  d->set_value("1\" -I/etc");
   grpc::Status s = Register(f, spec);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("submission.options.defines[0].value"));
