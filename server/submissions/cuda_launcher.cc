@@ -1,6 +1,7 @@
 #include "server/submissions/cuda_launcher.h"
 
 #include "absl/strings/str_cat.h"
+#include "server/cuda_driver.h"
 #include "server/submissions/launch_plan.h"
 #include "server/submissions/source_rules.h"
 
@@ -11,8 +12,10 @@ absl::Status DriverStatus(CUresult r, const char* call) {
   if (r == CUDA_SUCCESS) return absl::OkStatus();
   const char* name = nullptr;
   const char* text = nullptr;
-  cuGetErrorName(r, &name);
-  cuGetErrorString(r, &text);
+  if (absl::StatusOr<const CudaDriver*> d = Driver(); d.ok()) {
+    (*d)->GetErrorName(r, &name);
+    (*d)->GetErrorString(r, &text);
+  }
   const std::string msg =
       absl::StrCat(call, " failed: ", name ? name : "?", " (", text ? text : "?", ")");
   return r == CUDA_ERROR_OUT_OF_MEMORY ? absl::ResourceExhaustedError(msg)
@@ -38,18 +41,25 @@ int ModeOf(v1::Mode m) {
 
 }  // namespace
 
+namespace {
+
+// A module exists only where the driver was resolved.
+void Unload(CUmodule m) {
+  if (m != nullptr) static_cast<void>((*Driver())->ModuleUnload(m));
+}
+
+}  // namespace
+
 CudaModule& CudaModule::operator=(CudaModule&& o) noexcept {
   if (this != &o) {
-    if (m_ != nullptr) static_cast<void>(cuModuleUnload(m_));
+    Unload(m_);
     m_ = o.m_;
     o.m_ = nullptr;
   }
   return *this;
 }
 
-CudaModule::~CudaModule() {
-  if (m_ != nullptr) static_cast<void>(cuModuleUnload(m_));
-}
+CudaModule::~CudaModule() { Unload(m_); }
 
 kerneleval_params MakeParams(const FusedAddRmsNormArgs& a, void* scratch,
                              std::int64_t scratch_bytes, int sm_count, int index, int count) {
@@ -91,14 +101,18 @@ absl::StatusOr<std::unique_ptr<SubmissionLauncher>> SubmissionLauncher::Load(
   if (cudaError_t e = cudaFree(nullptr); e != cudaSuccess) {
     return absl::InternalError(absl::StrCat("cudaFree(0): ", cudaGetErrorName(e)));
   }
+  absl::StatusOr<const CudaDriver*> driver = Driver();
+  if (!driver.ok()) return driver.status();
+  const CudaDriver& cu = **driver;
+  l->driver_ = &cu;
   CUdevice device = 0;
-  KE_CU_RETURN_IF_ERROR(cuCtxGetDevice(&device));
+  KE_CU_RETURN_IF_ERROR(cu.CtxGetDevice(&device));
   DeviceLimits limits;
   int major = 0, minor = 0, value = 0;
   KE_CU_RETURN_IF_ERROR(
-      cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device));
+      cu.DeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device));
   KE_CU_RETURN_IF_ERROR(
-      cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device));
+      cu.DeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device));
   limits.arch = ArchForComputeCapability(absl::StrCat(major, ".", minor));
   if (limits.arch != submission.spec().target_arch()) {
     return absl::FailedPreconditionError(
@@ -106,16 +120,16 @@ absl::StatusOr<std::unique_ptr<SubmissionLauncher>> SubmissionLauncher::Load(
                      submission.spec().target_arch(), "; this device is ", major, ".", minor));
   }
   KE_CU_RETURN_IF_ERROR(
-      cuDeviceGetAttribute(&l->sm_count_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device));
+      cu.DeviceGetAttribute(&l->sm_count_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device));
   limits.sm_count = l->sm_count_;
   KE_CU_RETURN_IF_ERROR(
-      cuDeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device));
+      cu.DeviceGetAttribute(&value, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device));
   limits.max_smem_per_block_optin = value;
-  KE_CU_RETURN_IF_ERROR(cuDeviceGetAttribute(&limits.max_threads_per_block,
-                                             CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, device));
-  KE_CU_RETURN_IF_ERROR(cuDeviceGetAttribute(
+  KE_CU_RETURN_IF_ERROR(cu.DeviceGetAttribute(&limits.max_threads_per_block,
+                                              CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, device));
+  KE_CU_RETURN_IF_ERROR(cu.DeviceGetAttribute(
       &limits.registers_per_sm, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, device));
-  KE_CU_RETURN_IF_ERROR(cuDeviceGetAttribute(
+  KE_CU_RETURN_IF_ERROR(cu.DeviceGetAttribute(
       &limits.max_blocks_per_sm, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, device));
   if (absl::Status s = ValidateLaunchPlan(plan, limits, "launch_plan"); !s.ok()) return s;
   if (absl::Status s =
@@ -125,28 +139,28 @@ absl::StatusOr<std::unique_ptr<SubmissionLauncher>> SubmissionLauncher::Load(
   }
 
   CUmodule module = nullptr;
-  KE_CU_RETURN_IF_ERROR(cuModuleLoadData(&module, cubin.data()));
+  KE_CU_RETURN_IF_ERROR(cu.ModuleLoadData(&module, cubin.data()));
   l->module_ = CudaModule(module);
   for (int i = 0; i < plan.kernels_size(); ++i) {
     const std::string& lowered = submission.diagnostics().kernels(i).lowered_name();
     CUfunction f = nullptr;
-    KE_CU_RETURN_IF_ERROR(cuModuleGetFunction(&f, module, lowered.c_str()));
+    KE_CU_RETURN_IF_ERROR(cu.ModuleGetFunction(&f, module, lowered.c_str()));
     std::size_t offset = 0, size = 0;
-    KE_CU_RETURN_IF_ERROR(cuFuncGetParamInfo(f, 0, &offset, &size));
+    KE_CU_RETURN_IF_ERROR(cu.FuncGetParamInfo(f, 0, &offset, &size));
     if (size != KERNELEVAL_PARAMS_BYTES ||
-        cuFuncGetParamInfo(f, 1, &offset, &size) != CUDA_ERROR_INVALID_VALUE) {
+        cu.FuncGetParamInfo(f, 1, &offset, &size) != CUDA_ERROR_INVALID_VALUE) {
       return absl::InvalidArgumentError(
           absl::StrCat("launch_plan.kernels[", i, "].entry: ", Quote(lowered),
                        " does not take exactly one kerneleval_params"));
     }
     const std::uint32_t smem = plan.kernels(i).dynamic_smem_bytes();
     if (smem > 48 * 1024) {  // above 48 KiB a kernel must opt in
-      KE_CU_RETURN_IF_ERROR(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                               static_cast<int>(smem)));
+      KE_CU_RETURN_IF_ERROR(cu.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                static_cast<int>(smem)));
     }
     if (plan.kernels(i).has_cluster() && plan.kernels(i).cluster().x() > 1) {
       KE_CU_RETURN_IF_ERROR(
-          cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0));
+          cu.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0));
     }
     l->functions_.push_back(f);
   }
@@ -198,7 +212,7 @@ cudaError_t SubmissionLauncher::Launch(const FusedAddRmsNormArgs& args, void* sc
     config.hStream = reinterpret_cast<CUstream>(stream);
     config.attrs = n > 0 ? attrs : nullptr;
     config.numAttrs = n;
-    const CUresult r = cuLaunchKernelEx(&config, functions_[i], kernel_args, nullptr);
+    const CUresult r = driver_->LaunchKernelEx(&config, functions_[i], kernel_args, nullptr);
     // CUresult and cudaError_t share their values for the errors a launch reports
     // (1 invalid value, 701 out of resources, 700 illegal address, ...).
     if (r != CUDA_SUCCESS) return static_cast<cudaError_t>(r);

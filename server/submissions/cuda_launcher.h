@@ -20,9 +20,14 @@
 #include "kerneleval/submission_abi.h"
 #include "kerneleval/v1/submissions.pb.h"
 
+namespace kerneleval::server {
+struct CudaDriver;
+}  // namespace kerneleval::server
+
 namespace kerneleval::server::submissions {
 
-// Owns a CUmodule (cuModuleUnload on destruction).
+// Owns a CUmodule (cuModuleUnload on destruction). Driver calls go through cuda_driver.h:
+// nothing here links libcuda, so that CUDA builds start where no driver is installed.
 class CudaModule {
  public:
   CudaModule() = default;
@@ -68,6 +73,7 @@ class SubmissionLauncher {
   SubmissionLauncher() = default;
 
   v1::Submission submission_;  // spec without source
+  const CudaDriver* driver_ = nullptr;
   CudaModule module_;
   std::vector<CUfunction> functions_;  // plan order
   int sm_count_ = 0;
