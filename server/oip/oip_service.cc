@@ -20,10 +20,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Caller CallerOf(grpc::CallbackServerContext* context) {
+// The caller as KernelEval.Run sees it: deadline, cancellation and owner.
+Caller CallerOf(const ServiceState& state, grpc::CallbackServerContext* context) {
   Caller caller;
   caller.deadline = context->deadline();
   caller.cancelled = [context] { return context->IsCancelled(); };
+  if (state.owner_of) caller.owner = state.owner_of(*context);
   return caller;
 }
 
@@ -192,7 +194,7 @@ grpc::ServerUnaryReactor* OipService::ModelInfer(grpc::CallbackServerContext* co
     done(s);
     return reactor;
   }
-  Caller caller = CallerOf(context);
+  Caller caller = CallerOf(*state_, context);
   if (call->plan.timeout.count() > 0) {
     caller.deadline = std::min(
         caller.deadline,

@@ -15,7 +15,6 @@ from typing import Dict, Tuple
 import ml_dtypes
 import numpy as np
 
-READY_SECONDS = 120
 DTYPES: Dict[str, np.dtype] = {
     "bf16": np.dtype(ml_dtypes.bfloat16),
     "fp16": np.dtype(np.float16),

@@ -10,6 +10,8 @@ import pytest
 
 import kerneleval
 from kerneleval.v1 import kerneleval_pb2 as pb
+from kerneleval.v1 import submissions_pb2 as spb
+from server_process import start_server
 from oracle import DTYPES, assert_close, inputs, reference
 
 MODES = ["output", "output_and_residual", "in_place"]
@@ -143,3 +145,28 @@ def test_token(token_server):
         assert error.value.code == grpc.StatusCode.PERMISSION_DENIED
     with kerneleval.Client(token_server.target, token=token_server.token) as good:
         assert_close(good.run(x, r, w).output, reference(x, r, w)[0], "fp16", "output")
+
+
+def test_submission_calls(client, tmp_path):
+    # Registering compiles with NVRTC (a CUDA build); listing and look-ups work anywhere.
+    with pytest.raises(kerneleval.KernelEvalError) as error:
+        client.submissions()
+    assert error.value.code == grpc.StatusCode.FAILED_PRECONDITION  # served without --submissions
+    assert "--submissions" in error.value.details
+    s = start_server(tmp_path, extra=["--submissions"])
+    try:
+        with kerneleval.Client(s.target, timeout=60) as c:
+            assert c.submissions() == []
+            with pytest.raises(kerneleval.KernelEvalError) as error:
+                c.get_submission("sub-000000000000000000000000")
+            assert error.value.code == grpc.StatusCode.NOT_FOUND
+            with pytest.raises(kerneleval.KernelEvalError) as error:
+                c.delete_submission("nothing")
+            assert error.value.code == grpc.StatusCode.NOT_FOUND
+            spec = spb.SubmissionSpec(name="x" * 10000, source="__global__ void k() {}")
+            with pytest.raises(kerneleval.KernelEvalError) as error:
+                c.register_submission(spec)
+            assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
+            assert "submission.name" in error.value.details
+    finally:
+        s.stop()

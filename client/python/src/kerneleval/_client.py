@@ -11,6 +11,8 @@ from kerneleval._report import BenchReport, RunResult
 from kerneleval._tensors import ArrayLike, like, to_numpy, to_proto
 from kerneleval.v1 import kerneleval_pb2 as pb
 from kerneleval.v1 import kerneleval_pb2_grpc as pb_grpc
+from kerneleval.v1 import submissions_pb2 as spb
+from kerneleval.v1 import submissions_pb2_grpc as spb_grpc
 
 # The server's default --max-message-bytes: three 66 MB tensors and their answer fit.
 MAX_MESSAGE_BYTES = 512 * 1024 * 1024
@@ -105,6 +107,7 @@ class Client:
         else:
             self._channel = grpc.insecure_channel(target, options)
         self._stub = pb_grpc.KernelEvalStub(self._channel)
+        self._submissions = spb_grpc.SubmissionsStub(self._channel)
         self._metadata: Tuple[Tuple[str, str], ...] = ()
         if token:
             self._metadata = (("authorization", f"Bearer {token}"),)
@@ -281,3 +284,31 @@ class Client:
         """The implementations of one device, or of every device ("")."""
         request = pb.ListImplementationsRequest(device=device)
         return list(self._call(self._stub.ListImplementations, request, timeout).implementations)
+
+    def register_submission(
+        self, spec: spb.SubmissionSpec, timeout: Optional[float] = None
+    ) -> spb.Submission:
+        """Registers (compiles) a kernel; the same spec again returns the existing one.
+
+        `spec` is a kerneleval.v1.SubmissionSpec (source, launch plan, dtype, mode, ...).
+        The returned Submission carries the id and the compile diagnostics; its name can
+        then be passed as `implementation=` to `run` and `bench`. Needs a server started
+        with --submissions; INVALID_ARGUMENT names the field or the source line at fault.
+        """
+        request = spb.RegisterSubmissionRequest(submission=spec)
+        return self._call(self._submissions.RegisterSubmission, request, timeout).submission
+
+    def submissions(self, timeout: Optional[float] = None) -> List[spb.Submission]:
+        """The caller's submissions, by name (sources left out)."""
+        request = spb.ListSubmissionsRequest()
+        return list(self._call(self._submissions.ListSubmissions, request, timeout).submissions)
+
+    def get_submission(self, submission: str, timeout: Optional[float] = None) -> spb.Submission:
+        """One submission by id ("sub-...") or name, with its source."""
+        request = spb.GetSubmissionRequest(submission=submission)
+        return self._call(self._submissions.GetSubmission, request, timeout).submission
+
+    def delete_submission(self, submission: str, timeout: Optional[float] = None) -> str:
+        """Deletes a submission by id or name; returns its id."""
+        request = spb.DeleteSubmissionRequest(submission=submission)
+        return self._call(self._submissions.DeleteSubmission, request, timeout).id
