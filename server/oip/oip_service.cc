@@ -20,12 +20,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The caller as KernelEval.Run sees it: deadline, cancellation and owner.
-Caller CallerOf(const ServiceState& state, grpc::CallbackServerContext* context) {
+// Models are built-in implementations only (oip_models.h), so the caller's owner, which
+// names submissions, is not needed here.
+Caller CallerOf(grpc::CallbackServerContext* context) {
   Caller caller;
   caller.deadline = context->deadline();
   caller.cancelled = [context] { return context->IsCancelled(); };
-  if (state.owner_of) caller.owner = state.owner_of(*context);
   return caller;
 }
 
@@ -194,7 +194,7 @@ grpc::ServerUnaryReactor* OipService::ModelInfer(grpc::CallbackServerContext* co
     done(s);
     return reactor;
   }
-  Caller caller = CallerOf(*state_, context);
+  Caller caller = CallerOf(context);
   if (call->plan.timeout.count() > 0) {
     caller.deadline = std::min(
         caller.deadline,
