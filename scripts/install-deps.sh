@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config git ca-certificates curl
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev
-  prometheus prometheus-pushgateway yamllint python3 python3-yaml clang-format openssl
+  prometheus prometheus-pushgateway yamllint python3 python3-yaml python3-venv clang-format openssl
   clang libclang-rt-14-dev libhwy-dev
 )
 

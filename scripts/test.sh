@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+scripts/install-python-deps.sh "${BUILD_DIR:-build}/python-venv"
 scripts/build.sh
 (cd "${BUILD_DIR:-build}" && ctest --output-on-failure --timeout 1200 -j "$(nproc)" "$@")
 # Robustness in trees of their own: the request-validation fuzzer (clang, bounded time) and

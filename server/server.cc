@@ -16,6 +16,7 @@
 #include "server/benchmark_engine.h"
 #include "server/device_factory.h"
 #include "server/kerneleval_service.h"
+#include "server/oip/oip_service.h"
 #include "server/suites.h"
 
 namespace kerneleval::server {
@@ -71,6 +72,7 @@ struct KernelEvalServer::Impl {
   DeviceSet devices;
   ServiceState state;
   std::unique_ptr<KernelEvalService> service;
+  std::unique_ptr<oip::OipService> oip;  // the Open Inference Protocol front
   // Outlives grpc_server: its compile workers answer RPCs until they are joined.
   std::unique_ptr<submissions::SubmissionsService> submissions;
   std::unique_ptr<grpc::Server> grpc_server;
@@ -98,6 +100,7 @@ struct KernelEvalServer::Impl {
     metrics.SetReady(ready);
     SetServing(kReadiness, ready);
     SetServing("kerneleval.v1.KernelEval", ready);
+    SetServing("inference.GRPCInferenceService", ready);
   }
 
   void OnWarm(DeviceWorker* worker, const absl::Status& status) {
@@ -201,6 +204,7 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
         [s] {
           // Liveness (the whole-server status) fails: a restart is the remaining remedy.
           s->SetServing("", false);
+          if (s->oip != nullptr) s->oip->SetLive(false);  // ServerLive agrees
         }));
   }
   s->metrics.SetBuildInfo(ServerVersion(), GitRevision(),
@@ -240,6 +244,8 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
   builder.RegisterService(s->service.get());
+  s->oip = std::make_unique<oip::OipService>(&s->state);
+  builder.RegisterService(s->oip.get());
   {
     submissions::SubmissionsOptions submission_options = options.submissions;
     submission_options.auth_token_configured = !options.auth_token.empty();
