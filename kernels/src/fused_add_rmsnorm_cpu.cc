@@ -320,8 +320,10 @@ std::int64_t RowsPerTask(const FusedAddRmsNormArgs& args) {
   return std::max<std::int64_t>(1, static_cast<std::int64_t>((std::size_t{64} << 10) / row_bytes));
 }
 
-// Below this many bytes moved, waking the pool costs more than it saves (measured in
-// docs/results/cpu-backend.md).
+// Below this many bytes moved, a second thread cannot pay for waking it: a condition-variable
+// wake and a context switch cost 5-20 us, and one core moves 256 KiB in about 13 us at the
+// 20 GB/s it reaches here (docs/results/cpu-backend.md). An estimate, not a measured
+// crossover: on the shared results machine the second core was never free enough to find one.
 constexpr std::uint64_t kMinParallelBytes = std::uint64_t{256} << 10;
 
 // From this many bytes per [batch, hidden] tensor on, the fused kernel's stores bypass the
