@@ -1,13 +1,18 @@
-// A catalogue of malformed requests, each with the exact status code and the field its
+// Catalogues of malformed requests, each with the exact status code and the field its
 // message must name; after every one the server must still compute a valid Run correctly.
-// The server runs with small limits (1 MiB messages, 256 KiB tensors, batch 4096, hidden
-// 4096) so that the limit errors are cheap to provoke.
+// The Run catalogue is shared with the command line test (bad_run_catalogue.h). The server
+// runs with its small limits (CatalogueServerOptions) so that the limit errors are cheap to
+// provoke.
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <functional>
-#include <limits>
+#include <mutex>
+#include <utility>
 
 #include <grpcpp/generic/generic_stub.h>
 
+#include "bad_run_catalogue.h"
 #include "robustness_util.h"
 #include "test_server.h"
 
@@ -17,35 +22,31 @@ namespace {
 using v1::BenchmarkRequest;
 using v1::RunRequest;
 
-constexpr int kMaxMessageBytes = 1 << 20;
-constexpr std::uint64_t kMaxTensorBytes = 256 << 10;
-
-struct BadRun {
-  const char* name;
-  std::function<void(RunRequest*)> mutate;
-  grpc::StatusCode code;
-  const char* field;            // must appear in the message
-  double deadline_seconds = 0;  // > 0: call with this client deadline instead
-};
-
 struct BadBenchmark {
   const char* name;
   std::function<void(BenchmarkRequest*)> mutate;
   grpc::StatusCode code;
   const char* field;
+  std::size_t max_message_bytes = 0;  // as in BadRunCase
+  const char* also = "";
   double deadline_seconds = 0;
 };
 
+// The code, the field, and for hostile input a bounded message that quotes the length.
+template <typename Case>
+void ExpectAnswer(const Case& c, const grpc::Status& s) {
+  EXPECT_EQ(s.error_code(), c.code) << s.error_message().substr(0, 2048);
+  EXPECT_NE(s.error_message().find(c.field), std::string::npos)
+      << s.error_message().substr(0, 2048);
+  if (c.max_message_bytes > 0) {
+    EXPECT_LT(s.error_message().size(), c.max_message_bytes);
+  }
+  EXPECT_NE(s.error_message().find(c.also), std::string::npos) << s.error_message().substr(0, 2048);
+}
+
 class BadInputTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    server::ServerOptions o = LoopbackOptions();
-    o.max_message_bytes = kMaxMessageBytes;
-    o.limits.max_tensor_bytes = kMaxTensorBytes;
-    o.limits.max_batch = 4096;
-    o.limits.max_hidden = 4096;
-    server_ = new TestServer(StartServer(o));
-  }
+  static void SetUpTestSuite() { server_ = new TestServer(StartServer(CatalogueServerOptions())); }
   static void TearDownTestSuite() {
     delete server_;
     server_ = nullptr;
@@ -68,170 +69,18 @@ class BadInputTest : public ::testing::Test {
     v1::RunResponse resp;
     const grpc::Status s = server_->client->Run(good, &resp);
     ASSERT_TRUE(s.ok()) << s.error_message();
-    EXPECT_EQ(CompareWithLocal(good, resp), "");
+    EXPECT_EQ(CompareWithReference(good, resp), "");
   }
 
   static TestServer* server_;
 };
 TestServer* BadInputTest::server_ = nullptr;
 
-void SetShape(v1::Tensor* t, std::vector<std::int64_t> shape) {
-  t->clear_shape();
-  for (auto s : shape) t->add_shape(s);
-}
-
 TEST_F(BadInputTest, MalformedRunRequests) {
-  using Code = grpc::StatusCode;
-  const std::vector<BadRun> cases = {
-      {"unspecified dtype",
-       [](RunRequest* r) { r->mutable_hidden_states()->set_dtype(v1::DTYPE_UNSPECIFIED); },
-       Code::INVALID_ARGUMENT, "hidden_states.dtype"},
-      {"unknown dtype value",
-       [](RunRequest* r) { r->mutable_hidden_states()->set_dtype(static_cast<v1::DType>(9)); },
-       Code::INVALID_ARGUMENT, "hidden_states.dtype"},
-      {"residual dtype differs",
-       [](RunRequest* r) { r->mutable_residual()->set_dtype(v1::DTYPE_FP16); },
-       Code::INVALID_ARGUMENT, "residual.dtype"},
-      {"weight dtype differs",
-       [](RunRequest* r) { r->mutable_weight()->set_dtype(v1::DTYPE_FP32); },
-       Code::INVALID_ARGUMENT, "weight.dtype"},
-      {"hidden_states rank 3",
-       [](RunRequest* r) {
-         SetShape(r->mutable_hidden_states(), {2, 4, 8});
-       },
-       Code::INVALID_ARGUMENT, "hidden_states.shape"},
-      {"hidden_states rank 1", [](RunRequest* r) { SetShape(r->mutable_hidden_states(), {64}); },
-       Code::INVALID_ARGUMENT, "hidden_states.shape"},
-      {"hidden_states rank 0", [](RunRequest* r) { r->mutable_hidden_states()->clear_shape(); },
-       Code::INVALID_ARGUMENT, "hidden_states.shape"},
-      {"weight rank 2",
-       [](RunRequest* r) {
-         SetShape(r->mutable_weight(), {1, 32});
-       },
-       Code::INVALID_ARGUMENT, "weight.shape"},
-      {"residual hidden differs",
-       [](RunRequest* r) {
-         SetShape(r->mutable_residual(), {2, 16});
-       },
-       Code::INVALID_ARGUMENT, "residual.shape"},
-      {"residual batch differs",
-       [](RunRequest* r) {
-         SetShape(r->mutable_residual(), {1, 32});
-       },
-       Code::INVALID_ARGUMENT, "residual.shape"},
-      {"weight hidden differs", [](RunRequest* r) { SetShape(r->mutable_weight(), {31}); },
-       Code::INVALID_ARGUMENT, "weight.shape"},
-      {"hidden_states bytes short",
-       [](RunRequest* r) { r->mutable_hidden_states()->mutable_data()->resize(127); },
-       Code::INVALID_ARGUMENT, "hidden_states.data"},
-      {"hidden_states bytes long",
-       [](RunRequest* r) { r->mutable_hidden_states()->mutable_data()->append(2, '\0'); },
-       Code::INVALID_ARGUMENT, "hidden_states.data"},
-      {"residual bytes empty", [](RunRequest* r) { r->mutable_residual()->clear_data(); },
-       Code::INVALID_ARGUMENT, "residual.data"},
-      {"weight bytes long",
-       [](RunRequest* r) { r->mutable_weight()->mutable_data()->append(64, 'x'); },
-       Code::INVALID_ARGUMENT, "weight.data"},
-      {"missing hidden_states", [](RunRequest* r) { r->clear_hidden_states(); },
-       Code::INVALID_ARGUMENT, "hidden_states"},
-      {"missing residual", [](RunRequest* r) { r->clear_residual(); }, Code::INVALID_ARGUMENT,
-       "residual"},
-      {"missing weight", [](RunRequest* r) { r->clear_weight(); }, Code::INVALID_ARGUMENT,
-       "weight"},
-      {"zero batch",
-       [](RunRequest* r) {
-         SetShape(r->mutable_hidden_states(), {0, 32});
-         SetShape(r->mutable_residual(), {0, 32});
-         r->mutable_hidden_states()->clear_data();
-         r->mutable_residual()->clear_data();
-       },
-       Code::INVALID_ARGUMENT, "hidden_states.shape[0]"},
-      {"zero hidden",
-       [](RunRequest* r) {
-         SetShape(r->mutable_hidden_states(), {2, 0});
-         SetShape(r->mutable_residual(), {2, 0});
-         SetShape(r->mutable_weight(), {0});
-       },
-       Code::INVALID_ARGUMENT, "hidden_states.shape[1]"},
-      {"negative batch",
-       [](RunRequest* r) {
-         SetShape(r->mutable_hidden_states(), {-2, 32});
-         SetShape(r->mutable_residual(), {-2, 32});
-       },
-       Code::INVALID_ARGUMENT, "hidden_states.shape[0]"},
-      {"most negative hidden",
-       [](RunRequest* r) {
-         SetShape(r->mutable_hidden_states(), {2, std::numeric_limits<std::int64_t>::min()});
-       },
-       Code::INVALID_ARGUMENT, "hidden_states.shape[1]"},
-      {"dimensions overflow 64 bits",
-       [](RunRequest* r) {
-         SetShape(r->mutable_hidden_states(), {std::int64_t{1} << 40, std::int64_t{1} << 40});
-       },
-       Code::INVALID_ARGUMENT, "hidden_states.shape"},
-      {"int64 max dimensions",
-       [](RunRequest* r) {
-         const auto max = std::numeric_limits<std::int64_t>::max();
-         SetShape(r->mutable_hidden_states(), {max, max});
-       },
-       Code::INVALID_ARGUMENT, "hidden_states.shape"},
-      {"shape over the tensor limit, few bytes",
-       [](RunRequest* r) {
-         SetShape(r->mutable_hidden_states(), {1 << 20, 32});
-       },
-       Code::RESOURCE_EXHAUSTED, "hidden_states"},
-      {"real tensor over the tensor limit",
-       [](RunRequest* r) {
-         // 300 KiB of fp32 per tensor: over the 256 KiB limit, under the 1 MiB message.
-         *r = MakeRunRequest(v1::DTYPE_FP32, v1::MODE_OUTPUT, 75, 1024, 3);
-       },
-       Code::RESOURCE_EXHAUSTED, "hidden_states"},
-      {"batch over max_batch",
-       [](RunRequest* r) { *r = MakeRunRequest(v1::DTYPE_BF16, v1::MODE_OUTPUT, 5000, 1, 3); },
-       Code::RESOURCE_EXHAUSTED, "hidden_states.shape[0]"},
-      {"hidden over max_hidden",
-       [](RunRequest* r) { *r = MakeRunRequest(v1::DTYPE_BF16, v1::MODE_OUTPUT, 1, 5000, 3); },
-       Code::RESOURCE_EXHAUSTED, "hidden_states.shape[1]"},
-      {"eps NaN", [](RunRequest* r) { r->set_eps(std::nan("")); }, Code::INVALID_ARGUMENT, "eps"},
-      {"eps negative", [](RunRequest* r) { r->set_eps(-1e-6); }, Code::INVALID_ARGUMENT, "eps"},
-      {"eps zero", [](RunRequest* r) { r->set_eps(0); }, Code::INVALID_ARGUMENT, "eps"},
-      {"eps +inf", [](RunRequest* r) { r->set_eps(INFINITY); }, Code::INVALID_ARGUMENT, "eps"},
-      {"eps -inf", [](RunRequest* r) { r->set_eps(-INFINITY); }, Code::INVALID_ARGUMENT, "eps"},
-      {"eps beyond fp32", [](RunRequest* r) { r->set_eps(1e300); }, Code::INVALID_ARGUMENT, "eps"},
-      {"unknown mode", [](RunRequest* r) { r->set_mode(static_cast<v1::Mode>(42)); },
-       Code::INVALID_ARGUMENT, "mode"},
-      {"unknown device", [](RunRequest* r) { r->set_device("cuda:7"); }, Code::NOT_FOUND, "device"},
-      {"very long device name", [](RunRequest* r) { r->set_device(std::string(300, 'z')); },
-       Code::NOT_FOUND, "device"},
-      {"unknown implementation", [](RunRequest* r) { r->set_implementation("triton_magic"); },
-       Code::NOT_FOUND, "implementation"},
-      {"repetitions over the maximum", [](RunRequest* r) { r->set_repetitions(10001); },
-       Code::INVALID_ARGUMENT, "repetitions"},
-      {"repetitions uint32 max", [](RunRequest* r) { r->set_repetitions(4294967295u); },
-       Code::INVALID_ARGUMENT, "repetitions"},
-      {"timer out of range", [](RunRequest* r) { r->set_timer(static_cast<v1::Timer>(77)); },
-       Code::INVALID_ARGUMENT, "timer"},
-      {"CUDA timer on the CPU", [](RunRequest* r) { r->set_timer(v1::TIMER_CUDA_EVENTS); },
-       Code::INVALID_ARGUMENT, "timer"},
-      {"warmup over the maximum", [](RunRequest* r) { r->set_warmup(1001); },
-       Code::INVALID_ARGUMENT, "warmup"},
-      // gRPC rounds deadlines up to the millisecond: the work must take longer than that.
-      {"deadline of 1 ns",
-       [](RunRequest* r) {
-         *r = MakeRunRequest(v1::DTYPE_FP32, v1::MODE_OUTPUT, 64, 1024, 3);
-         r->set_warmup(1000);
-         r->set_repetitions(1000);
-       },
-       Code::DEADLINE_EXCEEDED, "", 1e-9},
-      {"message over max_message_bytes",
-       [](RunRequest* r) {
-         r->mutable_hidden_states()->mutable_data()->append(std::size_t{2} << 20, '\0');
-       },
-       Code::RESOURCE_EXHAUSTED, ""},
-  };
-  const RunRequest base = MakeRunRequest(v1::DTYPE_BF16, v1::MODE_OUTPUT, 2, 32, 11);
+  const std::vector<BadRunCase> cases = BadRunCatalogue();
+  const RunRequest base = CatalogueBaseRequest();
   std::uint64_t seed = 100;
-  for (const BadRun& c : cases) {
+  for (const BadRunCase& c : cases) {
     SCOPED_TRACE(c.name);
     RunRequest bad = base;
     c.mutate(&bad);
@@ -239,8 +88,7 @@ TEST_F(BadInputTest, MalformedRunRequests) {
     const grpc::Status s = c.deadline_seconds > 0
                                ? ClientWithDeadline(c.deadline_seconds)->Run(bad, &resp)
                                : server_->client->Run(bad, &resp);
-    EXPECT_EQ(s.error_code(), c.code) << s.error_message();
-    EXPECT_NE(s.error_message().find(c.field), std::string::npos) << s.error_message();
+    ExpectAnswer(c, s);
     EXPECT_FALSE(resp.has_output());
     ExpectServesValidRun(++seed);
   }
@@ -259,6 +107,12 @@ TEST_F(BadInputTest, MalformedBenchmarkRequests) {
          r->set_suite("nope");
        },
        Code::NOT_FOUND, "suite"},
+      {"10 KB suite name",
+       [](BenchmarkRequest* r) {
+         r->clear_custom_suite();
+         r->set_suite(std::string(10240, 's'));
+       },
+       Code::NOT_FOUND, "suite", 1024, "10240"},
       {"suite and custom_suite",
        [](BenchmarkRequest* r) { r->set_suite("fused_add_rmsnorm_h2048"); }, Code::INVALID_ARGUMENT,
        "custom_suite"},
@@ -392,9 +246,14 @@ TEST_F(BadInputTest, MalformedBenchmarkRequests) {
          r->add_implementations("bogus");
        },
        Code::NOT_FOUND, "implementations[1]"},
+      {"10 KB implementation name",
+       [](BenchmarkRequest* r) { r->add_implementations(std::string(10240, 'i')); },
+       Code::NOT_FOUND, "implementations[0]", 1024, "10240"},
+      {"10 KB device name", [](BenchmarkRequest* r) { r->set_device(std::string(10240, 'z')); },
+       Code::NOT_FOUND, "device", 1024, "10240"},
       {"deadline of 1 ns",
        [](BenchmarkRequest* r) { r->mutable_protocol()->set_repetitions(5000); },
-       Code::DEADLINE_EXCEEDED, "", 1e-9},
+       Code::DEADLINE_EXCEEDED, "", 0, "", 1e-9},
   };
   BenchmarkRequest base;
   *base.mutable_custom_suite() = GoodSuite();
@@ -412,21 +271,21 @@ TEST_F(BadInputTest, MalformedBenchmarkRequests) {
     const grpc::Status s = c.deadline_seconds > 0
                                ? ClientWithDeadline(c.deadline_seconds)->Benchmark(bad, count)
                                : server_->client->Benchmark(bad, count);
-    EXPECT_EQ(s.error_code(), c.code) << s.error_message();
-    EXPECT_NE(s.error_message().find(c.field), std::string::npos) << s.error_message();
+    ExpectAnswer(c, s);
     EXPECT_EQ(events, 0);
     ExpectServesValidRun(++seed);
   }
   std::cout << cases.size() << " malformed Benchmark requests rejected\n";
 }
 
-// Bytes that are not a RunRequest at all, straight onto the wire.
-// Sends raw bytes as a Run request, bypassing the client's serialization.
-grpc::Status RawRun(const std::string& target, const std::string& bytes, std::string* reply) {
+// Sends raw bytes as the request of `method`, bypassing the client's serialization; the one
+// response message (if any) goes to `reply`.
+grpc::Status RawCall(const std::string& target, const std::string& method, const std::string& bytes,
+                     std::string* reply) {
   auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
   grpc::GenericStub stub(channel);
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
   grpc::Slice slice(bytes);
   const grpc::ByteBuffer request(&slice, 1);
   grpc::ByteBuffer response;
@@ -434,13 +293,12 @@ grpc::Status RawRun(const std::string& target, const std::string& bytes, std::st
   std::condition_variable cv;
   bool done = false;
   grpc::Status status;
-  stub.UnaryCall(&context, "/kerneleval.v1.KernelEval/Run", grpc::StubOptions(), &request,
-                 &response, [&](grpc::Status s) {
-                   std::lock_guard<std::mutex> lock(mu);
-                   status = std::move(s);
-                   done = true;
-                   cv.notify_all();
-                 });
+  stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
+    std::lock_guard<std::mutex> lock(mu);
+    status = std::move(s);
+    done = true;
+    cv.notify_all();
+  });
   std::unique_lock<std::mutex> lock(mu);
   cv.wait(lock, [&] { return done; });
   reply->clear();
@@ -453,33 +311,64 @@ grpc::Status RawRun(const std::string& target, const std::string& bytes, std::st
   return status;
 }
 
-// Bytes that are not a RunRequest at all, straight onto the wire.
-TEST_F(BadInputTest, UnparseableRequestBytes) {
+constexpr char kRunMethod[] = "/kerneleval.v1.KernelEval/Run";
+constexpr char kBenchmarkMethod[] = "/kerneleval.v1.KernelEval/Benchmark";
+
+// Bytes that are not the request message at all, straight onto the wire: INVALID_ARGUMENT
+// naming the method, for Run and for Benchmark (gRPC's own parse would answer UNIMPLEMENTED
+// with no message).
+TEST_F(BadInputTest, UnparseableRequestBytesAreInvalidArgumentNamingTheMethod) {
   // The same path with valid bytes works, so the failures below are about the bytes.
   const RunRequest good = MakeRunRequest(v1::DTYPE_FP16, v1::MODE_OUTPUT, 2, 24, 9);
   std::string reply;
-  ASSERT_TRUE(RawRun(server_->target(), good.SerializeAsString(), &reply).ok());
+  ASSERT_TRUE(RawCall(server_->target(), kRunMethod, good.SerializeAsString(), &reply).ok());
   v1::RunResponse parsed;
   ASSERT_TRUE(parsed.ParseFromString(reply));
-  EXPECT_EQ(CompareWithLocal(good, parsed), "");
+  EXPECT_EQ(CompareWithReference(good, parsed), "");
 
   const std::vector<std::string> payloads = {
       std::string("\x0a\xff\xff\xff\xff\x0f", 6),  // length-delimited field past the end
       std::string("\x0a\x05\x08\x01", 4),          // truncated sub-message
       std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11),  // varint too long
       std::string(64, '\xff'),
-      std::string("\x32\x02\xc3\x28", 4),  // device: invalid UTF-8 in a string field
   };
-  for (const std::string& bytes : payloads) {
-    const grpc::Status status = RawRun(server_->target(), bytes, &reply);
-    // gRPC's callback API answers what it cannot parse itself, before our handler runs
-    // (UNIMPLEMENTED with no message in gRPC 1.51); any clean error will do.
-    EXPECT_FALSE(status.ok());
-    EXPECT_NE(status.error_code(), grpc::StatusCode::UNKNOWN) << status.error_message();
-    std::cout << "unparseable request: code " << status.error_code() << " '"
-              << status.error_message() << "'\n";
-    ExpectServesValidRun(bytes.size());
+  const std::vector<std::pair<const char*, const char*>> methods = {
+      {kRunMethod, "Run"}, {kBenchmarkMethod, "Benchmark"}};
+  for (const auto& [method, name] : methods) {
+    for (const std::string& bytes : payloads) {
+      SCOPED_TRACE(std::string(name) + ", " + std::to_string(bytes.size()) + " bytes");
+      const grpc::Status status = RawCall(server_->target(), method, bytes, &reply);
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+      EXPECT_NE(status.error_message().find(name), std::string::npos) << status.error_message();
+      ExpectServesValidRun(bytes.size());
+    }
   }
+}
+
+// A RunRequest whose `device` (field 6, a proto3 string) is not valid UTF-8, encoded by hand:
+// the message does not parse, and the answer says so.
+TEST_F(BadInputTest, InvalidUtf8InAStringFieldIsInvalidArgument) {
+  RunRequest good = MakeRunRequest(v1::DTYPE_BF16, v1::MODE_OUTPUT, 2, 8, 13);
+  good.set_device("cpu");
+  std::string reply;
+  ASSERT_TRUE(RawCall(server_->target(), kRunMethod, good.SerializeAsString(), &reply).ok());
+
+  const google::protobuf::FieldDescriptor* device =
+      RunRequest::descriptor()->FindFieldByName("device");
+  ASSERT_NE(device, nullptr);
+  ASSERT_EQ(device->type(), google::protobuf::FieldDescriptor::TYPE_STRING);
+  ASSERT_LT(device->number(), 16);  // a one-byte tag
+  good.clear_device();
+  std::string bytes = good.SerializeAsString();
+  bytes += static_cast<char>(device->number() << 3 | 2);  // wire type 2: length-delimited
+  bytes += std::string(
+      "\x04"
+      "c\xc3\x28u",
+      5);  // 0xc3 0x28: not UTF-8
+  const grpc::Status status = RawCall(server_->target(), kRunMethod, bytes, &reply);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+  EXPECT_NE(status.error_message().find("Run"), std::string::npos) << status.error_message();
+  ExpectServesValidRun(77);
 }
 
 }  // namespace
