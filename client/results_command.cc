@@ -1,0 +1,376 @@
+#include "client/results_command.h"
+
+#include <fstream>
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/time.h"
+#include "client/cli.h"
+#include "client/report_format.h"
+#include "client/results_client.h"
+#include "client/text_table.h"
+
+namespace kerneleval::client::cli {
+namespace {
+
+ClientOptions Options(const GlobalFlags& g) {
+  ClientOptions options;
+  options.target = g.targets.empty() ? options.target : g.targets.front();
+  options.deadline_seconds = g.deadline_seconds;
+  options.max_message_bytes = g.max_message_mib << 20;
+  options.bearer_token = g.token;
+  options.tls = g.tls;
+  options.tls_ca_file = g.tls_ca;
+  options.tls_cert_file = g.tls_cert;
+  options.tls_key_file = g.tls_key;
+  options.tls_server_name = g.tls_server_name;
+  return options;
+}
+
+int RpcError(std::ostream& err, const grpc::Status& status) {
+  err << "error: " << absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()))
+      << ": " << status.error_message() << "\n";
+  return kExitRpcError;
+}
+
+int PrintJson(std::ostream& out, std::ostream& err, const google::protobuf::Message& message) {
+  absl::StatusOr<std::string> json = MessageToJson(message);
+  if (!json.ok()) {
+    err << "error: " << json.status().message() << "\n";
+    return kExitRpcError;
+  }
+  out << *json << "\n";
+  return kExitOk;
+}
+
+// Unix seconds, YYYY-MM-DD or RFC 3339; 0 for empty.
+absl::StatusOr<std::int64_t> ParseWhen(const std::string& flag, const std::string& text) {
+  if (text.empty()) return 0;
+  std::int64_t seconds = 0;
+  if (absl::SimpleAtoi(text, &seconds)) return seconds;
+  absl::Time t;
+  std::string error;
+  if (absl::ParseTime(absl::RFC3339_full, text, &t, &error) ||
+      absl::ParseTime("%Y-%m-%d", text, absl::UTCTimeZone(), &t, &error)) {
+    return absl::ToUnixSeconds(t);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(flag, ": '", text, "' is not Unix seconds, YYYY-MM-DD or RFC 3339"));
+}
+
+std::string When(std::int64_t unix_seconds) {
+  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixSeconds(unix_seconds),
+                          absl::UTCTimeZone());
+}
+
+const char* StatusWord(v1::ResultStatus s) {
+  switch (s) {
+    case v1::RESULT_STATUS_PASSED:
+      return "passed";
+    case v1::RESULT_STATUS_INCORRECT:
+      return "INCORRECT";
+    case v1::RESULT_STATUS_RUNTIME_ERROR:
+      return "ERROR";
+    case v1::RESULT_STATUS_SKIPPED:
+      return "skipped";
+    default:
+      return "-";
+  }
+}
+
+const char* VerdictWord(v1::Verdict v) {
+  switch (v) {
+    case v1::VERDICT_SAME:
+      return "same";
+    case v1::VERDICT_FASTER:
+      return "FASTER";
+    case v1::VERDICT_SLOWER:
+      return "SLOWER";
+    default:
+      return "incomparable";
+  }
+}
+
+std::string Percent(double ratio) {
+  if (ratio <= 0) return "-";
+  return absl::StrCat(ratio >= 1 ? "+" : "", Fixed((ratio - 1) * 100, 2), "%");
+}
+
+void AddComparisonRow(TextTable* table, const v1::SampleComparison& c) {
+  table->AddRow({c.workload(), c.implementation(), FormatSeconds(c.baseline_median_seconds()),
+                 FormatSeconds(c.candidate_median_seconds()), Percent(c.ratio()),
+                 c.ratio() > 0 ? absl::StrCat("[", Fixed(c.ratio_ci_low(), 4), ", ",
+                                              Fixed(c.ratio_ci_high(), 4), "]")
+                               : "-",
+                 c.ratio() > 0 ? absl::StrFormat("%.3g", c.p_value()) : "-",
+                 absl::StrCat(VerdictWord(c.verdict()),
+                              c.correctness_changed() ? " (correctness changed)" : "")});
+}
+
+TextTable ComparisonTable() {
+  return TextTable({"workload", "implementation", "baseline", "candidate", "change",
+                    "ratio 95% CI", "p", "verdict"});
+}
+
+absl::StatusOr<v1::ResultFilter> Filter(const ResultsFlags& f) {
+  v1::ResultFilter filter;
+  filter.set_suite(f.suite);
+  filter.set_workload(f.workload);
+  filter.set_implementation(f.implementation);
+  filter.set_device_model(f.gpu);
+  filter.set_run_id(f.run);
+  auto since = ParseWhen("--since", f.since);
+  if (!since.ok()) return since.status();
+  auto until = ParseWhen("--until", f.until);
+  if (!until.ok()) return until.status();
+  filter.set_since_unix_seconds(*since);
+  filter.set_until_unix_seconds(*until);
+  return filter;
+}
+
+void AddFilterFlags(CLI::App* command, ResultsFlags* f) {
+  command->add_option("--suite", f->suite, "Suite name");
+  command->add_option("--workload", f->workload, "Workload name, e.g. batch_size=79");
+  command->add_option("--impl", f->implementation, "Implementation (or submission id)");
+  command->add_option("--gpu", f->gpu, "Device model, a substring: H200");
+  command->add_option("--run", f->run, "One run id");
+  command->add_option("--since", f->since, "From this time (Unix seconds, YYYY-MM-DD, RFC 3339)");
+  command->add_option("--until", f->until, "Before this time");
+}
+
+int History(const ResultsClient& client, const CliConfig& config, const ResultsFlags& f,
+            std::ostream& out, std::ostream& err) {
+  v1::HistoryRequest request;
+  auto filter = Filter(f);
+  if (!filter.ok()) {
+    err << "error: " << filter.status().message() << "\n";
+    return kExitUsage;
+  }
+  *request.mutable_filter() = *filter;
+  request.set_page_size(f.page_size);
+  request.set_page_token(f.page_token);
+  request.set_include_samples(f.samples);
+  v1::HistoryResponse response;
+  if (grpc::Status s = client.History(request, &response); !s.ok()) return RpcError(err, s);
+  if (config.global.json) return PrintJson(out, err, response);
+  TextTable table({"result", "time (UTC)", "suite", "workload", "implementation", "device",
+                   "status", "median", "SOL %", "samples"});
+  for (const v1::StoredResult& s : response.results()) {
+    const v1::WorkloadResult& r = s.result();
+    double sol = 0;
+    for (const auto& figure : r.sol()) {
+      if (figure.source() == v1::PEAK_SOURCE_DEVICE_ATTRIBUTES || sol == 0) sol = figure.sol_ratio();
+    }
+    table.AddRow({s.id(), When(s.created_unix_seconds()), s.suite(), r.workload(),
+                  r.implementation(),
+                  s.environment().device().model().empty() ? r.device()
+                                                            : s.environment().device().model(),
+                  StatusWord(r.status()), FormatSeconds(r.latency().median_seconds()),
+                  sol > 0 ? Fixed(sol * 100, 1) : "-",
+                  absl::StrCat(r.latency().samples(), s.downsampled() ? " (q)" : "")});
+  }
+  out << table.Render();
+  if (!response.next_page_token().empty()) {
+    out << "more: --page-token " << response.next_page_token() << "\n";
+  }
+  return kExitOk;
+}
+
+int Leaderboard(const ResultsClient& client, const CliConfig& config, const ResultsFlags& f,
+                std::ostream& out, std::ostream& err) {
+  v1::LeaderboardRequest request;
+  request.set_suite(f.suite);
+  request.set_device_model(f.gpu);
+  v1::LeaderboardResponse response;
+  if (grpc::Status s = client.Leaderboard(request, &response); !s.ok()) return RpcError(err, s);
+  if (config.global.json) return PrintJson(out, err, response);
+  TextTable table({"rank", "implementation", "device", "SOL % (geomean)", "mean latency",
+                   "vs best", "workloads", "run", "server", "time (UTC)"});
+  for (const v1::LeaderboardEntry& e : response.entries()) {
+    table.AddRow({std::to_string(e.rank()), e.implementation(), e.device_model(),
+                  Fixed(e.geomean_sol_ratio() * 100, 1), FormatSeconds(e.mean_latency_seconds()),
+                  absl::StrCat(Fixed(e.vs_best(), 3), "x"), std::to_string(e.workloads()),
+                  e.run_id(), e.server(), When(e.created_unix_seconds())});
+  }
+  out << "leaderboard " << f.suite << (f.gpu.empty() ? "" : " on " + f.gpu) << "\n"
+      << table.Render();
+  return kExitOk;
+}
+
+int Compare(const ResultsClient& client, const CliConfig& config, const ResultsFlags& f,
+            std::ostream& out, std::ostream& err) {
+  v1::CompareRequest request;
+  if (f.runs.size() == 2) {
+    request.set_baseline_run(f.runs[0]);
+    request.set_candidate_run(f.runs[1]);
+  } else {
+    request.set_implementation(f.implementation);
+    request.set_suite(f.suite);
+    request.set_device_model(f.gpu);
+    auto bs = ParseWhen("--baseline-since", f.baseline_since);
+    auto bu = ParseWhen("--baseline-until", f.baseline_until);
+    auto cs = ParseWhen("--candidate-since", f.candidate_since);
+    auto cu = ParseWhen("--candidate-until", f.candidate_until);
+    for (const auto* parsed : {&bs, &bu, &cs, &cu}) {
+      if (!parsed->ok()) {
+        err << "error: " << parsed->status().message() << "\n";
+        return kExitUsage;
+      }
+    }
+    request.mutable_baseline_window()->set_since_unix_seconds(*bs);
+    request.mutable_baseline_window()->set_until_unix_seconds(*bu);
+    request.mutable_candidate_window()->set_since_unix_seconds(*cs);
+    request.mutable_candidate_window()->set_until_unix_seconds(*cu);
+  }
+  request.set_alpha(f.alpha);
+  v1::CompareResponse response;
+  if (grpc::Status s = client.Compare(request, &response); !s.ok()) return RpcError(err, s);
+  if (config.global.json) return PrintJson(out, err, response);
+  TextTable table = ComparisonTable();
+  for (const v1::SampleComparison& c : response.comparisons()) AddComparisonRow(&table, c);
+  out << table.Render() << response.faster() << " faster, " << response.slower() << " slower, "
+      << response.same() << " no significant difference (Mann-Whitney U, alpha " << f.alpha
+      << "; 95% bootstrap CI of the ratio of medians)\n";
+  return kExitOk;
+}
+
+int Reproduce(const ResultsClient& client, const CliConfig& config, const ResultsFlags& f,
+              std::ostream& out, std::ostream& err) {
+  v1::ReproduceRequest request;
+  request.set_result_id(f.runs.empty() ? "" : f.runs[0]);
+  request.set_device(f.device);
+  request.set_alpha(f.alpha);
+  v1::ReproduceResponse response;
+  if (grpc::Status s = client.Reproduce(request, &response); !s.ok()) return RpcError(err, s);
+  if (config.global.json) return PrintJson(out, err, response);
+  const v1::Receipt& receipt = response.original().receipt();
+  out << "reproduced " << response.original().id() << ": suite " << response.original().suite()
+      << " (" << receipt.suite_hash().substr(0, 12) << "), seed " << receipt.seed() << ", "
+      << response.reproduced().measured_as() << " on " << response.reproduced().device() << "\n";
+  TextTable table = ComparisonTable();
+  AddComparisonRow(&table, response.comparison());
+  out << table.Render();
+  return kExitOk;
+}
+
+int Export(const ResultsClient& client, const ResultsFlags& f, std::ostream& out,
+           std::ostream& err) {
+  v1::ExportRequest request;
+  auto filter = Filter(f);
+  if (!filter.ok()) {
+    err << "error: " << filter.status().message() << "\n";
+    return kExitUsage;
+  }
+  *request.mutable_filter() = *filter;
+  request.set_format(f.format == "csv"     ? v1::EXPORT_FORMAT_CSV
+                     : f.format == "trace" ? v1::EXPORT_FORMAT_TRACE_JSONL
+                                           : v1::EXPORT_FORMAT_JSONL);
+  request.set_limit(f.page_size);
+  v1::ExportResponse response;
+  if (grpc::Status s = client.Export(request, &response); !s.ok()) return RpcError(err, s);
+  if (f.out.empty()) {
+    out << response.data();
+    return kExitOk;
+  }
+  std::ofstream file(f.out, std::ios::binary);
+  file << response.data();
+  if (!file) {
+    err << "error: --out: cannot write '" << f.out << "'\n";
+    return kExitUsage;
+  }
+  err << response.rows() << " rows written to " << f.out << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+ResultsFlags* ProcessResultsFlags() {
+  static ResultsFlags flags;
+  return &flags;
+}
+
+void AddResultsCommands(CLI::App* app, ResultsFlags* f) {
+  *f = ResultsFlags();  // a new app starts from the defaults
+  CLI::App* history = app->add_subcommand("history", "Stored benchmark results, newest first");
+  AddFilterFlags(history, f);
+  history->add_option("--limit", f->page_size, "Results per page (max 1000)")->capture_default_str();
+  history->add_option("--page-token", f->page_token, "The token a previous page printed");
+  history->add_flag("--samples", f->samples, "Include raw samples (with --json)");
+
+  CLI::App* leaderboard =
+      app->add_subcommand("leaderboard", "The best passing run per implementation of a suite");
+  leaderboard->add_option("--suite", f->suite, "Suite name")->required();
+  leaderboard->add_option("--gpu", f->gpu, "Device model, a substring: H200");
+
+  CLI::App* compare = app->add_subcommand(
+      "compare", "Two runs (or an implementation across two time windows), workload by workload");
+  compare->add_option("runs", f->runs, "BASELINE_RUN CANDIDATE_RUN")->expected(0, 2);
+  compare->add_option("--impl", f->implementation, "Implementation (with windows)");
+  compare->add_option("--suite", f->suite, "Suite (with --impl)");
+  compare->add_option("--gpu", f->gpu, "Device model (with --impl)");
+  compare->add_option("--baseline-since", f->baseline_since, "Baseline window start");
+  compare->add_option("--baseline-until", f->baseline_until, "Baseline window end");
+  compare->add_option("--candidate-since", f->candidate_since, "Candidate window start");
+  compare->add_option("--candidate-until", f->candidate_until, "Candidate window end");
+  compare->add_option("--alpha", f->alpha, "Significance level")
+      ->check(CLI::Range(0.0001, 0.5))
+      ->capture_default_str();
+
+  CLI::App* reproduce = app->add_subcommand(
+      "reproduce", "Re-run a stored result's receipt on this server and compare");
+  reproduce->add_option("result", f->runs, "RESULT_ID (from history)")->expected(1)->required();
+  reproduce->add_option("--device", f->device, "cpu, cuda:0, ... (default: least loaded)");
+  reproduce->add_option("--alpha", f->alpha, "Significance level")
+      ->check(CLI::Range(0.0001, 0.5))
+      ->capture_default_str();
+
+  CLI::App* export_command =
+      app->add_subcommand("export", "Stored results as JSONL rows, CSV or FlashInfer-Bench traces");
+  AddFilterFlags(export_command, f);
+  export_command->add_option("--format", f->format, "jsonl | csv | trace")
+      ->check(CLI::IsMember({"jsonl", "csv", "trace"}))
+      ->capture_default_str();
+  export_command->add_option("--limit", f->page_size, "Rows at most (max 100000)")
+      ->capture_default_str();
+  export_command->add_option("--out", f->out, "Write to this file (default: stdout)");
+}
+
+bool IsResultsCommand(const std::string& command) {
+  return command == "history" || command == "leaderboard" || command == "compare" ||
+         command == "reproduce" || command == "export";
+}
+
+absl::Status ValidateResultsFlags(const std::string& command, const ResultsFlags& f) {
+  if (command != "compare") return absl::OkStatus();
+  if (f.runs.size() == 1) {
+    return absl::InvalidArgumentError("compare: give two run ids, BASELINE CANDIDATE");
+  }
+  if (f.runs.size() == 2 && !f.implementation.empty()) {
+    return absl::InvalidArgumentError("compare: --impl is for windows, not with two run ids");
+  }
+  if (f.runs.empty() && (f.implementation.empty() || f.suite.empty())) {
+    return absl::InvalidArgumentError(
+        "compare: give two run ids, or --impl and --suite with the two windows");
+  }
+  return absl::OkStatus();
+}
+
+int RunResultsCommand(const CliConfig& config, const ResultsFlags& flags, std::ostream& out,
+                      std::ostream& err) {
+  const ClientOptions options = Options(config.global);
+  std::shared_ptr<grpc::Channel> channel;
+  if (grpc::Status s = MakeChannel(options, &channel); !s.ok()) {
+    err << "error: " << s.error_message() << "\n";
+    return kExitUsage;
+  }
+  const ResultsClient client(channel, options);
+  if (config.command == "history") return History(client, config, flags, out, err);
+  if (config.command == "leaderboard") return Leaderboard(client, config, flags, out, err);
+  if (config.command == "compare") return Compare(client, config, flags, out, err);
+  if (config.command == "reproduce") return Reproduce(client, config, flags, out, err);
+  return Export(client, flags, out, err);
+}
+
+}  // namespace kerneleval::client::cli

@@ -1,0 +1,55 @@
+// `kerneleval history | leaderboard | compare | reproduce | export`: the results store's
+// commands, on a ResultsClient.
+//
+//   kerneleval history [--suite S --workload W --impl I --gpu H200 --since T --until T]
+//   kerneleval leaderboard --suite S [--gpu H200]
+//   kerneleval compare RUN_A RUN_B
+//   kerneleval compare --impl I --suite S --baseline-since T --baseline-until T
+//                      --candidate-since T --candidate-until T
+//   kerneleval reproduce RESULT_ID [--device D]
+//   kerneleval export [filters] --format jsonl|csv|trace [--out FILE]
+// Times T: Unix seconds, YYYY-MM-DD or RFC 3339 (UTC). --json prints the responses.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "absl/status/status.h"
+
+namespace kerneleval::client::cli {
+
+struct CliConfig;
+
+struct ResultsFlags {
+  std::string suite, workload, implementation, gpu, run, device;
+  std::string since, until;
+  std::string baseline_since, baseline_until, candidate_since, candidate_until;
+  std::vector<std::string> runs;  // compare A B / reproduce ID
+  unsigned page_size = 50;
+  std::string page_token;
+  bool samples = false;
+  double alpha = 0.05;
+  std::string format = "jsonl";
+  std::string out;
+};
+
+// Adds the subcommands, writing their flags into `*flags` (which must outlive the app).
+void AddResultsCommands(CLI::App* app, ResultsFlags* flags);
+
+bool IsResultsCommand(const std::string& command);
+
+// Cross-flag rules (compare: two runs or --impl with windows); INVALID_ARGUMENT naming the flag.
+absl::Status ValidateResultsFlags(const std::string& command, const ResultsFlags& flags);
+
+// Runs one of the commands; returns an ExitCode (cli.h).
+int RunResultsCommand(const CliConfig& config, const ResultsFlags& flags, std::ostream& out,
+                      std::ostream& err);
+
+// The flags the app built by BuildCliApp writes into: CliConfig (cli.h) has no member for
+// them yet, so the CLI keeps one set per process.
+ResultsFlags* ProcessResultsFlags();
+
+}  // namespace kerneleval::client::cli

@@ -1,0 +1,100 @@
+// Every finished Benchmark report, kept with its raw samples in SQLite (--data-dir) or
+// PostgreSQL (--results-db), and the queries the Results service answers: history, the
+// leaderboard, comparisons. Each new result is compared on arrival against the baseline of
+// its series (suite, workload, implementation, GPU model); the verdict is stored and set on
+// Prometheus gauges (regression_metrics.h).
+//
+// Thread-safety: every method may be called from any thread. Record() only queues: one
+// writer thread owns the inserts, so a device worker never waits for the disk.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "kerneleval/v1/kerneleval.pb.h"
+#include "kerneleval/v1/results.pb.h"
+#include "prometheus/registry.h"
+#include "server/store/database.h"
+#include "server/store/regression_metrics.h"
+
+namespace kerneleval::server::store {
+
+struct StoreOptions {
+  std::string data_dir;    // SQLite file results.sqlite3 here when results_db is empty
+  std::string results_db;  // postgresql://... : a database several servers share
+  std::string server_name;  // stored with each run (default: the hostname)
+  std::string server_version, git_revision;
+  // Retention, applied after each write (0 = unbounded): runs older than max_age_seconds
+  // and runs beyond the newest max_runs are deleted; runs beyond the newest raw_sample_runs
+  // keep 21 quantiles instead of their raw samples.
+  std::int64_t max_age_seconds = 0;
+  std::int64_t max_runs = 0;
+  std::int64_t raw_sample_runs = 0;
+  // Regression detection: a new result against the pooled samples of the previous
+  // `baseline_results` passing results of its series.
+  int baseline_results = 5;
+  double alpha = 0.05;
+  double min_relative_difference = 0.01;
+};
+
+class ResultStore {
+ public:
+  // Opens the database, applies missing migrations, starts the writer. `registry` (may be
+  // null) receives the regression gauges.
+  static absl::StatusOr<std::unique_ptr<ResultStore>> Open(
+      const StoreOptions& options, std::shared_ptr<prometheus::Registry> registry);
+  ~ResultStore();  // writes what is queued, then stops the writer
+
+  // Queues a finished report for the writer thread; returns at once.
+  void Record(const v1::BenchmarkReport& report);
+  // Writes now on the calling thread; returns the run id. `now_unix_seconds` 0 = the clock.
+  absl::StatusOr<std::string> RecordNow(const v1::BenchmarkReport& report,
+                                        std::int64_t now_unix_seconds = 0);
+  // Waits until every queued report is written.
+  void Flush();
+
+  absl::StatusOr<v1::HistoryResponse> History(const v1::HistoryRequest& request);
+  absl::StatusOr<v1::LeaderboardResponse> Leaderboard(const v1::LeaderboardRequest& request);
+  absl::StatusOr<v1::CompareResponse> Compare(const v1::CompareRequest& request);
+  absl::StatusOr<v1::StoredResult> Get(const std::string& result_id);
+  absl::StatusOr<v1::ExportResponse> Export(const v1::ExportRequest& request);
+  absl::Status ApplyRetention(std::int64_t now_unix_seconds);
+
+  const char* engine() const { return db_->engine(); }
+
+ private:
+  ResultStore(StoreOptions options, std::unique_ptr<Database> db);
+  void WriterLoop();
+  absl::Status DetectRegressions(const std::string& run_id, std::int64_t now);
+  absl::StatusOr<std::vector<v1::StoredResult>> Select(const v1::ResultFilter& filter,
+                                                       std::int64_t limit, std::int64_t offset,
+                                                       bool include_samples);
+
+  StoreOptions options_;
+  std::unique_ptr<Database> db_;
+  std::unique_ptr<RegressionGauges> gauges_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<v1::BenchmarkReport> queue_;
+  bool writing_ = false;
+  bool stop_ = false;
+  std::thread writer_;
+};
+
+// SHA-256 (hex) of a suite definition's deterministic serialization.
+std::string SuiteHash(const v1::SuiteDefinition& definition);
+
+// A stored result against a fresh one (Reproduce), with Compare's statistics.
+v1::SampleComparison CompareResults(const v1::StoredResult& stored,
+                                    const v1::WorkloadResult& fresh, double alpha);
+
+// Applies the compiled-in migrations the database lacks (schema_version records them).
+absl::Status Migrate(Database* db);
+
+}  // namespace kerneleval::server::store

@@ -1,0 +1,231 @@
+#include "server/store/results_service.h"
+
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "common/bounded_text.h"
+#include "kerneleval/v1/kerneleval.grpc.pb.h"
+
+namespace kerneleval::server::store {
+namespace {
+
+// Longer than any suite, workload or implementation name the server accepts.
+constexpr std::size_t kMaxName = 256;
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  grpc::StatusCode code = grpc::StatusCode::INTERNAL;
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument:
+      code = grpc::StatusCode::INVALID_ARGUMENT;
+      break;
+    case absl::StatusCode::kNotFound:
+      code = grpc::StatusCode::NOT_FOUND;
+      break;
+    case absl::StatusCode::kUnavailable:
+      code = grpc::StatusCode::UNAVAILABLE;
+      break;
+    case absl::StatusCode::kFailedPrecondition:
+      code = grpc::StatusCode::FAILED_PRECONDITION;
+      break;
+    case absl::StatusCode::kDataLoss:
+      code = grpc::StatusCode::DATA_LOSS;
+      break;
+    default:
+      break;
+  }
+  return grpc::Status(code, std::string(s.message()));
+}
+
+grpc::Status Invalid(const std::string& message) {
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
+}
+
+grpc::Status CheckName(const std::string& field, const std::string& value) {
+  if (value.size() > kMaxName) {
+    return Invalid(absl::StrCat(field, ": longer than ", kMaxName, " bytes: ", Quote(value)));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status CheckWindow(const std::string& field, std::int64_t since, std::int64_t until) {
+  if (since < 0 || until < 0) return Invalid(absl::StrCat(field, ": negative time"));
+  if (since != 0 && until != 0 && until <= since) {
+    return Invalid(absl::StrCat(field, ".until_unix_seconds: ", until,
+                                " is not after since_unix_seconds ", since));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status CheckFilter(const v1::ResultFilter& f) {
+  for (const auto& [field, value] :
+       {std::pair<const char*, const std::string*>{"filter.suite", &f.suite()},
+        {"filter.workload", &f.workload()},
+        {"filter.implementation", &f.implementation()},
+        {"filter.device_model", &f.device_model()},
+        {"filter.run_id", &f.run_id()}}) {
+    if (grpc::Status s = CheckName(field, *value); !s.ok()) return s;
+  }
+  return CheckWindow("filter", f.since_unix_seconds(), f.until_unix_seconds());
+}
+
+grpc::Status CheckAlpha(double alpha) {
+  if (!(alpha >= 0 && alpha < 1)) {
+    return Invalid(absl::StrCat("alpha: ", alpha, " is not in [0, 1) (0 = 0.05)"));
+  }
+  return grpc::Status::OK;
+}
+
+}  // namespace
+
+grpc::Status ResultsService::History(grpc::ServerContext*, const v1::HistoryRequest* request,
+                                     v1::HistoryResponse* response) {
+  if (grpc::Status s = CheckFilter(request->filter()); !s.ok()) return s;
+  if (request->page_size() > 1000) {
+    return Invalid(absl::StrCat("page_size: ", request->page_size(), " is above 1000"));
+  }
+  if (grpc::Status s = CheckName("page_token", request->page_token()); !s.ok()) return s;
+  auto got = store_->History(*request);
+  if (!got.ok()) return ToGrpc(got.status());
+  *response = std::move(*got);
+  return grpc::Status::OK;
+}
+
+grpc::Status ResultsService::Leaderboard(grpc::ServerContext*,
+                                         const v1::LeaderboardRequest* request,
+                                         v1::LeaderboardResponse* response) {
+  if (request->suite().empty()) return Invalid("suite: required");
+  if (grpc::Status s = CheckName("suite", request->suite()); !s.ok()) return s;
+  if (grpc::Status s = CheckName("device_model", request->device_model()); !s.ok()) return s;
+  auto got = store_->Leaderboard(*request);
+  if (!got.ok()) return ToGrpc(got.status());
+  *response = std::move(*got);
+  return grpc::Status::OK;
+}
+
+grpc::Status ResultsService::Compare(grpc::ServerContext*, const v1::CompareRequest* request,
+                                     v1::CompareResponse* response) {
+  const bool by_run = !request->baseline_run().empty() || !request->candidate_run().empty();
+  if (by_run) {
+    if (request->baseline_run().empty()) return Invalid("baseline_run: required with candidate_run");
+    if (request->candidate_run().empty()) return Invalid("candidate_run: required with baseline_run");
+    if (!request->implementation().empty() || !request->suite().empty()) {
+      return Invalid("implementation: give two runs or an implementation and windows, not both");
+    }
+  } else {
+    if (request->implementation().empty()) {
+      return Invalid("baseline_run: give two runs, or implementation, suite and two windows");
+    }
+    if (request->suite().empty()) return Invalid("suite: required with implementation");
+    if (grpc::Status s = CheckWindow("baseline_window", request->baseline_window().since_unix_seconds(),
+                                     request->baseline_window().until_unix_seconds());
+        !s.ok()) {
+      return s;
+    }
+    if (grpc::Status s =
+            CheckWindow("candidate_window", request->candidate_window().since_unix_seconds(),
+                        request->candidate_window().until_unix_seconds());
+        !s.ok()) {
+      return s;
+    }
+  }
+  for (const auto& [field, value] :
+       {std::pair<const char*, const std::string*>{"baseline_run", &request->baseline_run()},
+        {"candidate_run", &request->candidate_run()},
+        {"implementation", &request->implementation()},
+        {"suite", &request->suite()},
+        {"device_model", &request->device_model()}}) {
+    if (grpc::Status s = CheckName(field, *value); !s.ok()) return s;
+  }
+  if (grpc::Status s = CheckAlpha(request->alpha()); !s.ok()) return s;
+  if (!(request->min_relative_difference() >= 0 && request->min_relative_difference() < 1)) {
+    return Invalid(absl::StrCat("min_relative_difference: ", request->min_relative_difference(),
+                                " is not in [0, 1)"));
+  }
+  auto got = store_->Compare(*request);
+  if (!got.ok()) {
+    if (got.status().code() == absl::StatusCode::kNotFound && by_run) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat(got.status().message(), " (baseline_run ",
+                                       Quote(request->baseline_run()), ", candidate_run ",
+                                       Quote(request->candidate_run()), ")"));
+    }
+    return ToGrpc(got.status());
+  }
+  *response = std::move(*got);
+  return grpc::Status::OK;
+}
+
+grpc::Status ResultsService::Export(grpc::ServerContext*, const v1::ExportRequest* request,
+                                    v1::ExportResponse* response) {
+  if (grpc::Status s = CheckFilter(request->filter()); !s.ok()) return s;
+  if (!v1::ExportFormat_IsValid(request->format())) {
+    return Invalid(absl::StrCat("format: unknown value ", static_cast<int>(request->format())));
+  }
+  if (request->limit() > 100000) {
+    return Invalid(absl::StrCat("limit: ", request->limit(), " is above 100000"));
+  }
+  auto got = store_->Export(*request);
+  if (!got.ok()) return ToGrpc(got.status());
+  *response = std::move(*got);
+  return grpc::Status::OK;
+}
+
+grpc::Status ResultsService::Reproduce(grpc::ServerContext* context,
+                                       const v1::ReproduceRequest* request,
+                                       v1::ReproduceResponse* response) {
+  if (request->result_id().empty()) return Invalid("result_id: required");
+  if (grpc::Status s = CheckName("result_id", request->result_id()); !s.ok()) return s;
+  if (grpc::Status s = CheckName("device", request->device()); !s.ok()) return s;
+  if (grpc::Status s = CheckAlpha(request->alpha()); !s.ok()) return s;
+  auto original = store_->Get(request->result_id());
+  if (!original.ok()) {
+    if (original.status().code() == absl::StatusCode::kNotFound) {
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          absl::StrCat("result_id: no stored result ", Quote(request->result_id())));
+    }
+    return ToGrpc(original.status());
+  }
+  if (channel_ == nullptr) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server starting");
+  const v1::Receipt& receipt = original->receipt();
+  // The receipt as a custom suite of the one workload: same definition, seed and protocol.
+  v1::BenchmarkRequest run;
+  v1::SuiteDefinition* suite = run.mutable_custom_suite();
+  *suite = receipt.definition();
+  suite->clear_workloads();
+  for (const v1::Workload& w : receipt.definition().workloads()) {
+    if (w.name() == receipt.workload()) *suite->add_workloads() = w;
+  }
+  if (suite->workloads_size() == 0) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        absl::StrCat("result_id: the stored definition has no workload ",
+                                     Quote(receipt.workload())));
+  }
+  run.add_implementations(receipt.implementation());
+  run.set_device(request->device());
+  *run.mutable_protocol() = receipt.protocol();
+  grpc::ClientContext call;
+  call.set_deadline(context->deadline());
+  auto stub = v1::KernelEval::NewStub(channel_);
+  auto reader = stub->Benchmark(&call, run);
+  v1::BenchmarkEvent event;
+  v1::BenchmarkReport report;
+  while (reader->Read(&event)) {
+    if (event.has_report()) report = event.report();
+    if (context->IsCancelled()) call.TryCancel();
+  }
+  if (grpc::Status s = reader->Finish(); !s.ok()) {
+    return grpc::Status(s.error_code(), absl::StrCat("re-run: ", s.error_message()));
+  }
+  if (report.results_size() == 0) {
+    return grpc::Status(grpc::StatusCode::INTERNAL, "re-run: the benchmark returned no result");
+  }
+  *response->mutable_reproduced() = report.results(0);
+  *response->mutable_original() = *original;
+  // The same statistics as Compare: the stored samples against the fresh ones.
+  *response->mutable_comparison() =
+      CompareResults(*original, report.results(0), request->alpha() == 0 ? 0.05 : request->alpha());
+  return grpc::Status::OK;
+}
+
+}  // namespace kerneleval::server::store

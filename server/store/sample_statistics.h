@@ -1,0 +1,56 @@
+// Comparing two sets of timing samples the way nvbench_compare and kernelbot do: a
+// Mann-Whitney U test (no assumption of normality: kernel latencies are skewed and
+// multi-modal) and a bootstrap confidence interval of the ratio of medians, combined into a
+// verdict. Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace kerneleval::server::store {
+
+struct MannWhitney {
+  double u = 0;        // U of the first sample (scipy's `statistic`)
+  double p_value = 1;  // two-sided
+  bool exact = false;  // exact distribution (small samples without ties), else normal approx.
+};
+
+// scipy.stats.mannwhitneyu(x, y, alternative="two-sided", method="auto") semantics: exact
+// when both samples have fewer than 8 values and there are no ties, else the normal
+// approximation with the tie correction and a continuity correction. Empty input: p = 1.
+MannWhitney MannWhitneyU(const std::vector<double>& x, const std::vector<double>& y);
+
+// Median (the mean of the two middle values for an even count); 0 for an empty vector.
+double Median(std::vector<double> v);
+
+struct RatioInterval {
+  double ratio = 0;  // median(candidate) / median(baseline)
+  double low = 0, high = 0;
+};
+
+// Percentile bootstrap of median(candidate) / median(baseline): `resamples` resamplings of
+// each side with replacement, the (1 - confidence) / 2 tails cut. Deterministic for a seed.
+RatioInterval BootstrapRatioOfMedians(const std::vector<double>& baseline,
+                                      const std::vector<double>& candidate, double confidence,
+                                      int resamples, std::uint64_t seed);
+
+enum class Change { kSame, kFaster, kSlower, kIncomparable };
+
+struct SampleVerdict {
+  MannWhitney test;
+  RatioInterval ratio;
+  Change change = Change::kIncomparable;
+};
+
+// Significant when p < alpha, the ratio's 95 % interval excludes 1, and the ratio differs
+// from 1 by at least `min_relative_difference` (a 0.3 % shift is real on 1000 samples but
+// means nothing). Fewer than 3 samples a side: kIncomparable.
+SampleVerdict CompareSamples(const std::vector<double>& baseline,
+                             const std::vector<double>& candidate, double alpha,
+                             double min_relative_difference);
+
+// `n_out` evenly spaced quantiles (linear interpolation, as numpy's default): what retention
+// keeps of a run's samples once they are downsampled.
+std::vector<double> Quantiles(std::vector<double> v, int n_out);
+
+}  // namespace kerneleval::server::store

@@ -1,0 +1,81 @@
+// Two servers on loopback writing one PostgreSQL database: one leaderboard, one history,
+// migrations applied once. Run by with_postgres.sh, which starts a throwaway cluster and
+// sets KERNELEVAL_TEST_POSTGRES; skipped without it.
+#include <cstdlib>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "store_test_helpers.h"
+
+namespace kerneleval::testing {
+namespace {
+
+TEST(ResultsPostgres, TwoServersShareOneLeaderboard) {
+  const char* url = std::getenv("KERNELEVAL_TEST_POSTGRES");
+  if (url == nullptr || *url == '\0') GTEST_SKIP() << "KERNELEVAL_TEST_POSTGRES is not set";
+  server::ServerOptions a = LoopbackOptions(), b = LoopbackOptions();
+  a.results.results_db = url;
+  a.node_name = "server-a";
+  b.results.results_db = url;
+  b.node_name = "server-b";
+  TestServer first = StartServer(a);
+  TestServer second = StartServer(b);
+  ASSERT_NE(first.server, nullptr);
+  ASSERT_NE(second.server, nullptr);
+  Bench(first, {"cpu_fused"}, "shared_suite");
+  Bench(second, {"cpu_unfused"}, "shared_suite");
+  // The writers are asynchronous: wait until both runs are visible.
+  nlohmann::json board;
+  for (int i = 0; i < 100; ++i) {
+    const CliResult r = Cli(first.target(), {"leaderboard", "--suite", "shared_suite", "--json"});
+    ASSERT_EQ(r.rc, 0) << r.err;
+    board = nlohmann::json::parse(r.out);
+    if (board.contains("entries") && board["entries"].size() == 2) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(board["entries"].size(), 2u) << board.dump();
+  std::set<std::string> servers, impls;
+  for (const auto& e : board["entries"]) {
+    servers.insert(e["server"].get<std::string>());
+    impls.insert(e["implementation"].get<std::string>());
+  }
+  EXPECT_EQ(servers, (std::set<std::string>{"server-a", "server-b"}));
+  EXPECT_EQ(impls, (std::set<std::string>{"cpu_fused", "cpu_unfused"}));
+  // The second server answers with the same board.
+  const CliResult other = Cli(second.target(), {"leaderboard", "--suite", "shared_suite", "--json"});
+  ASSERT_EQ(other.rc, 0) << other.err;
+  EXPECT_EQ(nlohmann::json::parse(other.out), board);
+  const CliResult history = Cli(second.target(), {"history", "--suite", "shared_suite", "--json"});
+  EXPECT_EQ(nlohmann::json::parse(history.out)["results"].size(), 4u);
+  // Compare across the servers: the two runs have no implementation in common.
+  const std::string run_a = board["entries"][0]["run_id"], run_b = board["entries"][1]["run_id"];
+  const CliResult cmp = Cli(first.target(), {"compare", run_a, run_a});
+  EXPECT_EQ(cmp.rc, 0) << cmp.err;
+  EXPECT_NE(cmp.out.find("0 slower"), std::string::npos) << cmp.out;
+  const CliResult none = Cli(first.target(), {"compare", run_a, run_b});
+  EXPECT_EQ(none.rc, client::cli::kExitRpcError);
+  EXPECT_NE(none.err.find("NOT_FOUND"), std::string::npos) << none.err;
+}
+
+// A third server on the same database finds the schema current and applies nothing.
+TEST(ResultsPostgres, MigrationsApplyOnce) {
+  const char* url = std::getenv("KERNELEVAL_TEST_POSTGRES");
+  if (url == nullptr || *url == '\0') GTEST_SKIP() << "KERNELEVAL_TEST_POSTGRES is not set";
+  server::ServerOptions o = LoopbackOptions();
+  o.results.results_db = url;
+  for (int i = 0; i < 2; ++i) {
+    TestServer t = StartServer(o);
+    ASSERT_NE(t.server, nullptr);
+  }
+  auto db = server::store::OpenPostgres(url);
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto rows = (*db)->Query("SELECT COUNT(*), MAX(version) FROM schema_version");
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->at(0).at(0), "1");
+  EXPECT_EQ(rows->at(0).at(1), "1");
+}
+
+}  // namespace
+}  // namespace kerneleval::testing
