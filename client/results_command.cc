@@ -110,8 +110,8 @@ void AddComparisonRow(TextTable* table, const v1::SampleComparison& c) {
 }
 
 TextTable ComparisonTable() {
-  return TextTable({"workload", "implementation", "baseline", "candidate", "change",
-                    "ratio 95% CI", "p", "verdict"});
+  return TextTable({"workload", "implementation", "baseline", "candidate", "change", "ratio 95% CI",
+                    "p", "verdict"});
 }
 
 absl::StatusOr<v1::ResultFilter> Filter(const ResultsFlags& f) {
@@ -161,15 +161,15 @@ int History(const ResultsClient& client, const CliConfig& config, const ResultsF
     const v1::WorkloadResult& r = s.result();
     double sol = 0;
     for (const auto& figure : r.sol()) {
-      if (figure.source() == v1::PEAK_SOURCE_DEVICE_ATTRIBUTES || sol == 0) sol = figure.sol_ratio();
+      if (figure.source() == v1::PEAK_SOURCE_DEVICE_ATTRIBUTES || sol == 0)
+        sol = figure.sol_ratio();
     }
-    table.AddRow({s.id(), When(s.created_unix_seconds()), s.suite(), r.workload(),
-                  r.implementation(),
-                  s.environment().device().model().empty() ? r.device()
-                                                            : s.environment().device().model(),
-                  StatusWord(r.status()), FormatSeconds(r.latency().median_seconds()),
-                  sol > 0 ? Fixed(sol * 100, 1) : "-",
-                  absl::StrCat(r.latency().samples(), s.downsampled() ? " (q)" : "")});
+    table.AddRow(
+        {s.id(), When(s.created_unix_seconds()), s.suite(), r.workload(), r.implementation(),
+         s.environment().device().model().empty() ? r.device() : s.environment().device().model(),
+         StatusWord(r.status()), FormatSeconds(r.latency().median_seconds()),
+         sol > 0 ? Fixed(sol * 100, 1) : "-",
+         absl::StrCat(r.latency().samples(), s.downsampled() ? " (q)" : "")});
   }
   out << table.Render();
   if (!response.next_page_token().empty()) {
@@ -186,8 +186,8 @@ int Leaderboard(const ResultsClient& client, const CliConfig& config, const Resu
   v1::LeaderboardResponse response;
   if (grpc::Status s = client.Leaderboard(request, &response); !s.ok()) return RpcError(err, s);
   if (config.global.json) return PrintJson(out, err, response);
-  TextTable table({"rank", "implementation", "device", "SOL % (geomean)", "mean latency",
-                   "vs best", "workloads", "run", "server", "time (UTC)"});
+  TextTable table({"rank", "implementation", "device", "SOL % (geomean)", "mean latency", "vs best",
+                   "workloads", "run", "server", "time (UTC)"});
   for (const v1::LeaderboardEntry& e : response.entries()) {
     table.AddRow({std::to_string(e.rank()), e.implementation(), e.device_model(),
                   Fixed(e.geomean_sol_ratio() * 100, 1), FormatSeconds(e.mean_latency_seconds()),
@@ -295,7 +295,8 @@ void AddResultsCommands(CLI::App* app, ResultsFlags* f) {
   *f = ResultsFlags();  // a new app starts from the defaults
   CLI::App* history = app->add_subcommand("history", "Stored benchmark results, newest first");
   AddFilterFlags(history, f);
-  history->add_option("--limit", f->page_size, "Results per page (max 1000)")->capture_default_str();
+  history->add_option("--limit", f->page_size, "Results per page (max 1000)")
+      ->capture_default_str();
   history->add_option("--page-token", f->page_token, "The token a previous page printed");
   history->add_flag("--samples", f->samples, "Include raw samples (with --json)");
 

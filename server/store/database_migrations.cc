@@ -13,9 +13,9 @@ absl::Status Migrate(Database* db) {
     return s;
   };
   // Inside the lock: two servers starting on one empty database create it once.
-  if (auto created = db->Query(
-          "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT PRIMARY KEY, "
-          "name TEXT NOT NULL, applied_at BIGINT NOT NULL)");
+  if (auto created =
+          db->Query("CREATE TABLE IF NOT EXISTS schema_version (version BIGINT PRIMARY KEY, "
+                    "name TEXT NOT NULL, applied_at BIGINT NOT NULL)");
       !created.ok()) {
     return fail(created.status());
   }

@@ -22,8 +22,7 @@ RegressionGauges::RegressionGauges(std::shared_ptr<prometheus::Registry> registr
                             "baseline or its correctness changed, else 0")
                       .Register(*registry_)) {}
 
-void RegressionGauges::Set(const SeriesKey& key, double ratio, double confidence,
-                           bool regression) {
+void RegressionGauges::Set(const SeriesKey& key, double ratio, double confidence, bool regression) {
   const prometheus::Labels labels = {{"suite", key.suite},
                                      {"workload", key.workload},
                                      {"implementation", key.implementation},

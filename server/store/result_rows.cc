@@ -54,9 +54,10 @@ double PrimarySolRatio(const v1::WorkloadResult& r) {
 
 namespace {
 
-nlohmann::json FlatRow(const v1::StoredResult& s) {
+nlohmann::ordered_json FlatRow(const v1::StoredResult& s) {
   const v1::WorkloadResult& r = s.result();
-  nlohmann::json row = {
+  // Ordered: the CSV's columns follow this order.
+  nlohmann::ordered_json row = {
       {"result_id", s.id()},
       {"run_id", s.run_id()},
       {"created_unix_seconds", s.created_unix_seconds()},
@@ -84,7 +85,7 @@ nlohmann::json FlatRow(const v1::StoredResult& s) {
   return row;
 }
 
-std::string CsvCell(const nlohmann::json& v) {
+std::string CsvCell(const nlohmann::ordered_json& v) {
   std::string text = v.is_string() ? v.get<std::string>() : v.dump();
   if (text.find_first_of(",\"\n") == std::string::npos) return text;
   std::string quoted = "\"";
@@ -101,8 +102,8 @@ nlohmann::json Trace(const v1::StoredResult& s) {
   const bool passed = r.status() == v1::RESULT_STATUS_PASSED;
   return {
       {"definition", s.suite()},
-      {"workload", {{"uuid", s.id()}, {"name", r.workload()}, {"axes", axes},
-                    {"seed", s.receipt().seed()}}},
+      {"workload",
+       {{"uuid", s.id()}, {"name", r.workload()}, {"axes", axes}, {"seed", s.receipt().seed()}}},
       {"solution", r.implementation()},
       {"evaluation",
        {{"status", passed ? "PASSED" : v1::ResultStatus_Name(r.status())},
@@ -131,7 +132,7 @@ std::string ExportRows(const std::vector<v1::StoredResult>& results, v1::ExportF
     for (const auto& s : results) absl::StrAppend(&out, Trace(s).dump(), "\n");
     return out;
   }
-  std::vector<nlohmann::json> rows;
+  std::vector<nlohmann::ordered_json> rows;
   for (const auto& s : results) rows.push_back(FlatRow(s));
   if (format != v1::EXPORT_FORMAT_CSV) {
     for (const auto& row : rows) absl::StrAppend(&out, row.dump(), "\n");

@@ -95,7 +95,8 @@ std::string Where(const v1::ResultFilter& f, std::vector<SqlValue>* params) {
   if (!f.suite().empty()) add("r.suite =", f.suite());
   if (!f.workload().empty()) add("r.workload =", f.workload());
   if (!f.implementation().empty()) add("r.implementation =", f.implementation());
-  if (!f.device_model().empty()) add("r.device_model LIKE", absl::StrCat("%", f.device_model(), "%"));
+  if (!f.device_model().empty())
+    add("r.device_model LIKE", absl::StrCat("%", f.device_model(), "%"));
   if (!f.run_id().empty()) add("r.run_id =", f.run_id());
   if (f.since_unix_seconds() != 0) add("r.created_at >=", f.since_unix_seconds());
   if (f.until_unix_seconds() != 0) add("r.created_at <", f.until_unix_seconds());
@@ -108,8 +109,8 @@ std::string Where(const v1::ResultFilter& f, std::vector<SqlValue>* params) {
 }
 
 v1::SampleComparison CompareStored(const std::vector<v1::StoredResult>& baseline,
-                               const std::vector<v1::StoredResult>& candidate, double alpha,
-                               double min_relative) {
+                                   const std::vector<v1::StoredResult>& candidate, double alpha,
+                                   double min_relative) {
   v1::SampleComparison c;
   std::vector<double> b, k;
   bool baseline_passed = false, candidate_passed = false;
@@ -150,8 +151,6 @@ v1::SampleComparison CompareStored(const std::vector<v1::StoredResult>& baseline
 
 }  // namespace
 
-
-
 std::string SuiteHash(const v1::SuiteDefinition& definition) {
   std::string bytes;
   {
@@ -165,8 +164,8 @@ std::string SuiteHash(const v1::SuiteDefinition& definition) {
   return Hex(digest, sizeof(digest));
 }
 
-v1::SampleComparison CompareResults(const v1::StoredResult& stored,
-                                    const v1::WorkloadResult& fresh, double alpha) {
+v1::SampleComparison CompareResults(const v1::StoredResult& stored, const v1::WorkloadResult& fresh,
+                                    double alpha) {
   v1::StoredResult candidate;
   *candidate.mutable_result() = fresh;
   return CompareStored({stored}, {candidate}, alpha, 0.01);
@@ -197,7 +196,8 @@ absl::StatusOr<std::unique_ptr<ResultStore>> ResultStore::Open(
       return absl::UnavailableError(
           absl::StrCat("--data-dir: cannot create ", options.data_dir, ": ", ec.message()));
     }
-    auto opened = OpenSqlite((std::filesystem::path(options.data_dir) / "results.sqlite3").string());
+    auto opened =
+        OpenSqlite((std::filesystem::path(options.data_dir) / "results.sqlite3").string());
     if (!opened.ok()) return opened.status();
     db = std::move(*opened);
   }
@@ -287,10 +287,10 @@ absl::StatusOr<std::string> ResultStore::RecordNow(const v1::BenchmarkReport& re
         "sample_count, seed, result_json, samples, downsampled) VALUES ($1, $2, $3, $4, $5, $6, "
         "$7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 0)",
         {absl::StrCat(run_id, "/", i), run_id, now, report.suite(), r.workload(),
-         r.implementation(), submission_hash, r.device(), env.device().model(),
-         env.device().uuid(), std::int64_t{r.status()}, r.latency().median_seconds(),
-         PrimarySolRatio(r), static_cast<std::int64_t>(samples.size()),
-         std::to_string(report.protocol().seed()), ToJson(r), SamplesToJson(samples)});
+         r.implementation(), submission_hash, r.device(), env.device().model(), env.device().uuid(),
+         std::int64_t{r.status()}, r.latency().median_seconds(), PrimarySolRatio(r),
+         static_cast<std::int64_t>(samples.size()), std::to_string(report.protocol().seed()),
+         ToJson(r), SamplesToJson(samples)});
     if (!row.ok()) return rollback(row.status());
   }
   if (auto s = db_->Query("COMMIT"); !s.ok()) return rollback(s.status());
@@ -324,13 +324,13 @@ absl::Status ResultStore::DetectRegressions(const std::string& run_id, std::int6
       auto got = Get(row[0].value_or(""));
       if (got.ok()) baseline.insert(baseline.begin(), *got);
     }
-    v1::SampleComparison c = CompareStored(baseline, {s}, options_.alpha,
-                                       options_.min_relative_difference);
+    v1::SampleComparison c =
+        CompareStored(baseline, {s}, options_.alpha, options_.min_relative_difference);
     // A change of correctness is against the series' latest result, passing or not.
     const std::int64_t last_status = Int(previous->front()[1]);
     const bool correctness_changed =
-        last_status != r.status() && (last_status == v1::RESULT_STATUS_PASSED ||
-                                      r.status() == v1::RESULT_STATUS_PASSED);
+        last_status != r.status() &&
+        (last_status == v1::RESULT_STATUS_PASSED || r.status() == v1::RESULT_STATUS_PASSED);
     c.set_correctness_changed(correctness_changed);
     const Change change = c.verdict() == v1::VERDICT_SLOWER   ? Change::kSlower
                           : c.verdict() == v1::VERDICT_FASTER ? Change::kFaster
@@ -357,8 +357,8 @@ absl::Status ResultStore::DetectRegressions(const std::string& run_id, std::int6
 absl::Status ResultStore::ApplyRetention(std::int64_t now) {
   std::vector<std::string> doomed;
   if (options_.max_age_seconds > 0) {
-    auto old = db_->Query("SELECT id FROM runs WHERE created_at < $1",
-                          {now - options_.max_age_seconds});
+    auto old =
+        db_->Query("SELECT id FROM runs WHERE created_at < $1", {now - options_.max_age_seconds});
     if (!old.ok()) return old.status();
     for (const SqlRow& row : *old) doomed.push_back(row[0].value_or(""));
   }
@@ -370,7 +370,8 @@ absl::Status ResultStore::ApplyRetention(std::int64_t now) {
     for (const SqlRow& row : *all) newest_first.push_back(row[0].value_or(""));
   }
   if (options_.max_runs > 0) {
-    for (std::size_t i = static_cast<std::size_t>(options_.max_runs); i < newest_first.size(); ++i) {
+    for (std::size_t i = static_cast<std::size_t>(options_.max_runs); i < newest_first.size();
+         ++i) {
       doomed.push_back(newest_first[i]);
     }
   }
@@ -382,11 +383,10 @@ absl::Status ResultStore::ApplyRetention(std::int64_t now) {
     }
   }
   if (options_.raw_sample_runs <= 0) return absl::OkStatus();
-  for (std::size_t i = static_cast<std::size_t>(options_.raw_sample_runs);
-       i < newest_first.size(); ++i) {
-    auto rows = db_->Query(
-        "SELECT id, samples FROM results WHERE run_id = $1 AND downsampled = 0",
-        {newest_first[i]});
+  for (std::size_t i = static_cast<std::size_t>(options_.raw_sample_runs); i < newest_first.size();
+       ++i) {
+    auto rows = db_->Query("SELECT id, samples FROM results WHERE run_id = $1 AND downsampled = 0",
+                           {newest_first[i]});
     if (!rows.ok()) return rows.status();
     for (const SqlRow& row : *rows) {
       // 21 quantiles keep the shape a later comparison needs at a fixed size.
@@ -401,14 +401,13 @@ absl::Status ResultStore::ApplyRetention(std::int64_t now) {
 }
 
 absl::StatusOr<std::vector<v1::StoredResult>> ResultStore::Select(const v1::ResultFilter& filter,
-                                                                   std::int64_t limit,
-                                                                   std::int64_t offset,
-                                                                   bool include_samples) {
+                                                                  std::int64_t limit,
+                                                                  std::int64_t offset,
+                                                                  bool include_samples) {
   std::vector<SqlValue> params;
-  const std::string sql =
-      absl::StrCat(kSelectColumns, Where(filter, &params),
-                   " ORDER BY r.created_at DESC, r.run_id DESC, r.id LIMIT ", limit, " OFFSET ",
-                   offset);
+  const std::string sql = absl::StrCat(kSelectColumns, Where(filter, &params),
+                                       " ORDER BY r.created_at DESC, r.run_id DESC, r.id LIMIT ",
+                                       limit, " OFFSET ", offset);
   auto rows = db_->Query(sql, params);
   if (!rows.ok()) return rows.status();
   std::map<std::string, v1::BenchmarkReport> runs;  // parsed once per run

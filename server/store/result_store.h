@@ -26,8 +26,8 @@
 namespace kerneleval::server::store {
 
 struct StoreOptions {
-  std::string data_dir;    // SQLite file results.sqlite3 here when results_db is empty
-  std::string results_db;  // postgresql://... : a database several servers share
+  std::string data_dir;     // SQLite file results.sqlite3 here when results_db is empty
+  std::string results_db;   // postgresql://... : a database several servers share
   std::string server_name;  // stored with each run (default: the hostname)
   std::string server_version, git_revision;
   // Retention, applied after each write (0 = unbounded): runs older than max_age_seconds
@@ -91,8 +91,8 @@ class ResultStore {
 std::string SuiteHash(const v1::SuiteDefinition& definition);
 
 // A stored result against a fresh one (Reproduce), with Compare's statistics.
-v1::SampleComparison CompareResults(const v1::StoredResult& stored,
-                                    const v1::WorkloadResult& fresh, double alpha);
+v1::SampleComparison CompareResults(const v1::StoredResult& stored, const v1::WorkloadResult& fresh,
+                                    double alpha);
 
 // Applies the compiled-in migrations the database lacks (schema_version records them).
 absl::Status Migrate(Database* db);

@@ -107,8 +107,10 @@ grpc::Status ResultsService::Compare(grpc::ServerContext*, const v1::CompareRequ
                                      v1::CompareResponse* response) {
   const bool by_run = !request->baseline_run().empty() || !request->candidate_run().empty();
   if (by_run) {
-    if (request->baseline_run().empty()) return Invalid("baseline_run: required with candidate_run");
-    if (request->candidate_run().empty()) return Invalid("candidate_run: required with baseline_run");
+    if (request->baseline_run().empty())
+      return Invalid("baseline_run: required with candidate_run");
+    if (request->candidate_run().empty())
+      return Invalid("candidate_run: required with baseline_run");
     if (!request->implementation().empty() || !request->suite().empty()) {
       return Invalid("implementation: give two runs or an implementation and windows, not both");
     }
@@ -117,8 +119,9 @@ grpc::Status ResultsService::Compare(grpc::ServerContext*, const v1::CompareRequ
       return Invalid("baseline_run: give two runs, or implementation, suite and two windows");
     }
     if (request->suite().empty()) return Invalid("suite: required with implementation");
-    if (grpc::Status s = CheckWindow("baseline_window", request->baseline_window().since_unix_seconds(),
-                                     request->baseline_window().until_unix_seconds());
+    if (grpc::Status s =
+            CheckWindow("baseline_window", request->baseline_window().since_unix_seconds(),
+                        request->baseline_window().until_unix_seconds());
         !s.ok()) {
       return s;
     }
@@ -145,10 +148,10 @@ grpc::Status ResultsService::Compare(grpc::ServerContext*, const v1::CompareRequ
   auto got = store_->Compare(*request);
   if (!got.ok()) {
     if (got.status().code() == absl::StatusCode::kNotFound && by_run) {
-      return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                          absl::StrCat(got.status().message(), " (baseline_run ",
-                                       Quote(request->baseline_run()), ", candidate_run ",
-                                       Quote(request->candidate_run()), ")"));
+      return grpc::Status(
+          grpc::StatusCode::NOT_FOUND,
+          absl::StrCat(got.status().message(), " (baseline_run ", Quote(request->baseline_run()),
+                       ", candidate_run ", Quote(request->candidate_run()), ")"));
     }
     return ToGrpc(got.status());
   }
@@ -181,8 +184,8 @@ grpc::Status ResultsService::Reproduce(grpc::ServerContext* context,
   auto original = store_->Get(request->result_id());
   if (!original.ok()) {
     if (original.status().code() == absl::StatusCode::kNotFound) {
-      return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                          absl::StrCat("result_id: no stored result ", Quote(request->result_id())));
+      return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("result_id: no stored result ",
+                                                                    Quote(request->result_id())));
     }
     return ToGrpc(original.status());
   }

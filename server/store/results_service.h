@@ -18,7 +18,9 @@ class ResultsService final : public v1::Results::Service {
 
   // The channel Reproduce runs Benchmark on: the server's in-process channel, so that a
   // re-run takes exactly the path (validation, queues, devices, recording) of any other.
-  void SetBenchmarkChannel(std::shared_ptr<grpc::Channel> channel) { channel_ = std::move(channel); }
+  void SetBenchmarkChannel(std::shared_ptr<grpc::Channel> channel) {
+    channel_ = std::move(channel);
+  }
 
   grpc::Status History(grpc::ServerContext* context, const v1::HistoryRequest* request,
                        v1::HistoryResponse* response) override;

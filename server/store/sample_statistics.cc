@@ -61,8 +61,7 @@ MannWhitney MannWhitneyU(const std::vector<double>& x, const std::vector<double>
   all.reserve(n1 + n2);
   for (double v : x) all.emplace_back(v, 0);
   for (double v : y) all.emplace_back(v, 1);
-  std::sort(all.begin(), all.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   // Average ranks over ties; sum of t^3 - t for the variance correction.
   double rank_sum_x = 0, tie_term = 0;
   bool ties = false;
@@ -86,8 +85,8 @@ MannWhitney MannWhitneyU(const std::vector<double>& x, const std::vector<double>
   if (n1 < 8 && n2 < 8 && !ties) {
     r.exact = true;
     // Two-sided: 2 * P(U >= u_max) = 2 * (1 - P(U <= u_max - 1)).
-    r.p_value = std::min(1.0, 2 * (1 - ExactCdf(static_cast<int>(n1), static_cast<int>(n2),
-                                                 u_max - 1)));
+    r.p_value =
+        std::min(1.0, 2 * (1 - ExactCdf(static_cast<int>(n1), static_cast<int>(n2), u_max - 1)));
     return r;
   }
   const double n = a + b;
@@ -144,8 +143,7 @@ SampleVerdict CompareSamples(const std::vector<double>& baseline,
   // 2000 resamples: the 2.5 % tails rest on 50 values each, enough for two digits.
   v.ratio = BootstrapRatioOfMedians(baseline, candidate, 0.95, 2000, 0x5eed);
   v.change = Change::kSame;
-  const bool significant = v.test.p_value < alpha &&
-                           (v.ratio.low > 1 || v.ratio.high < 1) &&
+  const bool significant = v.test.p_value < alpha && (v.ratio.low > 1 || v.ratio.high < 1) &&
                            std::abs(v.ratio.ratio - 1) >= min_relative_difference;
   if (significant) v.change = v.ratio.ratio > 1 ? Change::kSlower : Change::kFaster;
   return v;

@@ -36,8 +36,7 @@ class SqliteDatabase final : public Database {
         rc = sqlite3_bind_double(stmt, index, *d);
       } else {
         const std::string& s = std::get<std::string>(v);
-        rc = sqlite3_bind_text(stmt, index, s.data(), static_cast<int>(s.size()),
-                               SQLITE_TRANSIENT);
+        rc = sqlite3_bind_text(stmt, index, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
       }
       if (rc != SQLITE_OK) return Error("bind");
     }
@@ -58,7 +57,8 @@ class SqliteDatabase final : public Database {
           row.emplace_back(buf);
         } else {
           const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, c));
-          row.emplace_back(std::string(text, static_cast<std::size_t>(sqlite3_column_bytes(stmt, c))));
+          row.emplace_back(
+              std::string(text, static_cast<std::size_t>(sqlite3_column_bytes(stmt, c))));
         }
       }
       rows.push_back(std::move(row));

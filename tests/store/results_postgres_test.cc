@@ -44,7 +44,8 @@ TEST(ResultsPostgres, TwoServersShareOneLeaderboard) {
   EXPECT_EQ(servers, (std::set<std::string>{"server-a", "server-b"}));
   EXPECT_EQ(impls, (std::set<std::string>{"cpu_fused", "cpu_unfused"}));
   // The second server answers with the same board.
-  const CliResult other = Cli(second.target(), {"leaderboard", "--suite", "shared_suite", "--json"});
+  const CliResult other =
+      Cli(second.target(), {"leaderboard", "--suite", "shared_suite", "--json"});
   ASSERT_EQ(other.rc, 0) << other.err;
   EXPECT_EQ(nlohmann::json::parse(other.out), board);
   const CliResult history = Cli(second.target(), {"history", "--suite", "shared_suite", "--json"});

@@ -94,6 +94,8 @@ inline v1::BenchmarkReport SyntheticReport(std::uint64_t seed, double median, do
   for (const char* w : {"batch_size=3", "batch_size=17"}) {
     v1::WorkloadResult* r = report.add_results();
     r->set_workload(w);
+    (*r->mutable_axes())["batch_size"] = std::stoi(std::string(w).substr(11));
+    (*r->mutable_axes())["hidden_size"] = 256;
     r->set_implementation("fused");
     r->set_device("cuda:0");
     r->set_status(v1::RESULT_STATUS_PASSED);
@@ -121,8 +123,8 @@ inline v1::BenchmarkReport Scaled(v1::BenchmarkReport report, double factor) {
 }
 
 inline std::string TempDir(const std::string& name) {
-  std::string dir = std::filesystem::temp_directory_path().string() + "/kerneleval-store-" +
-                    name + "-" + std::to_string(getpid());
+  std::string dir = std::filesystem::temp_directory_path().string() + "/kerneleval-store-" + name +
+                    "-" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;
