@@ -3,12 +3,20 @@
 // token file without a token for `kerneleval-server --auth-token-file` and a credentials file
 // without 'user:password' for `--metrics-basic-auth-file`. Each must end with
 // the usage exit code (2) and a message naming the file, before anything is sent.
+// And the catalogue of bad Run requests (bad_run_catalogue.h) sent through `kerneleval run`
+// to a real server: the RPC error's exit code (1), the status code and the field.
 //
 // Usage: cli_bad_input_test PATH_TO_kerneleval PATH_TO_kerneleval-server [gtest flags]
 #include <sys/wait.h>
 
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
 #include <gtest/gtest.h>
 
+#include "absl/status/status.h"
+#include "bad_run_catalogue.h"
 #include "client/safetensors.h"
 #include "robustness_util.h"
 
@@ -29,10 +37,10 @@ std::string Quote(const std::string& s) {
   return q + "'";
 }
 
-// Runs `binary args` with a 60 s cap (exit 124 when it is hit), stdout discarded.
+// Runs `binary args` with a 120 s cap (exit 124 when it is hit), stdout discarded.
 Outcome RunBinary(const TempDir& dir, const std::string& binary,
                   const std::vector<std::string>& args) {
-  std::string cmd = "timeout 60 " + Quote(binary);
+  std::string cmd = "timeout 120 " + Quote(binary);
   for (const std::string& a : args) cmd += " " + Quote(a);
   const std::string err_file = dir.File("stderr.txt");
   cmd += " >/dev/null 2>" + Quote(err_file) + " </dev/null";
@@ -43,9 +51,10 @@ Outcome RunBinary(const TempDir& dir, const std::string& binary,
   return o;
 }
 
-// The CLI would talk to this address, but every case fails before the first call.
+// The CLI would talk to this address, but every case fails before the first call (nothing
+// listens there: a call that is made fails at once, well within the deadline).
 Outcome RunCli(const TempDir& dir, std::vector<std::string> args) {
-  args.insert(args.begin(), {"--target", "127.0.0.1:1", "--deadline", "5"});
+  args.insert(args.begin(), {"--target", "127.0.0.1:1", "--deadline", "60"});
   return RunBinary(dir, g_cli, args);
 }
 
@@ -193,6 +202,117 @@ TEST(CliBadInput, MalformedSuiteFileNamesTheFileAndTheField) {
   ASSERT_TRUE(WriteWholeFile(good, suite));
   const Outcome o = RunCli(dir, {"bench", "--suite-file", good});
   EXPECT_EQ(o.exit_code, 1) << o.err;
+}
+
+// True when `t` can be written to a safetensors file as it is: a dtype, no negative
+// dimension, and exactly the bytes its shape needs.
+bool FitsSafetensors(const v1::Tensor& t) {
+  const std::uint64_t size = DTypeSize(t.dtype());
+  if (size == 0) return false;
+  std::uint64_t bytes = size;
+  for (const std::int64_t d : t.shape()) {
+    if (d < 0 || __builtin_mul_overflow(bytes, static_cast<std::uint64_t>(d), &bytes)) {
+      return false;
+    }
+  }
+  return bytes == t.data().size();
+}
+
+// The `kerneleval run` arguments that send `r`, its tensors written to `path`; nullopt where
+// the command line cannot express the request: a tensor missing or not describable in a
+// safetensors file, a value its own flag checks refuse (eps not a positive number,
+// repetitions outside 1..1000), or an enum value it has no name for.
+std::optional<std::vector<std::string>> CliArgsFor(const v1::RunRequest& r,
+                                                   const std::string& path) {
+  if (!r.has_hidden_states() || !r.has_residual() || !r.has_weight()) return std::nullopt;
+  client::SafetensorsFile file;
+  for (const auto& [name, tensor] :
+       {std::pair<const char*, const v1::Tensor*>{"hidden_states", &r.hidden_states()},
+        std::pair<const char*, const v1::Tensor*>{"residual", &r.residual()},
+        std::pair<const char*, const v1::Tensor*>{"weight", &r.weight()}}) {
+    if (!FitsSafetensors(*tensor)) return std::nullopt;
+    file.tensors[name] = *tensor;
+  }
+  if (!client::WriteSafetensors(path, file).ok()) return std::nullopt;
+  std::vector<std::string> args = {"run", "--input", path};
+  switch (r.mode()) {
+    case v1::MODE_UNSPECIFIED:
+    case v1::MODE_OUTPUT:
+      break;
+    case v1::MODE_OUTPUT_AND_RESIDUAL:
+      args.insert(args.end(), {"--mode", "output_and_residual"});
+      break;
+    case v1::MODE_IN_PLACE:
+      args.insert(args.end(), {"--mode", "in_place"});
+      break;
+    default:
+      return std::nullopt;
+  }
+  if (r.has_eps()) {
+    if (!std::isfinite(r.eps()) || r.eps() <= 0) return std::nullopt;
+    char eps[40];
+    std::snprintf(eps, sizeof(eps), "%.17g", r.eps());
+    args.insert(args.end(), {"--eps", eps});
+  }
+  if (!r.device().empty()) args.insert(args.end(), {"--device", r.device()});
+  if (!r.implementation().empty()) args.insert(args.end(), {"--impl", r.implementation()});
+  if (r.repetitions() != 0) {
+    if (r.repetitions() > 1000) return std::nullopt;
+    args.insert(args.end(), {"--repetitions", std::to_string(r.repetitions())});
+  }
+  if (r.warmup() != 0) args.insert(args.end(), {"--warmup", std::to_string(r.warmup())});
+  switch (r.timer()) {
+    case v1::TIMER_UNSPECIFIED:
+      break;
+    case v1::TIMER_CUPTI:
+      args.insert(args.end(), {"--timer", "cupti"});
+      break;
+    case v1::TIMER_CUDA_EVENTS:
+      args.insert(args.end(), {"--timer", "events"});
+      break;
+    case v1::TIMER_HOST_CLOCK:
+      args.insert(args.end(), {"--timer", "host"});
+      break;
+    default:
+      return std::nullopt;
+  }
+  if (r.check_correctness()) args.push_back("--check");
+  return args;
+}
+
+// The same catalogue as bad_input_test, through the command line: every request it can
+// express reaches the server and ends with the RPC error's exit code, the status code's name
+// and the field.
+TEST(CliBadInput, CatalogueOfBadRunRequestsGetsTheServersAnswer) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  TestServer t = StartServer(CatalogueServerOptions());
+  ASSERT_NE(t.client, nullptr);
+  int sent = 0;
+  for (const BadRunCase& c : BadRunCatalogue()) {
+    SCOPED_TRACE(c.name);
+    if (c.deadline_seconds > 0) continue;  // the CLI's deadline is whole seconds
+    v1::RunRequest bad = CatalogueBaseRequest();
+    c.mutate(&bad);
+    const std::optional<std::vector<std::string>> args =
+        CliArgsFor(bad, dir.File("request.safetensors"));
+    if (!args) continue;
+    ++sent;
+    std::vector<std::string> full = {"--target", t.target(), "--deadline", "120"};
+    full.insert(full.end(), args->begin(), args->end());
+    const Outcome o = RunBinary(dir, g_cli, full);
+    const std::string shown = o.err.substr(0, 2048);
+    EXPECT_EQ(o.exit_code, 1) << shown;
+    const std::string code =
+        "error: " + absl::StatusCodeToString(static_cast<absl::StatusCode>(c.code)) + ": ";
+    EXPECT_NE(o.err.find(code), std::string::npos) << shown;
+    EXPECT_NE(o.err.find(c.field), std::string::npos) << shown;
+    EXPECT_NE(o.err.find(c.also), std::string::npos) << shown;
+    if (c.max_message_bytes > 0) EXPECT_LT(o.err.size(), c.max_message_bytes + code.size() + 1);
+  }
+  // Most of the catalogue is expressible; a change that made none of it so must not pass.
+  EXPECT_GE(sent, 20);
+  std::cout << sent << " catalogue requests sent through the command line\n";
 }
 
 // A token file whose first line holds no token must stop the server, never start it
