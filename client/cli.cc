@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "client/push.h"
+#include "client/results_command.h"
 
 namespace kerneleval::client::cli {
 namespace {
@@ -165,6 +166,9 @@ absl::Status Validate(const CLI::App& app, CliConfig* config) {
       config->bench.suite_file.empty()) {
     return absl::InvalidArgumentError("bench: give --suite NAME or --suite-file FILE");
   }
+  if (IsResultsCommand(config->command)) {
+    return ValidateResultsFlags(config->command, *ProcessResultsFlags());
+  }
   return absl::OkStatus();
 }
 
@@ -189,6 +193,7 @@ std::unique_ptr<CLI::App> BuildCliApp(CliConfig* config) {
   AddRunCommand(app.get(), &config->run);
   AddBenchCommand(app.get(), &config->bench);
   AddSubmitCommands(app.get(), &config->submit);
+  AddResultsCommands(app.get(), ProcessResultsFlags());
   return app;
 }
 
@@ -218,6 +223,9 @@ int Main(int argc, char** argv) {
     return kExitUsage;
   }
   if (IsSubmitCommand(config.command)) return RunSubmitCommand(config, std::cout, std::cerr);
+  if (IsResultsCommand(config.command)) {
+    return RunResultsCommand(config, *ProcessResultsFlags(), std::cout, std::cerr);
+  }
   return RunCommand(config, std::cout, std::cerr);
 }
 

@@ -9,6 +9,7 @@ packages=(
   prometheus-cpp-dev libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev
   prometheus prometheus-pushgateway yamllint python3 python3-yaml python3-venv clang-format openssl
   clang libclang-rt-14-dev libhwy-dev
+  libsqlite3-dev libpq-dev postgresql  # the results store; tests start a throwaway cluster
 )
 
 missing=()

@@ -153,7 +153,27 @@ int main(int argc, char** argv) {
                "Serve kerneleval.v1.Submissions: register submitted kernels (compiled with NVRTC "
                "in kerneleval-compile processes)");
   app.add_option("--data-dir", sub.data_dir,
-                 "Keep registered submissions under DIR/submissions (default: in memory)");
+                 "Keep registered submissions under DIR/submissions and benchmark results in "
+                 "DIR/results.sqlite3 (default: in memory)");
+  auto& results = o.results;
+  app.add_option("--results-db", results.results_db,
+                 "Keep benchmark results in this PostgreSQL database (postgresql://...) that "
+                 "several servers may share, instead of SQLite in --data-dir");
+  double results_max_age_days = 0;
+  app.add_option("--results-max-age-days", results_max_age_days,
+                 "Delete stored runs older than this (0: keep)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--results-max-runs", results.max_runs,
+                 "Keep at most this many stored runs, the newest (0: no bound)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--results-raw-sample-runs", results.raw_sample_runs,
+                 "Runs beyond the newest N keep 21 quantiles instead of their raw samples (0: "
+                 "keep every sample)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--results-baseline", results.baseline_results,
+                 "Regression detection: previous passing results a new one is compared against")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   app.add_option("--compile-tool", sub.compiler.tool_path, "The kerneleval-compile executable")
       ->capture_default_str();
   app.add_option("--cuda-include-dir", sub.compiler.cuda_include_dir,
@@ -181,6 +201,7 @@ int main(int argc, char** argv) {
                  "Write {\"grpc_port\":N,\"metrics_port\":M} here once listening");
   CLI11_PARSE(app, argc, argv);
   sub.compiler.address_space_bytes = compile_memory_mib << 20;
+  results.max_age_seconds = static_cast<std::int64_t>(results_max_age_days * 86400);
   o.limits.max_tensor_bytes = max_tensor_bytes;
   o.device_isolation = isolation == "process"  ? kerneleval::server::DeviceIsolation::kProcess
                        : isolation == "thread" ? kerneleval::server::DeviceIsolation::kThread

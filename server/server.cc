@@ -17,6 +17,7 @@
 #include "server/device_factory.h"
 #include "server/kerneleval_service.h"
 #include "server/oip/oip_service.h"
+#include "server/store/results_service.h"
 #include "server/suites.h"
 
 namespace kerneleval::server {
@@ -71,6 +72,9 @@ struct KernelEvalServer::Impl {
   Metrics metrics;
   DeviceSet devices;
   ServiceState state;
+  // Before the services: destroyed after them, writing what they queued last.
+  std::unique_ptr<store::ResultStore> results;
+  std::unique_ptr<store::ResultsService> results_service;
   std::unique_ptr<KernelEvalService> service;
   std::unique_ptr<oip::OipService> oip;  // the Open Inference Protocol front
   // Outlives grpc_server: its compile workers answer RPCs until they are joined.
@@ -247,6 +251,19 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   s->oip = std::make_unique<oip::OipService>(&s->state);
   builder.RegisterService(s->oip.get());
   {
+    store::StoreOptions store_options = options.results;
+    if (store_options.data_dir.empty()) store_options.data_dir = options.submissions.data_dir;
+    if (store_options.server_name.empty()) store_options.server_name = options.node_name;
+    store_options.server_version = ServerVersion();
+    store_options.git_revision = GitRevision();
+    auto opened = store::ResultStore::Open(store_options, s->metrics.registry());
+    if (!opened.ok()) return opened.status();
+    s->results = std::move(*opened);
+    s->state.results = s->results.get();
+    s->results_service = std::make_unique<store::ResultsService>(s->results.get());
+    builder.RegisterService(s->results_service.get());
+  }
+  {
     submissions::SubmissionsOptions submission_options = options.submissions;
     submission_options.auth_token_configured = !options.auth_token.empty();
     auto created = submissions::SubmissionsService::Create(submission_options, [s] {
@@ -261,6 +278,12 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   s->grpc_server = builder.BuildAndStart();
   if (s->grpc_server == nullptr || s->grpc_port == 0) {
     return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", options.listen));
+  }
+  {
+    // Reproduce re-runs receipts through this server's own Benchmark RPC.
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    s->results_service->SetBenchmarkChannel(s->grpc_server->InProcessChannel(args));
   }
   if (!options.health_listen.empty()) {
     // Plaintext and without a token, serving health (and reflection, which the global plugin

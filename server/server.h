@@ -12,6 +12,7 @@
 #include "server/backend.h"
 #include "server/device_factory.h"
 #include "server/request_validation.h"
+#include "server/store/result_store.h"
 #include "server/submissions/submissions_service.h"
 
 namespace kerneleval::server {
@@ -43,6 +44,9 @@ struct ServerOptions {
   double device_call_timeout_seconds = 300;
   // Submitted kernels (kerneleval.v1.Submissions): off unless `submissions.enabled`.
   submissions::SubmissionsOptions submissions;
+  // The results store (kerneleval.v1.Results): SQLite in `results.data_dir` (default: the
+  // submissions' --data-dir; neither: in memory), or PostgreSQL with `results.results_db`.
+  store::StoreOptions results;
 };
 
 class KernelEvalServer {

@@ -10,6 +10,7 @@
 #include "server/device_set.h"
 #include "server/metrics.h"
 #include "server/request_validation.h"
+#include "server/store/result_store.h"
 
 namespace kerneleval::server {
 
@@ -17,6 +18,8 @@ struct ServiceState {
   DeviceSet* devices = nullptr;
   std::vector<v1::SuiteDefinition> suites;  // loaded at start
   Metrics* metrics = nullptr;
+  // Every finished Benchmark report is queued here (null: results are not kept).
+  store::ResultStore* results = nullptr;
   RequestLimits limits;
   std::atomic<bool> ready{false};
   // Every device has warmed up: work is admitted from then on. Readiness also drops while
