@@ -111,6 +111,8 @@ std::string CorrectnessText(const v1::WorkloadResult& result) {
       return "ERROR";
     case v1::RESULT_STATUS_SKIPPED:
       return "SKIPPED";
+    case v1::RESULT_STATUS_REJECTED:
+      return "REJECTED";
     default:
       break;
   }
@@ -328,6 +330,8 @@ std::string ResultStatusName(v1::ResultStatus status) {
       return "runtime_error";
     case v1::RESULT_STATUS_SKIPPED:
       return "skipped";
+    case v1::RESULT_STATUS_REJECTED:
+      return "rejected";
     default:
       return "unspecified";
   }

@@ -56,4 +56,28 @@ absl::Status CheckImplementation(const Backend& backend, const std::string& name
                                           absl::StrJoin(names, ", "), ")"));
 }
 
+absl::StatusOr<ResolvedImplementation> ResolveImplementation(const ServiceState& state,
+                                                             const Caller& caller,
+                                                             const Backend& backend,
+                                                             const std::string& name,
+                                                             const std::string& field) {
+  if (backend.HasImplementation(name)) return ResolvedImplementation{name, std::nullopt};
+  if (state.find_submission) {
+    absl::StatusOr<SubmittedKernel> found = state.find_submission(caller.owner, name);
+    if (found.ok()) {
+      if (!backend.IsGpu()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            field, ": submission ", Quote(name), " needs a CUDA device, not ", backend.name()));
+      }
+      ResolvedImplementation r{found->submission.id(), std::move(*found)};
+      return r;
+    }
+    if (found.status().code() != absl::StatusCode::kNotFound) {
+      return absl::Status(found.status().code(),
+                          absl::StrCat(field, ": ", found.status().message()));
+    }
+  }
+  return CheckImplementation(backend, name, field);
+}
+
 }  // namespace kerneleval::server

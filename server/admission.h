@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -16,6 +17,7 @@ namespace kerneleval::server {
 struct Caller {
   std::chrono::system_clock::time_point deadline = std::chrono::system_clock::time_point::max();
   std::function<bool()> cancelled;  // may be empty: never cancelled
+  std::string owner = "anonymous";  // whose submissions it may name
 
   bool DeadlinePassed() const { return deadline <= std::chrono::system_clock::now(); }
   bool Cancelled() const { return cancelled && cancelled(); }
@@ -38,5 +40,17 @@ absl::Status CheckTimerFits(v1::Timer timer, const Backend& backend, const char*
 // available ones otherwise.
 absl::Status CheckImplementation(const Backend& backend, const std::string& name,
                                  const std::string& field);
+
+// What an implementation name of a request resolves to on a device: a built-in, or the
+// caller's registered submission (by name or id), which the job loads before measuring.
+struct ResolvedImplementation {
+  std::string name;  // the backend's name for it: the built-in's, or the submission's id
+  std::optional<SubmittedKernel> submission;
+};
+absl::StatusOr<ResolvedImplementation> ResolveImplementation(const ServiceState& state,
+                                                             const Caller& caller,
+                                                             const Backend& backend,
+                                                             const std::string& name,
+                                                             const std::string& field);
 
 }  // namespace kerneleval::server

@@ -1,5 +1,7 @@
 #include "server/backend.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace kerneleval::server {
 
 bool Backend::HasImplementation(const std::string& impl) const {
@@ -15,6 +17,13 @@ std::string Backend::DefaultImplementation() const {
     if (i.is_default()) return i.name();
   }
   return impls.empty() ? std::string() : impls.front().name();
+}
+
+absl::Status Backend::AddSubmission(const SubmittedKernel& kernel) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      name(), ": submitted kernels run only on a CUDA device in a device host process "
+              "(--device-isolation auto or process); not loading ",
+      kernel.submission.id()));
 }
 
 }  // namespace kerneleval::server

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "kerneleval/kernels/fused_add_rmsnorm.h"
 #include "kerneleval/v1/kerneleval.pb.h"
+#include "kerneleval/v1/submissions.pb.h"
 
 namespace kerneleval::server {
 
@@ -90,6 +91,13 @@ struct Measurement {
   v1::DramTraffic dram;
 };
 
+// A registered submission ready to load: its record (id, launch plan, dtype, mode) and the
+// cubin compiled for the device's architecture.
+struct SubmittedKernel {
+  v1::Submission submission;
+  std::string cubin;
+};
+
 // The wire description of a backend's implementations (the first is the default). `Impl`
 // has `name`, `description` and `test_only`.
 template <typename Impl>
@@ -131,6 +139,11 @@ class Backend {
   virtual absl::StatusOr<Measurement> Measure(const Problem& problem, const HostInputs& inputs,
                                               const HostOutputs& outputs, const std::string& impl,
                                               const MeasureOptions& options) = 0;
+
+  // Makes `kernel` runnable as implementation kernel.submission.id() on this device. Only a
+  // GPU's device host process loads submitted code (a fault ends that process, never the
+  // server); the default refuses with FAILED_PRECONDITION.
+  virtual absl::Status AddSubmission(const SubmittedKernel& kernel);
 
   // Device-to-device (or memcpy) copy bandwidth in bytes/s, read + write counted; measured
   // during WarmUp (0 before).

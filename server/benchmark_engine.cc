@@ -132,14 +132,26 @@ DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
       std::vector<unsigned char> out(problem.TensorBytes(), 0xff);
       std::vector<unsigned char> res(WritesResidual(problem.mode) ? problem.TensorBytes() : 0, 0xff);
       EvaluationSpec spec;
+      spec.implementation = impl;
+      if (const auto sub = plan.submissions.find(impl); sub != plan.submissions.end()) {
+        spec.implementation = sub->second.first;
+        if (absl::Status s = backend.AddSubmission(sub->second.second); !s.ok()) {
+          result.set_status(v1::RESULT_STATUS_RUNTIME_ERROR);
+          result.set_error(s.ToString());
+          record(std::move(result));
+          continue;
+        }
+      }
       spec.problem = problem;
       spec.inputs = inputs;
       spec.outputs = {out.data(), res.data()};
-      spec.implementation = impl;
       spec.options = options;
       spec.peaks = peaks;
       spec.reference = &reference;
       spec.tolerance = w.tolerance;
+      if (plan.submissions.count(impl) > 0) {
+        spec.verification_rounds = kSubmissionVerificationRounds;
+      }
       absl::StatusOr<Evaluation> e = Evaluate(backend, spec);
       if (!e.ok()) {
         result.set_status(v1::RESULT_STATUS_RUNTIME_ERROR);
@@ -147,6 +159,8 @@ DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
       } else {
         if (on_samples) on_samples(impl, e->measurement.samples_seconds);
         WriteEvaluation(*e, &result);
+        result.mutable_samples_seconds()->Assign(e->measurement.samples_seconds.begin(),
+                                                 e->measurement.samples_seconds.end());
         AnnotateMeasurement(e->measurement, problem, device, options, e->stats.median, &result,
                             &env);
         if (e->measurement.stopped_early && e->measurement.samples_seconds.empty()) {
@@ -154,8 +168,10 @@ DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
           result.set_error("stopped before any timed sample");
           run.complete = false;
         } else {
-          result.set_status(e->correctness.passed() ? v1::RESULT_STATUS_PASSED
-                                                    : v1::RESULT_STATUS_INCORRECT);
+          result.set_status(!e->verification_failure.empty() ? v1::RESULT_STATUS_REJECTED
+                            : e->correctness.passed()              ? v1::RESULT_STATUS_PASSED
+                                                                   : v1::RESULT_STATUS_INCORRECT);
+          if (!e->verification_failure.empty()) result.set_error(e->verification_failure);
           if (e->measurement.stopped_early) run.complete = false;
         }
       }

@@ -1,6 +1,8 @@
 // The CUDA backend: one GPU, one stream, owned by the device's worker thread. Times kernels
-// with CUPTI activity records where available, CUDA events otherwise; flushes L2 by reading
-// twice its size outside the timed window; replays CUDA graphs on request.
+// with CUPTI activity records where available (CUPTI attached for that measurement only),
+// CUDA events otherwise; flushes L2 by reading twice its size outside the timed window;
+// replays CUDA graphs on request; waits for a settled SM clock before timing, samples the
+// clocks while timing, and counts DRAM bytes on request.
 #pragma once
 
 #include <atomic>
@@ -10,6 +12,7 @@
 
 #include "server/backend.h"
 #include "server/cuda_resources.h"
+#include "server/cupti_timer.h"
 
 namespace kerneleval::server {
 
@@ -26,6 +29,12 @@ std::vector<CudaImplementation> BuiltinCudaImplementations();
 
 // fault_illegal_address: test-only, writes through an invalid pointer (a sticky fault).
 CudaImplementation FaultInjectionImplementation();
+
+// lazy_half_rows: test-only, the reward hack DRAM counters exist to catch. Computes every
+// row the first time it sees an output buffer and shape, and only the first half of the
+// rows on later calls into the same buffer (the rest still holds the earlier results), so
+// its outputs pass the correctness check while its timed calls do half the work.
+CudaImplementation LazyHalfRowsImplementation();
 
 class CudaBackend final : public Backend {
  public:
@@ -49,21 +58,46 @@ class CudaBackend final : public Backend {
   std::string RuntimeVersion() const override;
   std::string TimerStatus() const override;
   bool Healthy() const override { return healthy_.load(); }
+  // Lets AddSubmission load submitted code: set in a device host process only, where a
+  // submission's fault ends that process and not the server.
+  void AllowSubmissions() { submissions_allowed_ = true; }
+  // Loads the cubin and registers it as a test-only implementation named by its id
+  // (server/cuda_backend_submissions.cc).
+  absl::Status AddSubmission(const SubmittedKernel& kernel) override;
   absl::Status Recover() override;
 
  private:
   struct BufferSet {
     DeviceBuffer x, r, out, res, scratch;
   };
+  struct Workspace;  // one measurement's buffer sets, events and graph (cuda_backend.cc)
+
+  // MeasureOnDevice's steps, in order.
   absl::StatusOr<Measurement> MeasureOnDevice(const Problem& problem, const HostInputs& inputs,
                                               const HostOutputs& outputs,
                                               const CudaImplementation& impl,
                                               const MeasureOptions& options);
+  absl::StatusOr<v1::Timer> ResolveTimer(const MeasureOptions& options) const;
+  absl::Status PrepareInputs(const Problem& problem, const HostInputs& inputs,
+                             const MeasureOptions& options, Workspace* w);
+  absl::StatusOr<double> RunResultCall(const HostOutputs& outputs, bool timed, Workspace* w);
+  absl::Status BuildGraph(const MeasureOptions& options, Workspace* w);
+  absl::Status Admit(v1::ClockAdmission* admission);
+  absl::StatusOr<double> TimedCall(const MeasureOptions& options, v1::Timer timer,
+                                   const CuptiLease& lease, Workspace* w);
+  v1::DramTraffic CountDramBytes(const MeasureOptions& options, CuptiLease* lease, Workspace* w);
+
+  absl::Status Launch(Workspace* w, std::size_t set);
+  absl::Status Enqueue(const MeasureOptions& options, Workspace* w, std::size_t set);
+  absl::Status FlushL2(const MeasureOptions& options);
+  absl::Status CloseGate(Workspace* w);
+  void OpenGate(Workspace* w);
   absl::Status MeasureCopyBandwidth();
 
   const int ordinal_;
   const std::string name_;
-  std::vector<CudaImplementation> impls_;
+  std::vector<CudaImplementation> impls_;  // grows only by AddSubmission, in a device host
+  bool submissions_allowed_ = false;
   v1::Device static_info_;
   std::atomic<double> copy_bandwidth_{0};
   std::atomic<bool> healthy_{true};

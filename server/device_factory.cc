@@ -112,7 +112,9 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const std::string& device
     impls.push_back(FaultInjectionImplementation());
     impls.push_back(LazyHalfRowsImplementation());
   }
-  return std::make_unique<CudaBackend>(ordinal, std::move(impls));
+  auto backend = std::make_unique<CudaBackend>(ordinal, std::move(impls));
+  if (in_device_host) backend->AllowSubmissions();
+  return backend;
 #else
   return absl::FailedPreconditionError("--device: this build has no CUDA support");
 #endif

@@ -51,6 +51,10 @@ absl::StatusOr<Measurement> Run(Backend& backend, SharedRegion& region,
   problem.hidden = call.hidden();
   problem.eps = call.eps();
   MeasureOptions options = ToMeasureOptions(call.protocol());
+  if (call.has_submission()) {
+    RETURN_IF_ERROR(backend.AddSubmission(
+        SubmittedKernel{call.submission().submission(), call.submission().cubin()}));
+  }
   options.should_stop = [&region] { return region.stop_flag().load() != 0; };
   return backend.Measure(problem, HostInputs{hidden_states, residual, weight},
                          HostOutputs{output, residual_out}, call.implementation(), options);

@@ -1,8 +1,11 @@
 #include "server/evaluation.h"
 
+#include <atomic>
 #include <cmath>
+#include <random>
 
 #include "absl/strings/str_cat.h"
+#include "common/input_generator.h"
 #include "kerneleval/kernels/half_types.h"
 #include "server/correctness.h"
 
@@ -27,6 +30,43 @@ void ScanInput(const Problem& problem, const void* data, std::size_t n, const ch
                              ") is ", nan ? "nan" : "inf");
     }
   }
+}
+
+// A seed no request can predict or repeat: drawn once per process, then stepped per round.
+std::uint64_t SecretSeed() {
+  static std::atomic<std::uint64_t> next{[] {
+    std::random_device device;
+    return (std::uint64_t{device()} << 32) ^ device();
+  }()};
+  return next.fetch_add(0x9e3779b97f4a7c15ull);
+}
+
+// One call of `spec.implementation` on fresh inputs, checked; empty when it passed.
+absl::StatusOr<std::string> VerifyOnFreshInputs(Backend& backend, const EvaluationSpec& spec,
+                                                int round) {
+  const Problem& p = spec.problem;
+  const std::uint64_t seed = SecretSeed();
+  const std::vector<std::uint8_t> x = RandomTensor(p.dtype, p.TensorElements(), seed ^ 1);
+  const std::vector<std::uint8_t> r = RandomTensor(p.dtype, p.TensorElements(), seed ^ 2);
+  const std::vector<std::uint8_t> w =
+      RandomTensor(p.dtype, static_cast<std::size_t>(p.hidden), seed ^ 3);
+  const HostInputs inputs{x.data(), r.data(), w.data()};
+  // 0xff is NaN in every dtype: an element the call does not write fails the check.
+  std::vector<unsigned char> out(p.TensorBytes(), 0xff);
+  std::vector<unsigned char> res(WritesResidual(p.mode) ? p.TensorBytes() : 0, 0xff);
+  MeasureOptions once = spec.options;
+  once.warmup = 0;
+  once.repetitions = 1;
+  once.adaptive.enabled = false;
+  once.graph = false;
+  once.measure_dram_bytes = false;
+  absl::StatusOr<Measurement> m =
+      backend.Measure(p, inputs, {out.data(), res.data()}, spec.implementation, once);
+  if (!m.ok()) return m.status();
+  const Reference reference = ComputeReference(p, inputs);
+  const v1::Correctness c = CheckOutputs(p, {out.data(), res.data()}, reference, spec.tolerance);
+  if (c.passed()) return std::string();
+  return absl::StrCat("verification round ", round + 1, " on fresh inputs failed: ", c.detail());
 }
 
 }  // namespace
@@ -81,6 +121,12 @@ absl::StatusOr<Evaluation> Evaluate(Backend& backend, const EvaluationSpec& spec
   e.sol = SolFigures(e.bytes_moved, e.stats.median, spec.peaks);
   if (spec.reference != nullptr) {
     e.correctness = CheckOutputs(p, spec.outputs, *spec.reference, spec.tolerance);
+  }
+  for (int round = 0; round < spec.verification_rounds && e.verification_failure.empty();
+       ++round) {
+    absl::StatusOr<std::string> failure = VerifyOnFreshInputs(backend, spec, round);
+    if (!failure.ok()) return failure.status();
+    e.verification_failure = *std::move(failure);
   }
   return e;
 }

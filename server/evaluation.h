@@ -36,6 +36,10 @@ Reference ComputeReference(const Problem& problem, const HostInputs& inputs);
 v1::Correctness CheckOutputs(const Problem& problem, const HostOutputs& outputs,
                              const Reference& reference, const v1::Tolerance& tolerance);
 
+// Verification rounds a submitted kernel gets after its timed calls (kernelbot's ranked
+// mode rechecks every call; three fresh-input rounds catch the same cheats at a fixed cost).
+inline constexpr int kSubmissionVerificationRounds = 3;
+
 struct EvaluationSpec {
   Problem problem;
   HostInputs inputs;
@@ -45,6 +49,11 @@ struct EvaluationSpec {
   std::vector<PeakBandwidth> peaks;
   const Reference* reference = nullptr;  // null: outputs are not checked
   v1::Tolerance tolerance;               // resolved; used with `reference`
+  // Calls after the measurement, each on fresh inputs from a seed the caller cannot know,
+  // into poisoned outputs, checked against the fp64 reference: an implementation that
+  // caches outputs by address or content, skips rows, replays stale results or works on a
+  // side stream fails one. Submitted kernels get them; the built-ins need none.
+  int verification_rounds = 0;
 };
 
 // What Run's response and Benchmark's results share.
@@ -55,6 +64,8 @@ struct Evaluation {
   double bytes_per_second = 0;
   std::vector<v1::SolFigure> sol;
   v1::Correctness correctness;  // checked == false without a reference
+  // Empty, or which verification round failed and how (the result is then REJECTED).
+  std::string verification_failure;
 };
 
 // A backend failure (a CUDA fault, an unknown implementation) is the error; a wrong result

@@ -31,8 +31,9 @@ std::string CodeName(grpc::StatusCode code) {
   return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
 }
 
-Caller CallerOf(grpc::CallbackServerContext* context) {
+Caller CallerOf(const ServiceState& state, grpc::CallbackServerContext* context) {
   Caller caller;
+  if (state.owner_of) caller.owner = state.owner_of(*context);
   caller.deadline = context->deadline();
   caller.cancelled = [context] { return context->IsCancelled(); };
   return caller;
@@ -75,7 +76,7 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>
  public:
   BenchmarkReactor(ServiceState* state, grpc::CallbackServerContext* context,
                    const grpc::ByteBuffer* request_bytes)
-      : state_(state), context_(context), caller_(CallerOf(context)), t0_(Clock::now()) {
+      : state_(state), context_(context), caller_(CallerOf(*state, context)), t0_(Clock::now()) {
     state_->metrics->RpcStarted("Benchmark");
     received_ = request_bytes->Length();
     grpc::ByteBuffer copy = *request_bytes;  // shares the slices
@@ -125,8 +126,14 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>
       }
       RETURN_IF_ERROR(CheckTimerFits(plan_.protocol.timer(), backend, "protocol.timer"));
       for (int i = 0; i < request_.implementations_size(); ++i) {
-        RETURN_IF_ERROR(CheckImplementation(backend, request_.implementations(i),
-                                            absl::StrCat("implementations[", i, "]")));
+        ASSIGN_OR_RETURN(ResolvedImplementation resolved,
+                         ResolveImplementation(*state_, caller_, backend,
+                                               request_.implementations(i),
+                                               absl::StrCat("implementations[", i, "]")));
+        if (resolved.submission) {
+          plan_.submissions[request_.implementations(i)] = {resolved.name,
+                                                            std::move(*resolved.submission)};
+        }
       }
     }
     RETURN_IF_ERROR(StillWanted(caller_, "before it was queued"));
@@ -345,7 +352,7 @@ grpc::ServerUnaryReactor* KernelEvalService::Run(grpc::CallbackServerContext* co
     done(s);
     return reactor;
   }
-  StartRun(*state_, CallerOf(context), call->request, &call->response, std::move(done));
+  StartRun(*state_, CallerOf(*state_, context), call->request, &call->response, std::move(done));
   return reactor;
 }
 

@@ -12,7 +12,9 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
+#include <set>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -45,6 +47,9 @@ class ProcessBackend final : public Backend {
   absl::StatusOr<Measurement> Measure(const Problem& problem, const HostInputs& inputs,
                                       const HostOutputs& outputs, const std::string& impl,
                                       const MeasureOptions& options) override;
+  // Kept here and sent with the first call of it to each host process (a replaced host
+  // loads it again); listed as a test-only implementation, run only when named.
+  absl::Status AddSubmission(const SubmittedKernel& kernel) override;
   double MeasuredCopyBandwidth() const override;
   v1::Clocks ReadClocks(bool* available) override;
   std::string DriverVersion() const override;
@@ -77,6 +82,8 @@ class ProcessBackend final : public Backend {
   bool healthy_ = false;
   internal::HostIdentity identity_;
   internal::HostReady ready_;
+  std::map<std::string, SubmittedKernel> submissions_;  // by id
+  std::set<std::string> host_loaded_;                   // ids the current host has loaded
 };
 
 }  // namespace kerneleval::server

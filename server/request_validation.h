@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -54,7 +56,9 @@ struct BenchmarkPlan {
   bool named_suite = false;  // a suite loaded at start (its results are exported as metrics)
   std::vector<PlannedWorkload> workloads;
   v1::Protocol protocol;
-  std::vector<std::string> implementations;  // filled per device
+  std::vector<std::string> implementations;  // filled per device, as the request names them
+  // Those that name a registered submission: the backend name (its id) and what to load.
+  std::map<std::string, std::pair<std::string, SubmittedKernel>> submissions;
 };
 
 absl::StatusOr<BenchmarkPlan> ValidateBenchmarkRequest(

@@ -39,10 +39,15 @@ HostOutputs PrepareOutputs(const v1::RunRequest& request, const Problem& problem
 // On the device's worker thread.
 absl::Status EvaluateRun(ServiceState& state, Backend& backend, const Caller& caller,
                          double queue_seconds, const v1::RunRequest& request,
-                         const Problem& problem, const std::string& impl, Clock::time_point t0,
-                         Clock::time_point queued, v1::RunResponse* response) {
+                         const Problem& problem, const ResolvedImplementation& resolved,
+                         Clock::time_point t0, Clock::time_point queued,
+                         v1::RunResponse* response) {
   state.metrics->ObserveQueueWait(backend.name(), queue_seconds);
   if (absl::Status s = StillWanted(caller, InQueueOf(backend, queue_seconds)); !s.ok()) return s;
+  if (resolved.submission) {
+    if (absl::Status s = backend.AddSubmission(*resolved.submission); !s.ok()) return s;
+  }
+  const std::string& impl = resolved.name;
   const auto started = Clock::now();
   EvaluationSpec spec;
   spec.problem = problem;
@@ -53,6 +58,8 @@ absl::Status EvaluateRun(ServiceState& state, Backend& backend, const Caller& ca
   spec.options = ToMeasureOptions(RunProtocol(request, backend.IsGpu()));
   spec.options.should_stop = [&caller] { return caller.Cancelled(); };
   spec.peaks = PeaksFor(backend.Describe(), /*with_measured_copy=*/false);
+  spec.tolerance = ResolveTolerance(problem.dtype, v1::Tolerance());
+  spec.verification_rounds = resolved.submission ? kSubmissionVerificationRounds : 0;
   absl::StatusOr<Evaluation> e = Evaluate(backend, spec);
   if (!e.ok()) return e.status();
   const auto measured = Clock::now();
@@ -61,8 +68,13 @@ absl::Status EvaluateRun(ServiceState& state, Backend& backend, const Caller& ca
   if (request.check_correctness()) {
     // After the measurement, on the outputs the caller gets back.
     const Reference reference = ComputeReference(problem, spec.inputs);
-    e->correctness = CheckOutputs(problem, spec.outputs, reference,
-                                  ResolveTolerance(problem.dtype, v1::Tolerance()));
+    e->correctness = CheckOutputs(problem, spec.outputs, reference, spec.tolerance);
+  }
+  if (!e->verification_failure.empty()) {
+    // A submission's wrong answer on fresh inputs fails the Run whatever its first output.
+    e->correctness.set_checked(true);
+    e->correctness.set_passed(false);
+    e->correctness.set_detail(e->verification_failure);
   }
   const auto checked = Clock::now();
   response->set_device(backend.name());
@@ -86,6 +98,18 @@ absl::Status EvaluateRun(ServiceState& state, Backend& backend, const Caller& ca
   return absl::OkStatus();
 }
 
+// The device kind whose devices can run `implementation` (empty: any): a built-in's, or
+// CUDA for a name no device has where submissions are on and there are GPUs (a submission;
+// an unknown name is then named by validation on the device chosen).
+std::string KindServing(const ServiceState& state, const std::string& implementation) {
+  if (implementation.empty()) return "";
+  for (const auto& worker : state.devices->workers()) {
+    if (worker->backend().HasImplementation(implementation)) return worker->backend().kind();
+  }
+  if (!state.find_submission || state.devices->OfKind("cuda").empty()) return "";
+  return "cuda";
+}
+
 }  // namespace
 
 void StartRun(ServiceState& state, Caller caller, const v1::RunRequest& request,
@@ -95,16 +119,18 @@ void StartRun(ServiceState& state, Caller caller, const v1::RunRequest& request,
   if (absl::Status s = Admit(state, /*needs_devices=*/true); !s.ok()) return refuse(s);
   absl::StatusOr<Problem> problem = ValidateRunRequest(request, state.limits);
   if (!problem.ok()) return refuse(problem.status());
-  absl::StatusOr<DeviceWorker*> device = request.device().empty()
-                                             ? state.devices->LeastLoaded()
-                                             : state.devices->FindHealthy(request.device(), "device");
+  absl::StatusOr<DeviceWorker*> device =
+      request.device().empty()
+          ? state.devices->LeastLoaded(KindServing(state, request.implementation()))
+          : state.devices->FindHealthy(request.device(), "device");
   if (!device.ok()) return refuse(device.status());
   const Backend& backend = (*device)->backend();
-  std::string impl = request.implementation();
-  if (impl.empty()) {
-    impl = backend.DefaultImplementation();
-  } else if (absl::Status s = CheckImplementation(backend, impl, "implementation"); !s.ok()) {
-    return refuse(s);
+  ResolvedImplementation impl{backend.DefaultImplementation(), std::nullopt};
+  if (!request.implementation().empty()) {
+    absl::StatusOr<ResolvedImplementation> resolved =
+        ResolveImplementation(state, caller, backend, request.implementation(), "implementation");
+    if (!resolved.ok()) return refuse(resolved.status());
+    impl = *std::move(resolved);
   }
   if (absl::Status s = CheckTimerFits(request.timer(), backend, "timer"); !s.ok()) {
     return refuse(s);

@@ -18,7 +18,7 @@
 #include "server/kerneleval_service.h"
 #include "server/oip/oip_service.h"
 #include "server/store/results_service.h"
-#include "server/suites.h"
+#include "common/suites.h"
 
 namespace kerneleval::server {
 namespace {
@@ -152,7 +152,7 @@ struct KernelEvalServer::Impl {
       }
       metrics.ExpireSeries();
       lock.lock();
-      cv.wait_for(lock, std::chrono::duration<double>(options.nvml_sample_seconds),
+      cv.wait_for(lock, std::chrono::duration<double>(options.telemetry_seconds),
                   [this] { return shut_down; });
     }
   }
@@ -274,6 +274,21 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
     if (!created.ok()) return created.status();
     s->submissions = std::move(*created);
     builder.RegisterService(s->submissions.get());
+    // Run and Benchmark name submissions as implementations (server/admission.h).
+    const submissions::SubmissionsService* registered = s->submissions.get();
+    if (submission_options.enabled) {
+      s->state.find_submission = [registered](const std::string& owner,
+                                              const std::string& id_or_name)
+          -> absl::StatusOr<SubmittedKernel> {
+        absl::StatusOr<submissions::ResolvedSubmission> r =
+            registered->Resolve(owner, id_or_name);
+        if (!r.ok()) return r.status();
+        return SubmittedKernel{std::move(r->submission), std::move(r->cubin)};
+      };
+    }
+    s->state.owner_of = [registered](const grpc::CallbackServerContext& context) {
+      return registered->OwnerOf(context);
+    };
   }
   s->grpc_server = builder.BuildAndStart();
   if (s->grpc_server == nullptr || s->grpc_port == 0) {

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine from the repository root, after scripts/gpu-bundle.sh: submitted
+# kernels through the real server and CLI. The three examples and the built-in kernel are
+# registered and benchmarked beside the built-ins in both suites; the planted cheats of
+# tests/gpu/cheats are registered and benchmarked and must come back REJECTED or INCORRECT,
+# never ranked; a hanging and a faulting submission must each leave the server serving.
+# Results go to $OUT (or ./gpu-results), submissions.md there.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/gpu-env.sh
+log="$out/submissions.md"
+: >"$log"
+
+rm -f "$out/ports-sub.json"
+"$bin/kerneleval-server" --listen 127.0.0.1:0 --metrics-listen "" --device cuda:0 \
+  --suites-dir suites --port-file "$out/ports-sub.json" --submissions \
+  --device-call-timeout-seconds 20 2>"$out/server-submissions.log" &
+server_pid=$!
+for _ in $(seq 1 600); do [ -s "$out/ports-sub.json" ] && break; sleep 0.1; done
+port=$(sed -E 's/.*"grpc_port": *([0-9]+).*/\1/' "$out/ports-sub.json")
+cli=("$bin/kerneleval" --target "127.0.0.1:$port" --deadline 600)
+for _ in $(seq 1 600); do "${cli[@]}" health --service readiness >/dev/null 2>&1 && break; sleep 0.2; done
+
+submit() {  # name, source, then submit flags
+  local name=$1 source=$2
+  shift 2
+  say "- submit $name: $("${cli[@]}" submit --source "$source" --name "$name" "$@" 2>&1 |
+    tr '\n' ' ' | cut -c1-300)"
+}
+
+section "Registering the examples (bf16, output) and the Liger variants (fp32, output_and_residual)"
+ex=examples/submissions
+submit naive "$ex/naive_block_per_row.cu" --entry naive_block_per_row --block 256 \
+  --rows-per-block 1 --dtype bf16
+submit warp_per_row "$ex/warp_per_row_vec.cu" --entry warp_per_row_vec --block 256 \
+  --rows-per-block 8 --dtype bf16
+submit fused_rows_vec16 "$ex/fused_rows_vec16.cu" --entry 'fused_rows_vec16<0>' --block 128 \
+  --rows-per-block 1 --pdl --dtype bf16
+submit fused_rows_vec16_liger "$ex/fused_rows_vec16.cu" --entry 'fused_rows_vec16<2>' \
+  --block 1024 --rows-per-block 1 --pdl --dtype fp32 --mode output_and_residual
+
+section "Planted cheats (each the honest naive row plus one trick)"
+mkdir -p "$out/cheats"
+for cheat in half_rows pointer_cache stale_output skip_repeated_inputs hang fault; do
+  cat tests/gpu/cheats/common.cuh "tests/gpu/cheats/$cheat.cu" >"$out/cheats/$cheat.cu"
+  submit "cheat_$cheat" "$out/cheats/$cheat.cu" --entry "$cheat" --block 256 \
+    --rows-per-block 1 --dtype bf16
+done
+
+impls=(--impl cuda_fused --impl cuda_unfused --impl naive --impl warp_per_row
+       --impl fused_rows_vec16)
+cheats=(--impl cuda_fused --impl cheat_half_rows --impl cheat_pointer_cache
+        --impl cheat_stale_output --impl cheat_skip_repeated_inputs)
+section "h2048: the examples ranked beside the built-ins"
+bench sub_h2048_cold --suite fused_add_rmsnorm_h2048 "${impls[@]}" --cold --repetitions 50
+bench sub_h2048_graph --suite fused_add_rmsnorm_h2048 "${impls[@]}" --graph --graph-calls 50 \
+  --hot --repetitions 50
+section "Liger sweep: the fp32 fused example beside the built-ins"
+bench sub_liger_cold --suite liger_fused_add_rmsnorm --impl cuda_fused --impl cuda_unfused \
+  --impl fused_rows_vec16_liger --cold --repetitions 20
+section "The planted cheats (must not be ranked)"
+bench sub_cheats --suite fused_add_rmsnorm_h2048 "${cheats[@]}" --cold --repetitions 20 \
+  --measure-dram-bytes
+
+section "A hanging and a faulting submission, then the server still serves"
+say '```'
+for cheat in hang fault; do
+  "${cli[@]}" run --device cuda:0 --impl "cheat_$cheat" --batch 64 --hidden 2048 2>&1 |
+    cut -c1-400 | tee -a "$log"
+  say "cheat_$cheat run exit: ${PIPESTATUS[0]}"
+  for i in $(seq 1 300); do
+    "${cli[@]}" health --service readiness >/dev/null 2>&1 && { say "readiness SERVING after ~$((i / 5)) s"; break; }
+    sleep 0.2
+  done
+  "${cli[@]}" run --device cuda:0 --impl naive --batch 79 --hidden 2048 --check 2>&1 |
+    grep -E 'implementation|median|correctness' | tee -a "$log"
+done
+say '```'
+kill -TERM "$server_pid"
+wait "$server_pid"
+say "- server exit after SIGTERM: $?"

@@ -1,0 +1,7 @@
+// Cheat: computes only the first half of the rows (half the bytes, half the time).
+// Caught by: the output check (the other rows stay poisoned).
+extern "C" __global__ void __launch_bounds__(1024) half_rows(const kerneleval_params p) {
+  const long long row = blockIdx.x;
+  if (row >= (p.batch + 1) / 2) return;
+  HonestRow(p, row);
+}
