@@ -6,6 +6,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "client/report_format.h"
 #include "client/report_internal.h"
 #include "client/tensors.h"
@@ -168,14 +169,13 @@ svg .label { font-size: 12px; }
 
 std::string WorkloadTables(const v1::BenchmarkReport& report) {
   const bool multi_device = MultiDevice(report);
-  const std::string cache = CacheText(report.protocol());
   std::string out;
   for (const WorkloadGroup& group : GroupByWorkload(report)) {
     absl::StrAppend(&out, "<h2>Workload ", Escape(group.name), "</h2>\n<table>\n");
     std::vector<std::string> header = {"#", "implementation"};
     if (multi_device) header.push_back("device");
     for (const char* c : {"median", "mean", "min", "p99", "GB/s", "SOL %", "vs #1", "correctness",
-                          "timer", "cache"}) {
+                          "measured as", "SM clock", "DRAM bytes", "flags"}) {
       header.push_back(c);
     }
     out += HeaderRow(header);
@@ -196,7 +196,12 @@ std::string WorkloadTables(const v1::BenchmarkReport& report) {
       out += Cell(VsBestText(r->vs_best()));
       out += Cell(r->error().empty() ? correctness : correctness + ": " + r->error(), "td",
                   bad ? "fail" : "pass");
-      out += Cell(TimerName(r->timer()), "td", "l") + Cell(cache, "td", "l") + "</tr>\n";
+      const std::string dram = DramText(r->dram());
+      const std::string flags = absl::StrJoin(r->integrity_flags(), "; ");
+      out += Cell(MeasuredAsText(report, *r), "td", "l") +
+             Cell(ClockSummaryText(r->clocks()), "td", "l") +
+             Cell(dram.empty() ? "-" : dram, "td", "l") +
+             Cell(flags.empty() ? "-" : flags, "td", flags.empty() ? "l" : "fail") + "</tr>\n";
     }
     out += "</table>\n";
   }
@@ -241,6 +246,7 @@ std::string EnvironmentTables(const v1::BenchmarkReport& report) {
     if (env.clocks_available()) {
       absl::StrAppend(&out, row("clocks before", clocks(env.clocks_before())),
                       row("clocks after", clocks(env.clocks_after())),
+                      row("clocks during", ClockSummaryText(env.clocks_during())),
                       row("throttled", env.throttled() ? "YES" : "no"));
     } else {
       out += row("clocks", "not available");

@@ -46,5 +46,13 @@ std::string RankText(uint32_t rank);
 std::string FormatBandwidth(double bytes_per_second);
 // "%.6g".
 std::string Number(double value);
+// How a result was measured: its own measured_as ("cupti, cold"), or, from servers that do
+// not set it, its timer and the report's protocol.
+std::string MeasuredAsText(const v1::BenchmarkReport& report, const v1::WorkloadResult& result);
+// "read 101.5 MB (declared 101.4), write 29.9 MB (declared 50.7), 4.43 TB/s", or the
+// reason the counters could not be read; empty when DRAM bytes were not asked for.
+std::string DramText(const v1::DramTraffic& dram);
+// "SM 1980 MHz (1965-1980), memory 3201 MHz, 52 C, 420 W" over the samples; "-" without.
+std::string ClockSummaryText(const v1::ClockSummary& clocks);
 
 }  // namespace kerneleval::client::report_internal

@@ -4,18 +4,23 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <memory>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/status_macros.h"
 #include "kerneleval/kernels/fault_injection_cuda.h"
 #include "kerneleval/kernels/fused_add_rmsnorm_cuda.h"
 #include "kerneleval/kernels/l2_flush_cuda.h"
 #include "kerneleval/kernels/stream_gate_cuda.h"
+#include "server/clock_admission.h"
+#include "server/clock_sampler.h"
 #include "server/cupti_timer.h"
+#include "server/dram_counters.h"
 #include "server/nvml.h"
 #include "server/sample_loop.h"
 #include "server/sol.h"
-#include "server/status_macros.h"
 
 namespace kerneleval::server {
 namespace {
@@ -82,6 +87,33 @@ CudaImplementation FaultInjectionImplementation() {
           "Test only: faults with cudaErrorIllegalAddress to exercise device recovery", false,
           [](const FusedAddRmsNormArgs&, void*, cudaStream_t s) {
             return LaunchIllegalAddressFault(s);
+          },
+          /*test_only=*/true};
+}
+
+CudaImplementation LazyHalfRowsImplementation() {
+  struct Seen {
+    std::mutex mu;
+    const void* output = nullptr;
+    std::int64_t batch = 0, hidden = 0;
+  };
+  auto seen = std::make_shared<Seen>();
+  return {"lazy_half_rows",
+          "Test only: after its first call into an output buffer, computes only the first half "
+          "of the rows (a cached-result reward hack that DRAM counters flag)",
+          false,
+          [seen](const FusedAddRmsNormArgs& a, void*, cudaStream_t s) {
+            FusedAddRmsNormArgs lazy = a;
+            {
+              std::lock_guard<std::mutex> lock(seen->mu);
+              const bool again =
+                  seen->output == a.output && seen->batch == a.batch && seen->hidden == a.hidden;
+              seen->output = a.output;
+              seen->batch = a.batch;
+              seen->hidden = a.hidden;
+              if (again) lazy.batch = (a.batch + 1) / 2;
+            }
+            return LaunchFusedAddRmsNorm(lazy, s);
           },
           /*test_only=*/true};
 }
@@ -182,7 +214,7 @@ absl::Status CudaBackend::WarmUp() {
   RETURN_IF_ERROR(MeasureCopyBandwidth());
   // Load every implementation's module once so the first request does not pay for it.
   const Problem p{DType::kBF16, Mode::kOutput, 1, 2048, 1e-6f};
-  std::vector<unsigned char> host(p.RowBytes(), 0), w(p.WeightBytes(), 0);
+  std::vector<unsigned char> host(p.TensorBytes(), 0), w(p.WeightBytes(), 0);
   for (const CudaImplementation& impl : impls_) {
     if (impl.test_only) continue;
     MeasureOptions o;
@@ -267,18 +299,82 @@ absl::Status CudaBackend::Recover() {
   return warm;
 }
 
+// A measurement's device state. Declared after its CUPTI lease, so that the graph it
+// replays is destroyed before the lease detaches CUPTI.
+struct CudaBackend::Workspace {
+  const Problem* problem = nullptr;
+  const CudaImplementation* impl = nullptr;
+  bool in_place = false;
+  bool writes_residual = false;
+  std::vector<BufferSet> rotation;  // sets beyond the kept one, this measurement only
+  std::vector<BufferSet*> sets;     // kept set first
+  CudaEvent start, stop, gate_closed;
+  CudaGraphExec graph;
+  std::uint32_t calls = 1;  // per sample: graph_calls in graph replay
+  std::size_t next = 0;     // the set of the next timed call
+
+  FusedAddRmsNormArgs Args(const BufferSet& s, const DeviceBuffer& weight) const {
+    FusedAddRmsNormArgs a;
+    a.dtype = problem->dtype;
+    a.mode = problem->mode;
+    a.batch = problem->batch;
+    a.hidden = problem->hidden;
+    a.eps = problem->eps;
+    a.hidden_states = s.x.get();
+    a.residual = s.r.get();
+    a.weight = weight.get();
+    a.output = in_place ? s.x.get() : s.out.get();
+    a.residual_out = !writes_residual ? nullptr : in_place ? s.r.get() : s.res.get();
+    return a;
+  }
+};
+
 absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
                                                          const HostInputs& inputs,
                                                          const HostOutputs& outputs,
                                                          const CudaImplementation& impl,
                                                          const MeasureOptions& options) {
-  cudaStream_t stream = stream_.get();
-  const std::size_t row_bytes = problem.RowBytes();
-  const bool writes_residual = WritesResidual(problem.mode);
-  const bool in_place = problem.mode == Mode::kInPlace;
+  ASSIGN_OR_RETURN(const v1::Timer timer, ResolveTimer(options));
+  // CUPTI is attached for this measurement only when its timer is CUPTI.
+  ASSIGN_OR_RETURN(CuptiLease lease,
+                   CuptiLease::Acquire(timer == v1::TIMER_CUPTI ? CuptiLease::Kind::kActivity
+                                                                : CuptiLease::Kind::kShared));
+  Workspace w;
+  w.problem = &problem;
+  w.impl = &impl;
+  RETURN_IF_ERROR(PrepareInputs(problem, inputs, options, &w));
 
-  // Timer: CUPTI where it works (kernel-only), except in graph replay, where the
-  // protocol is the peers' one (events around the replay, divided by the calls).
+  // A Run's default (one hot call, no warm-up, events): the result call is the timed call,
+  // as on the CPU, which saves a second launch and synchronisation on the latency path.
+  const bool result_call_is_sample = !options.graph && !options.cold && !options.adaptive.enabled &&
+                                     options.warmup == 0 && options.repetitions == 1 &&
+                                     timer == v1::TIMER_CUDA_EVENTS && !options.measure_dram_bytes;
+  ASSIGN_OR_RETURN(const double first, RunResultCall(outputs, result_call_is_sample, &w));
+  Measurement m;
+  m.timer = timer;
+  if (result_call_is_sample) {
+    m.samples_seconds.push_back(first);
+    return m;
+  }
+  RETURN_IF_ERROR(BuildGraph(options, &w));
+  RETURN_IF_ERROR(Admit(&m.admission));
+  {
+    ClockSampler sampler(static_info_.uuid(), ClockSamplePeriodMs());
+    ASSIGN_OR_RETURN(Measurement timed,
+                     CollectSamples(options, [&] { return TimedCall(options, timer, lease, &w); }));
+    m.clocks = sampler.Stop();
+    m.samples_seconds = std::move(timed.samples_seconds);
+    m.stopped_early = timed.stopped_early;
+  }
+  if (options.measure_dram_bytes && !m.stopped_early) {
+    m.dram = CountDramBytes(options, &lease, &w);
+  }
+  return m;
+}
+
+absl::StatusOr<v1::Timer> CudaBackend::ResolveTimer(const MeasureOptions& options) const {
+  // CUPTI where it works (kernel-only), except in graph replay, where the protocol is the
+  // peers' one (events around the replay, divided by the calls).
   v1::Timer timer = options.timer;
   if (timer == v1::TIMER_UNSPECIFIED) {
     timer =
@@ -292,11 +388,20 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
     return absl::InvalidArgumentError(
         absl::StrCat("protocol.timer: ", v1::Timer_Name(timer), " is not available on ", name_));
   }
+  return timer;
+}
 
+absl::Status CudaBackend::PrepareInputs(const Problem& problem, const HostInputs& inputs,
+                                        const MeasureOptions& options, Workspace* w) {
+  cudaStream_t stream = stream_.get();
+  const std::size_t row_bytes = problem.TensorBytes();
+  const CudaImplementation& impl = *w->impl;
+  w->writes_residual = WritesResidual(problem.mode);
+  w->in_place = problem.mode == Mode::kInPlace;
   // Input sets: one, or enough that rotating among them leaves nothing of a set in L2 by
   // its next use (3x L2 in total), within a quarter of the free memory.
   const std::size_t set_bytes =
-      row_bytes * (2 + (in_place ? 0 : 1) + (writes_residual && !in_place ? 1 : 0) +
+      row_bytes * (2 + (w->in_place ? 0 : 1) + (w->writes_residual && !w->in_place ? 1 : 0) +
                    (impl.needs_scratch ? 1 : 0));
   std::size_t sets_wanted = 1;
   if (options.rotate_inputs && set_bytes > 0) {
@@ -306,187 +411,262 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
     const std::size_t by_memory = std::max<std::size_t>(1, free_bytes / 4 / set_bytes);
     sets_wanted = std::clamp<std::size_t>(std::min(by_l2, by_memory), 1, 64);
   }
-  DeviceBuffer& weight = kept_weight_;
-  RETURN_IF_ERROR(Reserve(&weight, problem.WeightBytes()));
-  KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(weight.get(), inputs.weight, problem.WeightBytes(),
+  RETURN_IF_ERROR(Reserve(&kept_weight_, problem.WeightBytes()));
+  KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(kept_weight_.get(), inputs.weight, problem.WeightBytes(),
                                           cudaMemcpyHostToDevice, stream));
   // The first set is the kept one; rotation sets live for this measurement only.
-  std::vector<BufferSet> rotation(sets_wanted - 1);
-  std::vector<BufferSet*> sets = {&kept_set_};
-  for (BufferSet& s : rotation) sets.push_back(&s);
-  for (BufferSet* s : sets) {
+  w->rotation.resize(sets_wanted - 1);
+  w->sets = {&kept_set_};
+  for (BufferSet& s : w->rotation) w->sets.push_back(&s);
+  for (BufferSet* s : w->sets) {
     RETURN_IF_ERROR(Reserve(&s->x, row_bytes));
     RETURN_IF_ERROR(Reserve(&s->r, row_bytes));
-    if (!in_place) RETURN_IF_ERROR(Reserve(&s->out, row_bytes));
-    if (writes_residual && !in_place) RETURN_IF_ERROR(Reserve(&s->res, row_bytes));
+    if (!w->in_place) RETURN_IF_ERROR(Reserve(&s->out, row_bytes));
+    if (w->writes_residual && !w->in_place) RETURN_IF_ERROR(Reserve(&s->res, row_bytes));
     if (impl.needs_scratch) RETURN_IF_ERROR(Reserve(&s->scratch, row_bytes));
     KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(s->x.get(), inputs.hidden_states, row_bytes,
                                             cudaMemcpyHostToDevice, stream));
     KE_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(s->r.get(), inputs.residual, row_bytes, cudaMemcpyHostToDevice, stream));
   }
-  auto args_for = [&](BufferSet& s) {
-    FusedAddRmsNormArgs a;
-    a.dtype = problem.dtype;
-    a.mode = problem.mode;
-    a.batch = problem.batch;
-    a.hidden = problem.hidden;
-    a.eps = problem.eps;
-    a.hidden_states = s.x.get();
-    a.residual = s.r.get();
-    a.weight = weight.get();
-    a.output = in_place ? s.x.get() : s.out.get();
-    a.residual_out = !writes_residual ? nullptr : in_place ? s.r.get() : s.res.get();
-    return a;
-  };
-  auto launch = [&](BufferSet& s) -> absl::Status {
-    KE_CUDA_RETURN_IF_ERROR(impl.launch(args_for(s), s.scratch.get(), stream));
-    return absl::OkStatus();
-  };
+  ASSIGN_OR_RETURN(w->start, CreateEvent());
+  ASSIGN_OR_RETURN(w->stop, CreateEvent());
+  ASSIGN_OR_RETURN(w->gate_closed, CreateEvent());
+  return absl::OkStatus();
+}
 
-  // A Run's default (one hot call, no warm-up, events): the result call is the timed call,
-  // as on the CPU, which saves a second launch and synchronisation on the latency path.
-  const bool result_call_is_sample = !options.graph && !options.cold && !options.adaptive.enabled &&
-                                     options.warmup == 0 && options.repetitions == 1 &&
-                                     timer == v1::TIMER_CUDA_EVENTS;
-  ASSIGN_OR_RETURN(CudaEvent start, CreateEvent());
-  ASSIGN_OR_RETURN(CudaEvent stop, CreateEvent());
-  // Hot calls timed with events run behind a gate (stream_gate_cuda.h) that opens once the
-  // start event, the call and the stop event are queued: without it the events also time
-  // the host's launch. Cold calls need none: the flush kernel ahead of them is long enough.
-  auto* gate = static_cast<volatile int*>(gate_flag_.get());
-  ASSIGN_OR_RETURN(CudaEvent gate_closed, CreateEvent());
-  auto close_gate = [&]() -> absl::Status {
-    KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(gate_flag_.get(), 0, sizeof(int), stream));
-    KE_CUDA_RETURN_IF_ERROR(cudaEventRecord(gate_closed.get(), stream));
-    KE_CUDA_RETURN_IF_ERROR(LaunchStreamGate(gate, kGateTimeoutNs, stream));
-    return absl::OkStatus();
-  };
-  // A write from a second stream: a host-mapped flag would do, but a process whose context
-  // faults with page-locked host memory mapped takes ~1 s longer to fail and its successor
-  // ~2 s longer to start (H200, docs/results/device-isolation-h200.md).
-  // The opening write waits for the closing one: with asynchronous copies still queued ahead
-  // of the gate, it would otherwise land first and be overwritten.
-  auto open_gate = [&] {
-    if (cudaStreamWaitEvent(gate_stream_.get(), gate_closed.get(), 0) != cudaSuccess ||
-        cudaMemsetAsync(gate_flag_.get(), 1, sizeof(int), gate_stream_.get()) != cudaSuccess) {
-      cudaGetLastError();  // not sticky; the gate then opens by its timeout
-    }
-  };
+absl::Status CudaBackend::Launch(Workspace* w, std::size_t set) {
+  BufferSet& s = *w->sets[set];
+  KE_CUDA_RETURN_IF_ERROR(
+      w->impl->launch(w->Args(s, kept_weight_), s.scratch.get(), stream_.get()));
+  return absl::OkStatus();
+}
 
+absl::Status CudaBackend::Enqueue(const MeasureOptions& options, Workspace* w, std::size_t set) {
+  if (options.graph) {
+    KE_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(w->graph.get(), stream_.get()));
+    return absl::OkStatus();
+  }
+  return Launch(w, set);
+}
+
+absl::Status CudaBackend::FlushL2(const MeasureOptions& options) {
+  if (options.cold && flush_.bytes() > 0) {
+    KE_CUDA_RETURN_IF_ERROR(LaunchL2Flush(flush_.get(), flush_.bytes(),
+                                          static_cast<unsigned*>(flush_sink_.get()),
+                                          static_info_.sm_count(), stream_.get()));
+  }
+  return absl::OkStatus();
+}
+
+// Hot calls timed with events run behind a gate (stream_gate_cuda.h) that opens once the
+// start event, the call and the stop event are queued: without it the events also time the
+// host's launch. Cold calls need none: the flush kernel ahead of them is long enough.
+absl::Status CudaBackend::CloseGate(Workspace* w) {
+  cudaStream_t stream = stream_.get();
+  KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(gate_flag_.get(), 0, sizeof(int), stream));
+  KE_CUDA_RETURN_IF_ERROR(cudaEventRecord(w->gate_closed.get(), stream));
+  KE_CUDA_RETURN_IF_ERROR(
+      LaunchStreamGate(static_cast<volatile int*>(gate_flag_.get()), kGateTimeoutNs, stream));
+  return absl::OkStatus();
+}
+
+// A write from a second stream: a host-mapped flag would do, but a process whose context
+// faults with page-locked host memory mapped takes ~1 s longer to fail and its successor
+// ~2 s longer to start (H200, docs/results/device-isolation-h200.md). The opening write
+// waits for the closing one: with asynchronous copies still queued ahead of the gate, it
+// would otherwise land first and be overwritten.
+void CudaBackend::OpenGate(Workspace* w) {
+  if (cudaStreamWaitEvent(gate_stream_.get(), w->gate_closed.get(), 0) != cudaSuccess ||
+      cudaMemsetAsync(gate_flag_.get(), 1, sizeof(int), gate_stream_.get()) != cudaSuccess) {
+    cudaGetLastError();  // not sticky; the gate then opens by its timeout
+  }
+}
+
+absl::StatusOr<double> CudaBackend::RunResultCall(const HostOutputs& outputs, bool timed,
+                                                  Workspace* w) {
   // The result call on pristine inputs; its outputs are what the caller sees.
-  {
-    BufferSet& s = *sets.front();
-    if (!in_place) {
-      // Poisoned so that an element the kernel does not write cannot pass as correct.
-      KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.out.get(), 0xff, row_bytes, stream));
-      if (writes_residual) {
-        KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.res.get(), 0xff, row_bytes, stream));
-      }
+  cudaStream_t stream = stream_.get();
+  const std::size_t row_bytes = w->problem->TensorBytes();
+  BufferSet& s = *w->sets.front();
+  if (!w->in_place) {
+    // Poisoned so that an element the kernel does not write cannot pass as correct.
+    KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.out.get(), 0xff, row_bytes, stream));
+    if (w->writes_residual) {
+      KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.res.get(), 0xff, row_bytes, stream));
     }
-    if (result_call_is_sample) {
-      RETURN_IF_ERROR(close_gate());
-      KE_CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
-    }
-    const absl::Status launched = launch(s);
-    if (result_call_is_sample) {
-      // Opened before the copies back: a copy to pageable memory waits for the stream.
-      const cudaError_t recorded = cudaEventRecord(stop.get(), stream);
-      open_gate();
-      RETURN_IF_ERROR(launched);
-      KE_CUDA_RETURN_IF_ERROR(recorded);
-    }
+  }
+  if (timed) {
+    RETURN_IF_ERROR(CloseGate(w));
+    KE_CUDA_RETURN_IF_ERROR(cudaEventRecord(w->start.get(), stream));
+  }
+  const absl::Status launched = Launch(w, 0);
+  if (timed) {
+    // Opened before the copies back: a copy to pageable memory waits for the stream.
+    const cudaError_t recorded = cudaEventRecord(w->stop.get(), stream);
+    OpenGate(w);
     RETURN_IF_ERROR(launched);
-    const FusedAddRmsNormArgs a = args_for(s);
-    if (outputs.output != nullptr) {
-      KE_CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(outputs.output, a.output, row_bytes, cudaMemcpyDeviceToHost, stream));
-    }
-    if (writes_residual && outputs.residual_out != nullptr) {
-      KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(outputs.residual_out, a.residual_out, row_bytes,
-                                              cudaMemcpyDeviceToHost, stream));
-    }
-    KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    KE_CUDA_RETURN_IF_ERROR(recorded);
   }
-  if (result_call_is_sample) {
-    float ms = 0;
-    KE_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-    Measurement m;
-    m.samples_seconds.push_back(Seconds(ms));
-    m.timer = timer;
-    return m;
+  RETURN_IF_ERROR(launched);
+  const FusedAddRmsNormArgs a = w->Args(s, kept_weight_);
+  if (outputs.output != nullptr) {
+    KE_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(outputs.output, a.output, row_bytes, cudaMemcpyDeviceToHost, stream));
   }
-  auto flush_l2 = [&]() -> absl::Status {
-    if (options.cold && flush_.bytes() > 0) {
+  if (w->writes_residual && outputs.residual_out != nullptr) {
+    KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(outputs.residual_out, a.residual_out, row_bytes,
+                                            cudaMemcpyDeviceToHost, stream));
+  }
+  KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  if (!timed) return 0.0;
+  float ms = 0;
+  KE_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, w->start.get(), w->stop.get()));
+  return Seconds(ms);
+}
+
+absl::Status CudaBackend::BuildGraph(const MeasureOptions& options, Workspace* w) {
+  // Graph replay: graph_calls launches (rotating sets) captured once, replayed per sample.
+  if (!options.graph) return absl::OkStatus();
+  cudaStream_t stream = stream_.get();
+  w->calls = std::max<std::uint32_t>(1, options.graph_calls);
+  KE_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  absl::Status captured = absl::OkStatus();
+  for (std::uint32_t k = 0; k < w->calls && captured.ok(); ++k) {
+    captured = Launch(w, k % w->sets.size());
+  }
+  cudaGraph_t raw = nullptr;
+  const cudaError_t end = cudaStreamEndCapture(stream, &raw);
+  CudaGraph graph(raw);
+  RETURN_IF_ERROR(captured);
+  KE_CUDA_RETURN_IF_ERROR(end);
+  cudaGraphExec_t exec = nullptr;
+  KE_CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&exec, graph.get(), 0));
+  w->graph = CudaGraphExec(exec);
+  // Launched once at once: an exec instantiated and uploaded but never launched slowed the
+  // replays of other execs by ~0.18 us per kernel on an H200 (research/benchmarking.md).
+  KE_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(w->graph.get(), stream));
+  KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::Admit(v1::ClockAdmission* admission) {
+  // The load: 64 reads of 2x L2, ~2 ms on an H200, between two NVML reads.
+  auto busy = [&]() -> absl::Status {
+    for (int i = 0; i < 64 && flush_.bytes() > 0; ++i) {
       KE_CUDA_RETURN_IF_ERROR(LaunchL2Flush(flush_.get(), flush_.bytes(),
                                             static_cast<unsigned*>(flush_sink_.get()),
-                                            static_info_.sm_count(), stream));
+                                            static_info_.sm_count(), stream_.get()));
     }
+    KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
     return absl::OkStatus();
   };
+  return AdmitClocks(static_info_.uuid(), busy, AdmissionLimits{}, admission);
+}
 
-  // Graph replay: graph_calls launches (rotating sets) captured once, replayed per sample.
-  CudaGraphExec graph_exec;
-  const std::uint32_t calls = options.graph ? std::max<std::uint32_t>(1, options.graph_calls) : 1;
-  if (options.graph) {
-    KE_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    absl::Status captured = absl::OkStatus();
-    for (std::uint32_t k = 0; k < calls && captured.ok(); ++k) {
-      captured = launch(*sets[k % sets.size()]);
-    }
-    cudaGraph_t raw = nullptr;
-    const cudaError_t end = cudaStreamEndCapture(stream, &raw);
-    CudaGraph graph(raw);
-    RETURN_IF_ERROR(captured);
-    KE_CUDA_RETURN_IF_ERROR(end);
-    cudaGraphExec_t exec = nullptr;
-    KE_CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&exec, graph.get(), 0));
-    graph_exec = CudaGraphExec(exec);
+absl::StatusOr<double> CudaBackend::TimedCall(const MeasureOptions& options, v1::Timer timer,
+                                              const CuptiLease& lease, Workspace* w) {
+  cudaStream_t stream = stream_.get();
+  RETURN_IF_ERROR(FlushL2(options));
+  const std::size_t set = w->next;
+  w->next = (w->next + 1) % w->sets.size();
+  if (timer == v1::TIMER_CUPTI) {
+    // The flush must be done before the window opens: CUPTI's span would include it if it
+    // ran as a kernel. Inside the window the call waits behind the stream gate until all
+    // of it is queued, and the gate is left out of the span: the two-kernel baseline's span
+    // otherwise included the host's gap between its launches and varied 6-31% from run to
+    // run (H200, docs/results/measurement-h200.md).
+    KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    ASSIGN_OR_RETURN(double span, CuptiKernelTimer::TimeKernels(
+                                      lease, ordinal_,
+                                      [&]() -> absl::Status {
+                                        RETURN_IF_ERROR(CloseGate(w));
+                                        const absl::Status enqueued = Enqueue(options, w, set);
+                                        OpenGate(w);
+                                        RETURN_IF_ERROR(enqueued);
+                                        KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+                                        return absl::OkStatus();
+                                      },
+                                      /*skip_first=*/true));
+    return span / w->calls;
   }
+  // Events: cold, the flush kernel runs ahead of the start event, so the host has queued
+  // the launch by the time the start event is reached; hot, the gate does that, in graph
+  // replay too (scripts/torch_peers.py spins the device before every peer's start event
+  // the same way): without it the first kernel of a replay waits for the host's
+  // cudaGraphLaunch inside the window.
+  const bool gated = !options.cold;
+  if (gated) RETURN_IF_ERROR(CloseGate(w));
+  const cudaError_t started = cudaEventRecord(w->start.get(), stream);
+  const absl::Status enqueued =
+      started == cudaSuccess ? Enqueue(options, w, set) : absl::OkStatus();
+  const cudaError_t stopped = cudaEventRecord(w->stop.get(), stream);
+  if (gated) OpenGate(w);
+  KE_CUDA_RETURN_IF_ERROR(started);
+  RETURN_IF_ERROR(enqueued);
+  KE_CUDA_RETURN_IF_ERROR(stopped);
+  KE_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(w->stop.get()));
+  float ms = 0;
+  KE_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, w->start.get(), w->stop.get()));
+  return Seconds(ms) / w->calls;
+}
 
-  std::size_t next = 0;
-  auto timed_call = [&]() -> absl::StatusOr<double> {
-    RETURN_IF_ERROR(flush_l2());
-    BufferSet& s = *sets[next];
-    next = (next + 1) % sets.size();
-    auto enqueue = [&]() -> absl::Status {
-      if (options.graph) {
-        KE_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph_exec.get(), stream));
-        return absl::OkStatus();
-      }
-      return launch(s);
-    };
-    if (timer == v1::TIMER_CUPTI) {
-      // The flush must be done before the window opens: CUPTI's span would include it if
-      // it ran as a kernel.
-      KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-      ASSIGN_OR_RETURN(double span, CuptiKernelTimer::TimeKernels(ordinal_, [&]() -> absl::Status {
-                         RETURN_IF_ERROR(enqueue());
-                         KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-                         return absl::OkStatus();
-                       }));
-      return span / calls;
-    }
-    // Events: cold, the flush kernel runs ahead of the start event, so the host has queued
-    // the launch by the time the start event is reached; hot, the gate does that. Graph
-    // replay is timed as the peers time it, events straight around the replay.
-    const bool gated = !options.cold && !options.graph;
-    if (gated) RETURN_IF_ERROR(close_gate());
-    const cudaError_t started = cudaEventRecord(start.get(), stream);
-    const absl::Status enqueued = started == cudaSuccess ? enqueue() : absl::OkStatus();
-    const cudaError_t stopped = cudaEventRecord(stop.get(), stream);
-    if (gated) open_gate();
-    KE_CUDA_RETURN_IF_ERROR(started);
-    RETURN_IF_ERROR(enqueued);
-    KE_CUDA_RETURN_IF_ERROR(stopped);
-    KE_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.get()));
-    float ms = 0;
-    KE_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-    return Seconds(ms) / calls;
+v1::DramTraffic CudaBackend::CountDramBytes(const MeasureOptions& options, CuptiLease* lease,
+                                            Workspace* w) {
+  // Three windows after the timed samples, never inside them: the profiler serializes the
+  // work it counts. The median per call is reported.
+  constexpr int kWindows = 3;
+  v1::DramTraffic traffic;
+  traffic.set_cold(options.cold);
+  auto unavailable = [&](const absl::Status& s) {
+    traffic.set_available(false);
+    traffic.set_unavailable_reason(std::string(s.message()));
+    return traffic;
   };
-  absl::StatusOr<Measurement> m = CollectSamples(options, timed_call);
-  if (m.ok()) m->timer = timer;
-  return m;
+  // The profiler needs CUPTI to itself. A graph replayed while activity tracing was on
+  // faults if launched after cuptiFinalize(), so it is rebuilt after the lease changes.
+  const bool was_traced = lease->kind() == CuptiLease::Kind::kActivity;
+  lease->Release();
+  if (options.graph && was_traced) {
+    w->graph.Reset();
+    if (absl::Status s = BuildGraph(options, w); !s.ok()) return unavailable(s);
+  }
+  absl::StatusOr<CuptiLease> profiler_lease = CuptiLease::Acquire(CuptiLease::Kind::kProfiler);
+  if (!profiler_lease.ok()) {
+    return unavailable(absl::UnavailableError(
+        absl::StrCat("counters unavailable on this machine: ", profiler_lease.status().message())));
+  }
+  cudaStream_t stream = stream_.get();
+  std::size_t set = 0;
+  absl::StatusOr<std::vector<DramBytes>> windows = MeasureDramBytes(
+      *profiler_lease, ordinal_, kWindows,
+      [&]() -> absl::Status {
+        RETURN_IF_ERROR(FlushL2(options));
+        KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+        return absl::OkStatus();
+      },
+      [&]() -> absl::Status {
+        RETURN_IF_ERROR(Enqueue(options, w, set));
+        set = (set + 1) % w->sets.size();
+        KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+        return absl::OkStatus();
+      });
+  // The graph replayed under the profiler goes before CUPTI is detached.
+  w->graph.Reset();
+  profiler_lease->Release();
+  if (!windows.ok()) return unavailable(windows.status());
+  std::vector<double> reads, writes;
+  for (const DramBytes& b : *windows) {
+    reads.push_back(b.read / w->calls);
+    writes.push_back(b.write / w->calls);
+  }
+  std::sort(reads.begin(), reads.end());
+  std::sort(writes.begin(), writes.end());
+  traffic.set_available(true);
+  traffic.set_windows(static_cast<std::uint32_t>(reads.size()));
+  traffic.set_read_bytes(reads[reads.size() / 2]);
+  traffic.set_write_bytes(writes[writes.size() / 2]);
+  return traffic;
 }
 
 }  // namespace kerneleval::server

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
-#include <mutex>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -24,12 +23,17 @@ struct KernelSpan {
 struct Collector {
   std::mutex mu;
   std::map<std::uint32_t, std::vector<KernelSpan>> by_device;
-  std::uint64_t dropped = 0;
 };
 
 Collector& collector() {
   static Collector* c = new Collector;  // never destroyed: CUPTI may call back at exit
   return *c;
+}
+
+// Exclusive for attached leases, shared for the others.
+std::shared_mutex& lease_mutex() {
+  static std::shared_mutex* m = new std::shared_mutex;
+  return *m;
 }
 
 std::once_flag init_once;
@@ -61,7 +65,68 @@ std::string CuptiError(const char* what, CUptiResult r) {
   return absl::StrCat(what, ": ", text != nullptr ? text : "unknown CUPTI error");
 }
 
+// Registers the activity callbacks. After cuptiFinalize() they must be registered again
+// (measured: records of a second window arrive complete, none dropped).
+absl::Status AttachActivity() {
+  CUptiResult r = cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted);
+  if (r != CUPTI_SUCCESS) {
+    return absl::UnavailableError(CuptiError("cuptiActivityRegisterCallbacks", r));
+  }
+  return absl::OkStatus();
+}
+
+void Detach(bool activity) {
+  if (activity) {
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
+  // Removes every trace of CUPTI from later launches: graph replay returns to 1.44 us per
+  // kernel from 1.46-1.80 attached-but-disabled (H200, research/benchmarking.md).
+  cuptiFinalize();
+}
+
 }  // namespace
+
+absl::StatusOr<CuptiLease> CuptiLease::Acquire(Kind kind) {
+  CuptiLease lease;
+  lease.kind_ = kind;
+  if (kind == Kind::kShared) {
+    lease.shared_ = std::shared_lock<std::shared_mutex>(lease_mutex());
+    return lease;
+  }
+  if (const absl::Status s = CuptiKernelTimer::Initialize(); !s.ok()) return s;
+  lease.unique_ = std::unique_lock<std::shared_mutex>(lease_mutex());
+  // Registering the activity callbacks also initializes CUPTI again after a
+  // cuptiFinalize(); without it the profiler answered CUPTI_ERROR_NOT_INITIALIZED (H200).
+  // No activity kind is enabled outside a window, so nothing is traced.
+  if (absl::Status s = AttachActivity(); !s.ok()) {
+    cuptiFinalize();
+    lease.unique_.unlock();
+    return s;
+  }
+  return lease;
+}
+
+CuptiLease::CuptiLease(CuptiLease&& o) noexcept
+    : kind_(o.kind_), shared_(std::move(o.shared_)), unique_(std::move(o.unique_)) {}
+
+CuptiLease& CuptiLease::operator=(CuptiLease&& o) noexcept {
+  if (this != &o) {
+    Release();
+    kind_ = o.kind_;
+    shared_ = std::move(o.shared_);
+    unique_ = std::move(o.unique_);
+  }
+  return *this;
+}
+
+void CuptiLease::Release() {
+  if (unique_.owns_lock()) {
+    Detach(/*activity=*/true);
+    unique_.unlock();
+  }
+  if (shared_.owns_lock()) shared_.unlock();
+}
 
 absl::Status CuptiKernelTimer::Initialize() {
   std::call_once(init_once, [] {
@@ -69,21 +134,19 @@ absl::Status CuptiKernelTimer::Initialize() {
       init_status = absl::UnavailableError("disabled by KERNELEVAL_DISABLE_CUPTI");
       return;
     }
-    CUptiResult r = cuptiActivityRegisterCallbacks(BufferRequested, BufferCompleted);
-    if (r != CUPTI_SUCCESS) {
-      init_status = absl::UnavailableError(CuptiError("cuptiActivityRegisterCallbacks", r));
+    // A probe: attach, enable kernel activity, detach. The process then runs as if CUPTI
+    // had never been loaded until a measurement asks for it.
+    std::unique_lock<std::shared_mutex> lock(lease_mutex());
+    absl::Status attached = AttachActivity();
+    if (!attached.ok()) {
+      init_status = attached;
+      cuptiFinalize();
       return;
     }
-    r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    if (r != CUPTI_SUCCESS) {
-      init_status = absl::UnavailableError(CuptiError("cuptiActivityEnable", r));
-      return;
-    }
-    // Collection is switched on only inside measurement windows: while it is on, every
-    // kernel carries tracing overhead (seen on an H200: graph replay of the 1-row kernel at
-    // 2.4 us per call with tracing on against 1.2-1.4 us without).
-    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    init_status = absl::OkStatus();
+    const CUptiResult r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    Detach(/*activity=*/true);
+    init_status = r == CUPTI_SUCCESS ? absl::OkStatus()
+                                     : absl::UnavailableError(CuptiError("cuptiActivityEnable", r));
   });
   return init_status;
 }
@@ -92,19 +155,27 @@ bool CuptiKernelTimer::Available() { return Initialize().ok(); }
 
 std::string CuptiKernelTimer::StatusText() {
   const absl::Status s = Initialize();
-  return s.ok() ? "CUPTI activity records (kernel-only)"
+  return s.ok() ? "CUPTI activity records (kernel-only), attached only for windows that ask "
+                  "for them"
                 : absl::StrCat("CUPTI unavailable (", s.message(), "); CUDA events used");
 }
 
 absl::StatusOr<double> CuptiKernelTimer::TimeKernels(
-    int device, const std::function<absl::Status()>& launch_and_sync, int* kernels) {
-  static std::mutex* window = new std::mutex;
-  std::lock_guard<std::mutex> lock(*window);
-  cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    const CuptiLease& lease, int device, const std::function<absl::Status()>& launch_and_sync,
+    bool skip_first, int* kernels) {
+  if (!lease.attached() || lease.kind() != CuptiLease::Kind::kActivity) {
+    return absl::FailedPreconditionError("CUPTI window opened without an attached lease");
+  }
+  // Collection is on only inside the window: with tracing on, every kernel carries tracing
+  // overhead (graph replay of the 1-row kernel: 2.4 us per call against 1.2-1.4 us).
+  const CUptiResult enabled = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (enabled != CUPTI_SUCCESS) {
+    return absl::UnavailableError(CuptiError("cuptiActivityEnable", enabled));
+  }
   Begin(device);
   absl::Status launched = launch_and_sync();
   absl::StatusOr<double> span =
-      launched.ok() ? End(device, kernels) : absl::StatusOr<double>(launched);
+      launched.ok() ? End(device, skip_first, kernels) : absl::StatusOr<double>(launched);
   cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   return span;
 }
@@ -117,12 +188,17 @@ void CuptiKernelTimer::Begin(int device) {
   c.by_device[static_cast<std::uint32_t>(device)].clear();
 }
 
-absl::StatusOr<double> CuptiKernelTimer::End(int device, int* kernels) {
+absl::StatusOr<double> CuptiKernelTimer::End(int device, bool skip_first, int* kernels) {
   // A forced flush also hands over records of the buffer still being filled.
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   Collector& c = collector();
   std::lock_guard<std::mutex> lock(c.mu);
   std::vector<KernelSpan>& spans = c.by_device[static_cast<std::uint32_t>(device)];
+  if (skip_first && !spans.empty()) {
+    spans.erase(std::min_element(
+        spans.begin(), spans.end(),
+        [](const KernelSpan& a, const KernelSpan& b) { return a.start < b.start; }));
+  }
   if (kernels != nullptr) *kernels = static_cast<int>(spans.size());
   if (spans.empty()) {
     return absl::FailedPreconditionError("CUPTI recorded no kernel for the timed call");

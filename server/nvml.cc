@@ -1,6 +1,11 @@
 #include "server/nvml.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "server/metrics.h"
@@ -15,11 +20,33 @@ constexpr nvmlReturn_t NVML_SUCCESS = 0;
 constexpr int NVML_CLOCK_SM = 1;
 constexpr int NVML_CLOCK_MEM = 2;
 constexpr int NVML_TEMPERATURE_GPU = 0;
+constexpr nvmlReturn_t NVML_ERROR_INSUFFICIENT_SIZE = 7;
+// nvmlProcessInfo_t of nvmlDeviceGetComputeRunningProcesses_v3 (and _v2: same layout).
+struct nvmlProcessInfo_t {
+  unsigned int pid;
+  unsigned long long used_gpu_memory;
+  unsigned int gpu_instance_id;
+  unsigned int compute_instance_id;
+};
 struct nvmlMemory_t {
   unsigned long long total;
   unsigned long long free;
   unsigned long long used;
 };
+
+// The parent of `pid` from /proc/<pid>/stat ("pid (comm) state ppid ..."); 0 if unknown.
+unsigned int ParentOf(unsigned int pid) {
+  std::ifstream stat(absl::StrCat("/proc/", pid, "/stat"));
+  std::string line;
+  if (!std::getline(stat, line)) return 0;
+  const std::size_t close = line.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(line.substr(close + 1));
+  char state = 0;
+  unsigned int ppid = 0;
+  rest >> state >> ppid;
+  return ppid;
+}
 
 template <typename F>
 bool Load(void* lib, const char* name, F* fn) {
@@ -38,6 +65,8 @@ struct Nvml::Api {
   nvmlReturn_t (*power)(nvmlDevice_t, unsigned int*) = nullptr;
   nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t*) = nullptr;
   nvmlReturn_t (*driver)(char*, unsigned int) = nullptr;
+  nvmlReturn_t (*max_clock)(nvmlDevice_t, int, unsigned int*) = nullptr;                 // optional
+  nvmlReturn_t (*processes)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*) = nullptr;  // optional
 };
 
 Nvml& Nvml::Get() {
@@ -63,6 +92,11 @@ Nvml::Nvml() {
                   Load(lib, "nvmlDeviceGetPowerUsage", &api->power) &&
                   Load(lib, "nvmlDeviceGetMemoryInfo", &api->memory) &&
                   Load(lib, "nvmlSystemGetDriverVersion", &api->driver);
+  // Optional: admission (clock_admission.h) works with less where these are missing.
+  Load(lib, "nvmlDeviceGetMaxClockInfo", &api->max_clock);
+  if (!Load(lib, "nvmlDeviceGetComputeRunningProcesses_v3", &api->processes)) {
+    Load(lib, "nvmlDeviceGetComputeRunningProcesses_v2", &api->processes);
+  }
   if (!ok) {
     status_ = "libnvidia-ml.so.1 lacks a needed symbol: no clock data";
     delete api;
@@ -102,6 +136,36 @@ bool Nvml::ReadClocks(const std::string& uuid, v1::Clocks* out) const {
   nvmlMemory_t mem{};
   if (api_->memory(dev, &mem) == NVML_SUCCESS) out->set_memory_used_bytes(mem.used);
   return true;
+}
+
+unsigned Nvml::MaxSmClockMhz(const std::string& uuid) const {
+  if (!available_ || api_->max_clock == nullptr) return 0;
+  nvmlDevice_t dev = nullptr;
+  unsigned int v = 0;
+  if (api_->by_uuid(uuid.c_str(), &dev) != NVML_SUCCESS) return 0;
+  return api_->max_clock(dev, NVML_CLOCK_SM, &v) == NVML_SUCCESS ? v : 0;
+}
+
+int Nvml::OtherComputeProcesses(const std::string& uuid) const {
+  if (!available_ || api_->processes == nullptr) return -1;
+  nvmlDevice_t dev = nullptr;
+  if (api_->by_uuid(uuid.c_str(), &dev) != NVML_SUCCESS) return -1;
+  nvmlProcessInfo_t infos[64] = {};
+  unsigned int count = 64;
+  const nvmlReturn_t r = api_->processes(dev, &count, infos);
+  if (r == NVML_ERROR_INSUFFICIENT_SIZE) return static_cast<int>(count);
+  if (r != NVML_SUCCESS) return -1;
+  // This process's own family does not count: the server and its device hosts (a test
+  // binary may hold a server of each isolation at once).
+  const auto self = static_cast<unsigned int>(getpid());
+  const auto parent = static_cast<unsigned int>(getppid());
+  int others = 0;
+  for (unsigned int i = 0; i < count && i < 64; ++i) {
+    const unsigned int pid = infos[i].pid;
+    if (pid == self || pid == parent || ParentOf(pid) == self) continue;
+    ++others;
+  }
+  return others;
 }
 
 void ThrottleReasonNames(std::uint64_t mask, v1::Clocks* out) {

@@ -22,6 +22,11 @@ class Nvml {
   // Clocks, throttle reasons, temperature, power and memory in use of the GPU with this
   // UUID ("GPU-xxxxxxxx-..."). False when the GPU is unknown to NVML.
   bool ReadClocks(const std::string& uuid, v1::Clocks* out) const;
+  // The GPU's maximum SM clock in MHz (0 when unknown).
+  unsigned MaxSmClockMhz(const std::string& uuid) const;
+  // Processes with a compute context on the GPU other than this one, its parent and its
+  // children; -1 when NVML cannot list them (old driver, a sandbox that hides them).
+  int OtherComputeProcesses(const std::string& uuid) const;
 
  private:
   Nvml();

@@ -2,18 +2,44 @@
 // a real server, with the device in the server process and in a device host process; and
 // the CUDA fault path: an illegal address in a device host, the host replaced, the device
 // serving again. Skipped where no GPU is present.
+//
+// The suites are found by --suites-dir=PATH, else in the first `suites` folder holding the
+// h2048 suite above this executable (the build tree, or a bundle copied anywhere beside the
+// repository's suites/), else under the working directory: never at a path compiled in.
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <random>
+#include <string>
 #include <thread>
 
 #include "client/tensors.h"
+#include "request_helpers.h"
 #include "server/device_factory.h"
 #include "test_server.h"
 
 namespace kerneleval::testing {
+
+std::string g_suites_dir;  // --suites-dir
+
 namespace {
+
+std::string SuitesDir() {
+  if (!g_suites_dir.empty()) return g_suites_dir;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  auto holds_suites = [&](const fs::path& dir) {
+    return fs::exists(dir / "suites" / "fused_add_rmsnorm_h2048.json", ec);
+  };
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  for (fs::path dir = exe.parent_path(); !ec && !dir.empty(); dir = dir.parent_path()) {
+    if (holds_suites(dir)) return (dir / "suites").string();
+    if (dir == dir.root_path()) break;
+  }
+  return (fs::current_path(ec) / "suites").string();
+}
 
 // One server per isolation, started by the first test that needs it.
 class ServiceGpuTest : public ::testing::TestWithParam<server::DeviceIsolation> {
@@ -27,6 +53,7 @@ class ServiceGpuTest : public ::testing::TestWithParam<server::DeviceIsolation> 
     TestServer*& server = servers_[GetParam()];
     if (server == nullptr) {
       server::ServerOptions o = LoopbackOptions();
+      o.suites_dir = SuitesDir();
       o.device = "cuda:0";
       o.device_isolation = GetParam();
       o.device_host_path = DeviceHostPath();
@@ -124,11 +151,108 @@ TEST_P(ServiceGpuTest, BenchmarkTheSuiteColdAndInGraphReplay) {
     }
     ASSERT_EQ(report.environments_size(), 1);
     const v1::Environment& env = report.environments(0);
+    for (const v1::WorkloadResult& r : report.results()) {
+      SCOPED_TRACE(r.workload() + " " + r.implementation());
+      const char* expected = graph                          ? "events, hot, graph x"
+                             : r.timer() == v1::TIMER_CUPTI ? "cupti, cold"
+                                                            : "events, cold";
+      EXPECT_EQ(r.measured_as().rfind(expected, 0), 0u) << r.measured_as();
+      if (env.clocks_available()) {
+        // Clocks read while the samples ran, and the admission wait before them.
+        EXPECT_GT(r.clocks().samples(), 0u);
+        EXPECT_GT(r.clocks().sm_mhz_max(), 0u);
+        EXPECT_TRUE(r.admission().checked());
+        EXPECT_GT(r.admission().sm_mhz_after(), 0u);
+      }
+    }
+    if (env.clocks_available()) EXPECT_GT(env.clocks_during().samples(), 0u);
     EXPECT_FALSE(env.device().model().empty());
     EXPECT_FALSE(env.device().uuid().empty());
     EXPECT_GT(env.device().sm_count(), 0);
     EXPECT_GT(env.device().peak_bytes_per_second(), 0);
   }
+}
+
+// CUPTI attached for a window and detached after it (cuptiFinalize): a graph replayed while
+// tracing was on faults (Xid 31) if launched after the detach, so the backend must rebuild
+// it before it counts DRAM bytes. Every later call must still run and pass.
+TEST_P(ServiceGpuTest, CuptiWindowsInGraphReplayLeaveTheDeviceHealthy) {
+  v1::BenchmarkRequest req;
+  *req.mutable_custom_suite() = SmallSuite(v1::DTYPE_BF16, {1, 79}, 2048);
+  req.add_implementations("cuda_fused");
+  v1::Protocol& p = *req.mutable_protocol();
+  p.set_repetitions(5);
+  p.set_warmup(1);
+  p.set_cuda_graph(true);
+  p.set_graph_calls(10);
+  p.set_timer(v1::TIMER_CUPTI);
+  p.set_measure_dram_bytes(true);
+  for (int round = 0; round < 2; ++round) {
+    v1::BenchmarkReport report;
+    const grpc::Status s = client().Benchmark(req, [&](const v1::BenchmarkEvent& e) {
+      if (e.has_report()) report = e.report();
+    });
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    ASSERT_EQ(report.results_size(), 2);
+    for (const v1::WorkloadResult& r : report.results()) {
+      EXPECT_EQ(r.status(), v1::RESULT_STATUS_PASSED) << r.error();
+      EXPECT_EQ(r.timer(), v1::TIMER_CUPTI);
+      EXPECT_TRUE(r.has_dram());
+    }
+  }
+  // Events after the windows: no trace of CUPTI, and correct.
+  v1::RunRequest run;
+  *run.mutable_hidden_states() = client::RandomTensor(v1::DTYPE_BF16, {79, 2048}, 4);
+  *run.mutable_residual() = client::RandomTensor(v1::DTYPE_BF16, {79, 2048}, 5);
+  *run.mutable_weight() = client::RandomTensor(v1::DTYPE_BF16, {2048}, 6);
+  run.set_check_correctness(true);
+  run.set_repetitions(5);
+  v1::RunResponse resp;
+  const grpc::Status s = client().Run(run, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_TRUE(resp.correctness().passed()) << resp.correctness().detail();
+}
+
+// DRAM bytes beside the declared ones: the fused kernel reads what the definition needs,
+// and the lazy implementation (half the rows after its first call) passes the correctness
+// check but is flagged for moving too few bytes. Where the counters cannot be read
+// (gVisor), the result says so and the test skips, visibly.
+TEST_P(ServiceGpuTest, DramCountersFlagALazyImplementation) {
+  v1::BenchmarkRequest req;
+  *req.mutable_custom_suite() = SmallSuite(v1::DTYPE_BF16, {16254}, 2048);
+  req.add_implementations("cuda_fused");
+  req.add_implementations("lazy_half_rows");
+  req.mutable_protocol()->set_repetitions(5);
+  req.mutable_protocol()->set_warmup(1);
+  req.mutable_protocol()->set_measure_dram_bytes(true);
+  v1::BenchmarkReport report;
+  const grpc::Status s = client().Benchmark(req, [&](const v1::BenchmarkEvent& e) {
+    if (e.has_report()) report = e.report();
+  });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(report.results_size(), 2);
+  std::map<std::string, const v1::WorkloadResult*> by_impl;
+  for (const v1::WorkloadResult& r : report.results()) by_impl[r.implementation()] = &r;
+  const v1::WorkloadResult& fused = *by_impl.at("cuda_fused");
+  const v1::WorkloadResult& lazy = *by_impl.at("lazy_half_rows");
+  ASSERT_TRUE(fused.has_dram());
+  if (!fused.dram().available()) {
+    EXPECT_EQ(fused.dram().unavailable_reason().rfind("counters unavailable on this machine", 0),
+              0u)
+        << fused.dram().unavailable_reason();
+    EXPECT_EQ(fused.dram().read_bytes(), 0);
+    GTEST_SKIP() << fused.dram().unavailable_reason();
+  }
+  const double declared_read = static_cast<double>(fused.dram().declared_read_bytes());
+  EXPECT_GT(fused.dram().read_bytes(), 0.95 * declared_read);
+  for (const std::string& flag : fused.integrity_flags()) ADD_FAILURE() << flag;
+  EXPECT_EQ(lazy.status(), v1::RESULT_STATUS_PASSED) << lazy.correctness().detail();
+  EXPECT_LT(lazy.dram().read_bytes(), 0.6 * declared_read);
+  bool flagged_reads = false;
+  for (const std::string& flag : lazy.integrity_flags()) {
+    flagged_reads = flagged_reads || flag.find("DRAM reads") != std::string::npos;
+  }
+  EXPECT_TRUE(flagged_reads) << lazy.integrity_flags_size() << " flags";
 }
 
 bool WaitForReadiness(const client::KernelEvalClient& client, bool want) {
@@ -182,3 +306,14 @@ INSTANTIATE_TEST_SUITE_P(Isolation, ServiceGpuTest,
 
 }  // namespace
 }  // namespace kerneleval::testing
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  for (int i = 1; i < argc; ++i) {
+    constexpr const char* kFlag = "--suites-dir=";
+    if (std::strncmp(argv[i], kFlag, std::strlen(kFlag)) == 0) {
+      kerneleval::testing::g_suites_dir = argv[i] + std::strlen(kFlag);
+    }
+  }
+  return RUN_ALL_TESTS();
+}

@@ -1,0 +1,131 @@
+#include "server/measurement_checks.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace kerneleval::server {
+namespace {
+
+constexpr double kTrafficTolerance = 0.95;
+
+std::string Mb(double bytes) { return absl::StrFormat("%.2f MB", bytes / 1e6); }
+std::string Us(double seconds) { return absl::StrFormat("%.3f us", seconds * 1e6); }
+
+}  // namespace
+
+DeclaredBytes DeclaredReadWrite(const Problem& p) {
+  const std::uint64_t rows = p.TensorBytes();
+  DeclaredBytes d;
+  // OUTPUT reads hidden_states, residual, weight and writes output; the other modes also
+  // write residual_out (in place: over residual).
+  d.write = WritesResidual(p.mode) ? 2 * rows : rows;
+  d.read = 2 * rows + p.WeightBytes();
+  return d;
+}
+
+std::string MeasuredAs(v1::Timer timer, const MeasureOptions& options) {
+  std::string text;
+  switch (timer) {
+    case v1::TIMER_CUPTI:
+      text = "cupti";
+      break;
+    case v1::TIMER_CUDA_EVENTS:
+      text = "events";
+      break;
+    case v1::TIMER_HOST_CLOCK:
+      text = "host clock";
+      break;
+    default:
+      text = "unknown timer";
+  }
+  absl::StrAppend(&text, options.cold ? ", cold" : ", hot");
+  if (options.graph) absl::StrAppend(&text, ", graph x", std::max(1u, options.graph_calls));
+  if (options.rotate_inputs) absl::StrAppend(&text, ", rotate");
+  return text;
+}
+
+void AnnotateMeasurement(const Measurement& m, const Problem& problem, const v1::Device& device,
+                         const MeasureOptions& options, double median_seconds,
+                         v1::WorkloadResult* result, v1::Environment* env) {
+  const bool cold = options.cold;
+  result->set_measured_as(MeasuredAs(m.timer, options));
+  *result->mutable_clocks() = m.clocks;
+  *result->mutable_admission() = m.admission;
+  const bool throttled = (m.clocks.throttle_reasons() & ~kNonThrottlingReasons) != 0;
+  result->set_throttled(throttled);
+  if (throttled) {
+    result->add_integrity_flags(absl::StrCat(
+        "clocks held back while timing (", absl::StrJoin(m.clocks.throttle_reason_names(), ", "),
+        "): SM clock ", m.clocks.sm_mhz_min(), "-", m.clocks.sm_mhz_max(), " MHz"));
+  }
+  MergeClockSummary(m.clocks, env->mutable_clocks_during());
+
+  const DeclaredBytes declared = DeclaredReadWrite(problem);
+  const std::uint64_t l2 = device.l2_cache_bytes();
+  if (options.measure_dram_bytes) {
+    v1::DramTraffic& d = *result->mutable_dram();
+    d = m.dram;
+    if (!d.available() && d.unavailable_reason().empty()) {
+      d.set_unavailable_reason("counters unavailable on this device (no DRAM counters here)");
+    }
+    d.set_declared_read_bytes(declared.read);
+    d.set_declared_write_bytes(declared.write);
+    if (d.available() && median_seconds > 0) {
+      d.set_bytes_per_second((d.read_bytes() + d.write_bytes()) / median_seconds);
+    }
+    if (d.available() && cold) {
+      if (d.read_bytes() < kTrafficTolerance * static_cast<double>(declared.read)) {
+        result->add_integrity_flags(absl::StrCat("DRAM reads ", Mb(d.read_bytes()),
+                                                 " per call, below the ", Mb(declared.read),
+                                                 " the definition must read"));
+      }
+      const double must_write = static_cast<double>(declared.write) - static_cast<double>(l2);
+      if (must_write > 0 && d.write_bytes() < kTrafficTolerance * must_write) {
+        result->add_integrity_flags(absl::StrCat(
+            "DRAM writes ", Mb(d.write_bytes()), " per call, below the ", Mb(must_write),
+            " the definition must write even with the whole L2 (", Mb(l2), ") left dirty"));
+      }
+    }
+  }
+
+  const double bytes = static_cast<double>(declared.read + declared.write);
+  const double peak = device.peak_bytes_per_second();
+  if (peak > 0 && median_seconds > 0 && (cold || bytes > static_cast<double>(l2))) {
+    const double floor = bytes / peak;
+    if (median_seconds < floor) {
+      result->add_integrity_flags(absl::StrCat("median ", Us(median_seconds),
+                                               " is below the analytic floor ", Us(floor),
+                                               " (declared bytes / attribute peak)"));
+    }
+  }
+}
+
+void MergeClockSummary(const v1::ClockSummary& part, v1::ClockSummary* total) {
+  if (part.samples() == 0) return;
+  if (total->samples() == 0) {
+    *total = part;
+    return;
+  }
+  const double n = total->samples(), k = part.samples();
+  total->set_sm_mhz_mean((total->sm_mhz_mean() * n + part.sm_mhz_mean() * k) / (n + k));
+  total->set_samples(total->samples() + part.samples());
+  total->set_sm_mhz_min(std::min(total->sm_mhz_min(), part.sm_mhz_min()));
+  total->set_sm_mhz_max(std::max(total->sm_mhz_max(), part.sm_mhz_max()));
+  total->set_memory_mhz_min(std::min(total->memory_mhz_min(), part.memory_mhz_min()));
+  total->set_memory_mhz_max(std::max(total->memory_mhz_max(), part.memory_mhz_max()));
+  total->set_throttle_reasons(total->throttle_reasons() | part.throttle_reasons());
+  for (const std::string& name : part.throttle_reason_names()) {
+    const auto& names = total->throttle_reason_names();
+    if (std::find(names.begin(), names.end(), name) == names.end()) {
+      total->add_throttle_reason_names(name);
+    }
+  }
+  total->set_temperature_c_max(std::max(total->temperature_c_max(), part.temperature_c_max()));
+  total->set_power_watts_max(std::max(total->power_watts_max(), part.power_watts_max()));
+}
+
+}  // namespace kerneleval::server

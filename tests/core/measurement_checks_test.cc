@@ -1,0 +1,169 @@
+// The checks a skeptic makes of a measurement: DRAM traffic against the declared bytes (with
+// writes allowed to stay dirty in L2), the analytic floor, throttled clocks, and the label
+// that says how each number was measured.
+#include "server/measurement_checks.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace kerneleval::server {
+namespace {
+
+constexpr std::uint64_t kL2 = 62'914'560;  // H200
+constexpr double kPeak = 4.814e12;         // H200 attribute peak, bytes/s
+
+v1::Device H200() {
+  v1::Device d;
+  d.set_l2_cache_bytes(kL2);
+  d.set_peak_bytes_per_second(kPeak);
+  return d;
+}
+
+Problem H2048(std::int64_t batch) {
+  Problem p;
+  p.dtype = DType::kBF16;
+  p.mode = Mode::kOutput;
+  p.batch = batch;
+  p.hidden = 2048;
+  return p;
+}
+
+MeasureOptions Cold() {
+  MeasureOptions o;
+  o.cold = true;
+  o.measure_dram_bytes = true;
+  return o;
+}
+
+Measurement WithDram(double read, double write) {
+  Measurement m;
+  m.timer = v1::TIMER_CUPTI;
+  m.dram.set_available(true);
+  m.dram.set_read_bytes(read);
+  m.dram.set_write_bytes(write);
+  m.dram.set_windows(3);
+  m.dram.set_cold(true);
+  return m;
+}
+
+bool HasFlag(const v1::WorkloadResult& r, const std::string& text) {
+  for (const std::string& f : r.integrity_flags()) {
+    if (f.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(MeasurementChecks, DeclaredBytesSplitIntoReadsAndWrites) {
+  const DeclaredBytes d = DeclaredReadWrite(H2048(16254));
+  EXPECT_EQ(d.read, 2ull * 16254 * 2048 * 2 + 2048 * 2);
+  EXPECT_EQ(d.write, 1ull * 16254 * 2048 * 2);
+  Problem in_place = H2048(3);
+  in_place.mode = Mode::kInPlace;
+  EXPECT_EQ(DeclaredReadWrite(in_place).write, 2ull * 3 * 2048 * 2);
+}
+
+// The fused kernel at B = 16254 on an H200 (Nsight Compute, PERFORMANCE.md): reads exactly
+// what it must, 45 MB of its 66.6 MB of writes inside the kernel, 44.5 us.
+TEST(MeasurementChecks, AnHonestKernelWithWritesLeftInL2IsNotFlagged) {
+  const Problem p = H2048(16254);
+  const DeclaredBytes d = DeclaredReadWrite(p);
+  v1::WorkloadResult r;
+  v1::Environment env;
+  AnnotateMeasurement(WithDram(d.read + 1e5, 45.0e6), p, H200(), Cold(), 44.5e-6, &r, &env);
+  EXPECT_EQ(r.integrity_flags_size(), 0) << r.integrity_flags(0);
+  EXPECT_EQ(r.dram().declared_read_bytes(), d.read);
+  EXPECT_EQ(r.dram().declared_write_bytes(), d.write);
+  EXPECT_NEAR(r.dram().bytes_per_second(), (d.read + 1e5 + 45.0e6) / 44.5e-6, 1e3);
+  EXPECT_EQ(r.measured_as(), "cupti, cold");
+}
+
+TEST(MeasurementChecks, HalfTheRowsIsFlaggedAndSoIsATimeBelowTheFloor) {
+  const Problem p = H2048(16254);
+  const DeclaredBytes d = DeclaredReadWrite(p);
+  v1::WorkloadResult r;
+  v1::Environment env;
+  AnnotateMeasurement(WithDram(d.read / 2.0, 0.0), p, H200(), Cold(), 22e-6, &r, &env);
+  EXPECT_TRUE(HasFlag(r, "DRAM reads")) << r.DebugString();
+  // 66.6 MB declared, 62.9 MB may stay in L2: writing nothing is still short of 3.7 MB.
+  EXPECT_TRUE(HasFlag(r, "DRAM writes")) << r.DebugString();
+  EXPECT_TRUE(HasFlag(r, "below the analytic floor")) << r.DebugString();
+}
+
+TEST(MeasurementChecks, SmallBatchesMayLeaveEveryWriteInL2) {
+  const Problem p = H2048(79);
+  const DeclaredBytes d = DeclaredReadWrite(p);
+  v1::WorkloadResult r;
+  v1::Environment env;
+  AnnotateMeasurement(WithDram(d.read, 0.0), p, H200(), Cold(), 1.9e-6, &r, &env);
+  EXPECT_EQ(r.integrity_flags_size(), 0) << r.integrity_flags(0);
+}
+
+TEST(MeasurementChecks, HotResultsThatFitInL2AreNotHeldToTheDramFloor) {
+  Problem p = H2048(2048);  // 25 MB, fits a 60 MiB L2
+  MeasureOptions hot;
+  hot.cold = false;
+  hot.graph = true;
+  hot.graph_calls = 50;
+  Measurement m;
+  m.timer = v1::TIMER_CUDA_EVENTS;
+  v1::WorkloadResult r;
+  v1::Environment env;
+  AnnotateMeasurement(m, p, H200(), hot, 1e-6, &r, &env);
+  EXPECT_EQ(r.integrity_flags_size(), 0);
+  EXPECT_EQ(r.measured_as(), "events, hot, graph x50");
+  EXPECT_FALSE(r.has_dram());  // not asked for
+}
+
+TEST(MeasurementChecks, UnavailableCountersSaySoAndAreNeverZeroes) {
+  const Problem p = H2048(16254);
+  Measurement m;
+  m.timer = v1::TIMER_CUPTI;
+  m.dram.set_unavailable_reason("counters unavailable on this machine: LibraryNotLoaded");
+  v1::WorkloadResult r;
+  v1::Environment env;
+  AnnotateMeasurement(m, p, H200(), Cold(), 44e-6, &r, &env);
+  EXPECT_FALSE(r.dram().available());
+  EXPECT_EQ(r.dram().unavailable_reason(), m.dram.unavailable_reason());
+  EXPECT_EQ(r.integrity_flags_size(), 0);
+
+  Measurement cpu;  // a backend with no counters at all
+  cpu.timer = v1::TIMER_HOST_CLOCK;
+  v1::WorkloadResult c;
+  AnnotateMeasurement(cpu, p, v1::Device(), Cold(), 1e-3, &c, &env);
+  EXPECT_FALSE(c.dram().available());
+  EXPECT_NE(c.dram().unavailable_reason().find("counters unavailable"), std::string::npos);
+}
+
+TEST(MeasurementChecks, ThrottledClocksAreFlaggedAndFoldedIntoTheEnvironment) {
+  const Problem p = H2048(64);
+  Measurement m;
+  m.timer = v1::TIMER_CUPTI;
+  m.clocks.set_samples(4);
+  m.clocks.set_sm_mhz_min(1410);
+  m.clocks.set_sm_mhz_max(1980);
+  m.clocks.set_sm_mhz_mean(1700);
+  m.clocks.set_throttle_reasons(0x1 | 0x20);  // idle (benign) and SW thermal slowdown
+  m.clocks.add_throttle_reason_names("sw_thermal_slowdown");
+  v1::WorkloadResult r;
+  v1::Environment env;
+  env.mutable_clocks_during()->set_samples(2);
+  env.mutable_clocks_during()->set_sm_mhz_mean(1980);
+  env.mutable_clocks_during()->set_sm_mhz_min(1980);
+  env.mutable_clocks_during()->set_sm_mhz_max(1980);
+  AnnotateMeasurement(m, p, H200(), Cold(), 2e-6, &r, &env);
+  EXPECT_TRUE(r.throttled());
+  EXPECT_TRUE(HasFlag(r, "clocks held back"));
+  EXPECT_EQ(env.clocks_during().samples(), 6u);
+  EXPECT_EQ(env.clocks_during().sm_mhz_min(), 1410u);
+  EXPECT_NEAR(env.clocks_during().sm_mhz_mean(), (2 * 1980 + 4 * 1700) / 6.0, 1e-9);
+
+  Measurement idle = m;
+  idle.clocks.set_throttle_reasons(0x1);
+  v1::WorkloadResult calm;
+  AnnotateMeasurement(idle, p, H200(), Cold(), 2e-6, &calm, &env);
+  EXPECT_FALSE(calm.throttled());
+}
+
+}  // namespace
+}  // namespace kerneleval::server
