@@ -3,13 +3,21 @@
 # library they need that is not part of glibc, libstdc++ or the NVIDIA driver into
 # bundle/gpu (and bundle/gpu.tgz), so that they run on a GPU machine that has no gRPC,
 # protobuf or Abseil. Then: scripts/gpu-run.sh there, from the repository root.
+#
+# Also, for the peers of scripts/torch_peers.py (the GPU machine has no internet):
+#   FLASHINFER_INCLUDE=<flashinfer-python wheel>/flashinfer/data/include builds FlashInfer's
+#     CUDA FusedAddRMSNorm into bundle/gpu/lib/libkerneleval_flashinfer.so;
+#   PEER_WHEELS=<folder> copies its wheels (liger-kernel) into bundle/gpu/wheels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build-gpu}
-cmake -S . -B "$build_dir" -DKERNELEVAL_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
 targets=(kerneleval-server kerneleval-device-host kerneleval kernels_gpu_test service_gpu_test
          kerneleval-kernel-bench rpc_overhead_bench)
-cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
+# BUNDLE_ONLY=1: gather what "$build_dir" already holds (a missing target is skipped).
+if [ -z "${BUNDLE_ONLY:-}" ]; then
+  cmake -S . -B "$build_dir" -DKERNELEVAL_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
+fi
 
 bundle=bundle/gpu
 rm -rf "$bundle"
@@ -25,7 +33,24 @@ done | sort -u | while read -r lib; do
   name=$(basename "$lib")
   [[ "$name" =~ $skip ]] || cp -L "$lib" "$bundle/lib/"
 done
+# CUPTI's range profiler (DRAM bytes) opens these at run time; ldd does not list them.
+cupti=$(find "$bundle/lib" -name 'libcupti.so*' | head -n 1)
+if [ -n "$cupti" ]; then
+  cupti_dir=$(dirname "$(ldd "$bundle/bin/kerneleval-device-host" | awk '/libcupti/ {print $3}')")
+  for lib in libnvperf_host.so libnvperf_target.so; do
+    if [ -f "$cupti_dir/$lib" ]; then cp -L "$cupti_dir/$lib" "$bundle/lib/"; fi
+  done
+fi
+if [ -n "${FLASHINFER_INCLUDE:-}" ]; then
+  nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -gencode arch=compute_90a,code=sm_90a \
+    -gencode arch=compute_100a,code=sm_100a -I"$FLASHINFER_INCLUDE" \
+    -o "$bundle/lib/libkerneleval_flashinfer.so" scripts/peers/flashinfer_add_rmsnorm.cu
+fi
+if [ -n "${PEER_WHEELS:-}" ]; then
+  mkdir -p "$bundle/wheels"
+  cp "$PEER_WHEELS"/*.whl "$bundle/wheels/"
+fi
 # Stripped and compressed, the bundle travels well under the 64 MiB a device call carries.
-strip --strip-unneeded "$bundle"/bin/* "$bundle"/lib/* 2>/dev/null || true
+strip --strip-unneeded "$bundle"/bin/* "$bundle"/lib/*.so* 2>/dev/null || true
 tar -C bundle -czf bundle/gpu.tgz gpu
 du -sh "$bundle" bundle/gpu.tgz

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine from the repository root with bundle/gpu (scripts/gpu-bundle.sh):
-# the GPU tests, the project's benchmark through the real server and client (cold and
-# graph protocols, both suites, a back-to-back repeat), Nsight Compute as an independent
-# timer, and PyTorch eager / torch.compile on the same shapes. Results go to $OUT (or
+# Runs on the GPU machine from the repository root (or any folder holding scripts/, suites/
+# and bundle/gpu from scripts/gpu-bundle.sh): the GPU tests, the project's benchmark through
+# the real server and client, and the peers, all in one run. Results go to $OUT (or
 # ./gpu-results); results.md there is the entry for docs/results/.
+#
+#   1. GPU tests (kernels_gpu_test, service_gpu_test).
+#   2. A server as it starts by default (CUPTI available): graph replay, three back-to-back
+#      cold runs of both suites, DRAM bytes of both suites with the test-only lazy
+#      implementation beside the fused kernel, events-timed cold, the fault and recovery.
+#   3. The same binary with --disable-cupti: graph replay, to compare with 2.
+#   4. The kernel microbenchmark and the peers (torch eager / compile, Liger, FlashInfer).
+#   5. Nsight Compute: time and DRAM bytes of the fused kernel, an independent count.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu-env.sh
@@ -15,41 +22,70 @@ say '```'
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw \
   --format=csv 2>&1 | tee -a "$log"
 say '```'
+if [ -d "$bundle/wheels" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/peer-site "$bundle"/wheels/*.whl >/dev/null 2>&1 &&
+    export PYTHONPATH=/tmp/peer-site${PYTHONPATH:+:$PYTHONPATH}
+fi
 
 section "GPU tests"
 for t in kernels_gpu_test service_gpu_test; do
-  "$bin/$t" --gtest_brief=1 >"$out/$t.log" 2>&1
-  say "- $t: exit $? ($(grep -E '^\[  (PASSED|FAILED)' "$out/$t.log" | tr '\n' ' '))"
+  timeout 300 "$bin/$t" --gtest_brief=1 >"$out/$t.log" 2>&1
+  say "- $t: exit $? ($(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$out/$t.log" | tr '\n' ' '))"
+  grep -E '^\[  FAILED|^\[  SKIPPED|Skipped|counters unavailable' "$out/$t.log" | head -n 8 | sed 's/^/    /' | tee -a "$log"
 done
 
-section "Benchmarks through the service (kerneleval-server on cuda:0 and every GPU, kerneleval bench)"
-"$bin/kerneleval-server" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --device cuda \
-  --suites-dir suites --port-file "$out/ports.json" --enable-fault-injection --telemetry-seconds 1 \
-  2>"$out/server.log" &
-server_pid=$!
-for _ in $(seq 1 600); do [ -s "$out/ports.json" ] && break; sleep 0.1; done
-port=$(sed -E 's/.*"grpc_port": *([0-9]+).*/\1/' "$out/ports.json")
-mport=$(sed -E 's/.*"metrics_port": *([0-9]+).*/\1/' "$out/ports.json")
-cli=("$bin/kerneleval" --target "127.0.0.1:$port" --deadline 600)
-for _ in $(seq 1 600); do "${cli[@]}" health --service readiness >/dev/null 2>&1 && break; sleep 0.2; done
+server_pid=""
+start_server() {  # name, then server flags
+  local name=$1
+  shift
+  rm -f "$out/ports-$name.json"
+  "$bin/kerneleval-server" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --device cuda:0 \
+    --suites-dir suites --port-file "$out/ports-$name.json" "$@" 2>"$out/server-$name.log" &
+  server_pid=$!
+  for _ in $(seq 1 600); do [ -s "$out/ports-$name.json" ] && break; sleep 0.1; done
+  port=$(sed -E 's/.*"grpc_port": *([0-9]+).*/\1/' "$out/ports-$name.json")
+  mport=$(sed -E 's/.*"metrics_port": *([0-9]+).*/\1/' "$out/ports-$name.json")
+  cli=("$bin/kerneleval" --target "127.0.0.1:$port" --deadline 600)
+  for _ in $(seq 1 600); do "${cli[@]}" health --service readiness >/dev/null 2>&1 && break; sleep 0.2; done
+}
+stop_server() {
+  kill -TERM "$server_pid"
+  wait "$server_pid"
+  say "- server exit after SIGTERM: $?"
+}
+compare() {  # title, then LABEL=report.json ...
+  say ""
+  say "#### $1"
+  shift
+  say '```'
+  python3 scripts/compare_reports.py "$@" | tee -a "$log"
+  say '```'
+}
+
+h2048=(--suite fused_add_rmsnorm_h2048)
+liger=(--suite liger_fused_add_rmsnorm)
+graph=(--graph --graph-calls 50 --hot --repetitions 50)
+
+section "A default server (CUPTI available, attached only for windows that ask for it)"
+start_server default --enable-fault-injection --telemetry-seconds 1
 "${cli[@]}" devices | tee -a "$log"
-d0=(--device cuda:0)
-bench h2048_cold --suite fused_add_rmsnorm_h2048 "${d0[@]}" --cold --repetitions 100
-bench h2048_cold_repeat --suite fused_add_rmsnorm_h2048 "${d0[@]}" --cold --repetitions 100
-# Graph replay as the peers measure it (inputs stay in L2 where they fit), and with
-# rotation so that large batches stream from HBM on every call.
-bench h2048_graph --suite fused_add_rmsnorm_h2048 "${d0[@]}" --graph --graph-calls 50 --hot --repetitions 50
-bench h2048_graph_rotate --suite fused_add_rmsnorm_h2048 "${d0[@]}" --graph --graph-calls 50 --hot --rotate --repetitions 50
-bench h2048_events --suite fused_add_rmsnorm_h2048 "${d0[@]}" --cold --timer events --repetitions 100
-bench liger_cold --suite liger_fused_add_rmsnorm "${d0[@]}" --cold --repetitions 30 --measure-copy
-# Every local GPU at once, through the same client path the scheduled CronJob uses.
-bench h2048_all_devices --suite fused_add_rmsnorm_h2048 --all-devices --repetitions 30
+bench h2048_graph "${h2048[@]}" "${graph[@]}"
+# An idle spell first, so that the first workload's admission starts from a resting clock.
+sleep 20
+for i in 1 2 3; do bench "h2048_cold_$i" "${h2048[@]}" --cold --repetitions 100; done
+for i in 1 2 3; do bench "liger_cold_$i" "${liger[@]}" --cold --repetitions 30; done
+bench h2048_dram "${h2048[@]}" --cold --repetitions 30 --measure-dram-bytes \
+  --impl cuda_fused --impl lazy_half_rows
+bench liger_dram "${liger[@]}" --cold --repetitions 10 --measure-dram-bytes
+bench h2048_graph_rotate_dram "${h2048[@]}" "${graph[@]}" --rotate --measure-dram-bytes
+bench h2048_events "${h2048[@]}" --cold --timer events --repetitions 100
+bench h2048_graph_after "${h2048[@]}" "${graph[@]}"
 
 section "Device fault and recovery (test-only fault injection)"
 say '```'
 "${cli[@]}" run --device cuda:0 --impl fault_illegal_address --batch 4 --hidden 2048 2>&1 | tee -a "$log"
 say "fault run exit: ${PIPESTATUS[0]}"
-"${cli[@]}" health --service readiness 2>&1 | tee -a "$log"
 for i in $(seq 1 100); do
   "${cli[@]}" health --service readiness >/dev/null 2>&1 && { say "readiness SERVING again after ~$((i / 5)) s"; break; }
   sleep 0.2
@@ -57,32 +93,50 @@ done
 "${cli[@]}" run --device cuda:0 --batch 79 --hidden 2048 --check --repetitions 10 2>&1 | tee -a "$log"
 say "run after recovery exit: ${PIPESTATUS[0]}"
 say '```'
-say "- server log: $(grep -c . "$out/server.log") lines; recovery: $(grep 'recovery attempt' "$out/server.log" | tr '\n' ' ')"
 curl -s "127.0.0.1:$mport/metrics" >"$out/metrics.txt" 2>/dev/null ||
   python3 -c "import urllib.request,sys;sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$mport/metrics').read().decode())" >"$out/metrics.txt"
 say "- metrics scrape: $(grep -c '^kerneleval_gpu_' "$out/metrics.txt") kerneleval_gpu_* series"
-kill -TERM "$server_pid"
-wait "$server_pid"
-say "- server exit after SIGTERM: $?"
+stop_server
 
-section "Independent timing: Nsight Compute gpu__time_duration (--clock-control none, caches flushed)"
+section "The same binary with --disable-cupti"
+start_server nocupti --disable-cupti
+bench h2048_graph_nocupti "${h2048[@]}" "${graph[@]}"
+stop_server
+
+section "The same binary, NVML read only before and after each measurement (KERNELEVAL_CLOCK_SAMPLE_MS=0)"
+KERNELEVAL_CLOCK_SAMPLE_MS=0 start_server nosample
+bench h2048_cold_nosample "${h2048[@]}" --cold --repetitions 100
+stop_server
+
+section "Comparisons"
+compare "graph replay: default server (before and after its CUPTI windows) vs --disable-cupti" \
+  default="$out/h2048_graph.json" nocupti="$out/h2048_graph_nocupti.json"
+compare "graph replay on the default server: before vs after CUPTI windows and DRAM counters" \
+  before="$out/h2048_graph.json" after="$out/h2048_graph_after.json"
+compare "h2048 cold, three back-to-back runs" \
+  run1="$out/h2048_cold_1.json" run2="$out/h2048_cold_2.json" run3="$out/h2048_cold_3.json"
+compare "h2048 cold: NVML sampled every 10 ms while timing vs only before and after" \
+  sampled="$out/h2048_cold_3.json" unsampled="$out/h2048_cold_nosample.json"
+compare "liger cold, three back-to-back runs" \
+  run1="$out/liger_cold_1.json" run2="$out/liger_cold_2.json" run3="$out/liger_cold_3.json"
+
+section "Kernel microbenchmark and peers (same shapes, same flushes, spin before every start event)"
+say '```'
+timeout 120 "$bin/kerneleval-kernel-bench" --flush=read 2>&1 | tee -a "$log"
+flashinfer_lib="$bundle/lib/libkerneleval_flashinfer.so"
+PYTHONUNBUFFERED=1 timeout 420 python3 scripts/torch_peers.py --json "$out/peers.json" \
+  $([ -f "$flashinfer_lib" ] && echo --flashinfer-lib "$flashinfer_lib") 2>&1 | tee -a "$log"
+say '```'
+
+section "Independent timing and traffic: Nsight Compute (--clock-control none, caches flushed)"
 say '```'
 if command -v ncu >/dev/null; then
-  ncu --clock-control none --cache-control all --metrics gpu__time_duration.sum \
+  timeout 240 ncu --clock-control none --cache-control all \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
     --csv "$bin/kerneleval-kernel-bench" --ncu --no-unfused >"$out/ncu.csv" 2>"$out/ncu.err"
   say "exit $?"
   python3 scripts/ncu_summary.py "$out/ncu.csv" | tee -a "$log"
-  say "(same, --cache-control none: caches left warm)"
-  ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum \
-    --csv "$bin/kerneleval-kernel-bench" --ncu --no-unfused >"$out/ncu-warm.csv" 2>/dev/null
-  python3 scripts/ncu_summary.py "$out/ncu-warm.csv" | tee -a "$log"
 else
   say "ncu not found"
 fi
-say '```'
-
-section "Kernel microbenchmark and PyTorch peers (same shapes, same protocols)"
-say '```'
-"$bin/kerneleval-kernel-bench" 2>&1 | tee -a "$log"
-PYTHONUNBUFFERED=1 python3 scripts/torch_peers.py --json "$out/torch.json" 2>&1 | tee -a "$log"
 say '```'

@@ -1,22 +1,32 @@
 #!/usr/bin/env python3
-"""PyTorch peers of the fused residual-add + RMSNorm kernel: eager and torch.compile.
+"""Peers of the fused residual-add + RMSNorm kernel, measured as kerneleval measures itself.
 
-The op is OUTPUT mode with the project's numerics: s = x + r in fp32, variance and
-normalization from the fp32 s, one rounding at the end. Inputs are random normal values of
-the dtype. Two protocols, the same as kerneleval-kernel-bench:
+Peers: PyTorch eager and torch.compile (OUTPUT mode, the project's numerics: s = x + r in
+fp32, one rounding at the end), Liger-Kernel's fused_add_rms_norm (Triton; writes output,
+residual and a per-row rstd) and FlashInfer's CUDA FusedAddRMSNorm (in place: residual <- s,
+input <- output; PDL on), the last two where installed / built.
 
-  cold   L2 flushed before every call (zeroing a buffer of 2x the L2 size, as
-         triton.testing.do_bench does), CUDA events around one call, median of --reps.
-         Events include the host time of launching the call's kernels when that exceeds the
-         flush (small batches, torch.compile's guards): compare small batches on graph times.
-  graph  --graph-calls calls captured in one torch.cuda.CUDAGraph, replayed; per-call time,
-         median over the replays. Inputs rotate over copies when one call's bytes exceed
-         L2/2, as in the kernel benchmark.
+Protocols, the same for every peer:
+
+  cold-read   L2 flushed before every call by READING 2x the L2 size (a sum over a buffer,
+              as kerneleval's flush kernel reads), outside the window.
+  cold-write  the same with a WRITE flush (zeroing the buffer, as triton.testing.do_bench).
+  graph       --graph-calls calls captured in one torch.cuda.CUDAGraph, events around the
+              replay, per-call time = replay / calls; inputs rotate over copies when one
+              call's bytes exceed L2/2.
+
+Before every start event the device spins (torch.cuda._sleep, --spin-us) so that the host
+has queued the call and the stop event by the time the start event is reached: without it
+the events time the host's launch (cold Python numbers were host-bound, 22-91 us).
+kerneleval does the same: its hot and graph calls run behind a stream gate kernel, and its
+cold calls behind the flush kernel. Median (and min) of --reps samples.
 
 Usage: python3 scripts/torch_peers.py [--batches 1,6,34] [--hidden 2048] [--json PATH]
+       [--flashinfer-lib bundle/gpu/lib/libkerneleval_flashinfer.so]
 """
 
 import argparse
+import ctypes
 import json
 import statistics
 import sys
@@ -47,14 +57,68 @@ def attribute_peak_gbps():
         return None
 
 
-def time_cold(fn, args, flush, reps, warmup=5):
+class Peer:
+    """A callable on (x, r, w) with what it writes, for bytes and the correctness check."""
+
+    def __init__(self, name, fn, tensors_moved, in_place=False, note=""):
+        self.name, self.fn, self.tensors_moved, self.in_place, self.note = (
+            name, fn, tensors_moved, in_place, note)
+
+
+def liger_peer():
+    try:
+        from liger_kernel.ops.fused_add_rms_norm import fused_add_rms_norm_forward
+    except Exception as e:  # not installed: say so in the results
+        return None, f"Liger-Kernel unavailable: {e}"
+
+    def fn(x, r, w):
+        y, _s, _rstd, *_ = fused_add_rms_norm_forward(x, r, w, EPS, 0.0, "llama")
+        return y
+
+    # Reads x, r, w; writes output, residual (S) and an fp32 rstd per row.
+    return Peer("liger", fn, 4, note="writes output + residual + rstd"), ""
+
+
+def flashinfer_peer(lib_path):
+    if not lib_path:
+        return None, "FlashInfer unavailable: no --flashinfer-lib"
+    try:
+        lib = ctypes.CDLL(lib_path)
+    except OSError as e:
+        return None, f"FlashInfer unavailable: {e}"
+    call = lib.kerneleval_flashinfer_fused_add_rmsnorm_bf16
+    call.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32,
+                     ctypes.c_uint32, ctypes.c_float, ctypes.c_int, ctypes.c_void_p]
+    call.restype = ctypes.c_int
+
+    def fn(x, r, w):
+        err = call(x.data_ptr(), r.data_ptr(), w.data_ptr(), x.shape[0], x.shape[1], EPS, 1,
+                   torch.cuda.current_stream().cuda_stream)
+        if err != 0:
+            raise RuntimeError(f"FlashInfer FusedAddRMSNorm: cudaError {err}")
+        return x
+
+    # In place: reads x, r, w; writes x (output) and r (residual).
+    return Peer("flashinfer", fn, 4, in_place=True, note="in place, PDL on"), ""
+
+
+def spin_cycles(spin_us):
+    """Cycles of torch.cuda._sleep lasting at least spin_us at any SM clock up to 2 GHz."""
+    return int(spin_us * 2000)
+
+
+def time_cold(peer, args, flush, write_flush, reps, spin, warmup=5):
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for i in range(-warmup, reps):
-        flush.zero_()
+        if write_flush:
+            flush.zero_()
+        else:
+            flush.sum(dtype=torch.int32)  # reads 2x L2
+        torch.cuda._sleep(spin)
         if i >= 0:
             starts[i].record()
-        fn(*args)
+        peer.fn(*args)
         if i >= 0:
             ends[i].record()
     torch.cuda.synchronize()
@@ -62,23 +126,24 @@ def time_cold(fn, args, flush, reps, warmup=5):
     return statistics.median(times), min(times)
 
 
-def time_graph(fn, sets, calls, replays):
+def time_graph(peer, sets, calls, replays, spin):
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         for i in range(3):
-            fn(*sets[i % len(sets)])
+            peer.fn(*sets[i % len(sets)])
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     outputs = []
     with torch.cuda.graph(graph):
         for i in range(calls):
-            outputs.append(fn(*sets[i % len(sets)]))
+            outputs.append(peer.fn(*sets[i % len(sets)]))
     graph.replay()
     graph.replay()
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(replays)]
     for i in range(replays):
+        torch.cuda._sleep(spin)
         starts[i].record()
         graph.replay()
         ends[i].record()
@@ -86,11 +151,12 @@ def time_graph(fn, sets, calls, replays):
     return statistics.median(s.elapsed_time(e) * 1e3 / calls for s, e in zip(starts, ends))
 
 
-def check(fn, x, r, w, tol):
+def check(peer, x, r, w, tol):
     """Largest |out - ref| / (tol + tol |ref|) against an fp64 reference (pass: <= 1)."""
-    out = fn(x, r, w).double()
     s = x.double() + r.double()
     ref = s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + EPS) * w.double()
+    xc, rc = x.clone(), r.clone()  # in-place peers overwrite their inputs
+    out = peer.fn(xc, rc, w).double()
     err = (out - ref).abs() / (tol + tol * ref.abs())
     return float(err.max()) if torch.isfinite(err).all() else float("inf")
 
@@ -102,8 +168,11 @@ def main():
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--graph-calls", type=int, default=50)
-    parser.add_argument("--graph-replays", type=int, default=20)
-    parser.add_argument("--no-compile", action="store_true", help="eager only")
+    parser.add_argument("--graph-replays", type=int, default=50)
+    parser.add_argument("--spin-us", type=float, default=200.0,
+                        help="device spin before every start event, microseconds")
+    parser.add_argument("--no-compile", action="store_true", help="no torch.compile peer")
+    parser.add_argument("--flashinfer-lib", help="libkerneleval_flashinfer.so (gpu-bundle.sh)")
     parser.add_argument("--json", help="also write the results to this file")
     opts = parser.parse_args()
 
@@ -115,52 +184,69 @@ def main():
     props = torch.cuda.get_device_properties(0)
     l2 = props.L2_cache_size
     peak = attribute_peak_gbps()
+    spin = spin_cycles(opts.spin_us)
     protocol = (
-        f"timer: CUDA events (torch.cuda.Event). cold: L2 flushed before each call by zeroing "
-        f"{2 * l2 / 2**20:.0f} MiB (2x L2), events around one call, median (and min) of "
-        f"{opts.reps} after 5 warm-ups. graph: {opts.graph_calls} calls in one "
-        f"torch.cuda.CUDAGraph, median per-call time over {opts.graph_replays} replays; inputs "
-        f"rotated over copies when one call's bytes exceed L2/2."
+        f"timer: CUDA events (torch.cuda.Event), each start event behind a {opts.spin_us:.0f} us "
+        f"device spin (torch.cuda._sleep). cold-read: L2 flushed before each call by reading "
+        f"{2 * l2 / 2**20:.0f} MiB (2x L2, as kerneleval's flush kernel); cold-write: by zeroing "
+        f"it; events around one call, median (and min) of {opts.reps} after 5 warm-ups. graph: "
+        f"{opts.graph_calls} calls in one torch.cuda.CUDAGraph, events around the replay, median "
+        f"per-call time over {opts.graph_replays} replays; inputs rotated over copies when one "
+        f"call's bytes exceed L2/2. Inputs hot in graph replay where they fit in L2."
     )
     print(f"device: {props.name}, {props.multi_processor_count} SMs, L2 {l2 / 2**20:.1f} MiB, "
           f"attribute peak {peak:.1f} GB/s" if peak else f"device: {props.name} (no NVML peak)")
-    print(f"torch {torch.__version__}; op: {opts.dtype} output hidden {opts.hidden}, eps {EPS}")
+    print(f"torch {torch.__version__}; op: {opts.dtype} hidden {opts.hidden}, eps {EPS}")
     print(protocol)
 
-    impls = [("torch-eager", fused_add_rmsnorm)]
+    peers = [Peer("torch-eager", fused_add_rmsnorm, 3)]
     if not opts.no_compile:
-        impls.append(("torch-compile", torch.compile(fused_add_rmsnorm, dynamic=False)))
+        peers.append(Peer("torch-compile", torch.compile(fused_add_rmsnorm, dynamic=False), 3))
+    notes = []
+    for make in (liger_peer, lambda: flashinfer_peer(opts.flashinfer_lib)):
+        peer, why = make()
+        if peer is not None and (peer.name != "flashinfer" or dtype == torch.bfloat16):
+            peers.append(peer)
+        elif why:
+            notes.append(why)
+    for n in notes:
+        print(n)
 
     flush = torch.empty(2 * l2, dtype=torch.int8, device="cuda")
+    flush.fill_(1)
     gen = torch.Generator(device="cuda").manual_seed(0)
     w = torch.randn(opts.hidden, device="cuda", generator=gen).to(dtype)
     results = []
-    print(f"\n{'impl':<14} {'batch':>7} {'cold_us':>9} {'cold_min':>9} {'GB/s':>8} {'%peak':>6} "
-          f"{'graph_us':>9} {'GB/s':>8} {'%peak':>6} {'sets':>5} {'check':>6}")
+    print(f"\n{'impl':<14} {'batch':>7} {'cold_rd':>9} {'min':>8} {'cold_wr':>9} {'GB/s':>7} "
+          f"{'%peak':>6} {'graph':>9} {'GB/s':>7} {'%peak':>6} {'sets':>5} {'check':>6}")
     for batch in [int(b) for b in opts.batches.split(",")]:
-        bytes_moved = (3 * batch * opts.hidden + opts.hidden) * elem
+        one_call = (3 * batch * opts.hidden + opts.hidden) * elem
         sets = 1
-        if bytes_moved > l2 // 2:
-            sets = min(max(2, 3 * l2 // bytes_moved + 1), opts.graph_calls)
+        if one_call > l2 // 2:
+            sets = min(max(2, 3 * l2 // one_call + 1), opts.graph_calls)
         inputs = [
             (torch.randn(batch, opts.hidden, device="cuda", generator=gen).to(dtype),
              torch.randn(batch, opts.hidden, device="cuda", generator=gen).to(dtype), w)
             for _ in range(sets)
         ]
-        for name, fn in impls:
-            fn(*inputs[0])  # compile / warm up outside the timings
-            cold_us, cold_min = time_cold(fn, inputs[0], flush, opts.reps)
-            graph_us = time_graph(fn, inputs, opts.graph_calls, opts.graph_replays)
-            worst = check(fn, *inputs[0], TOLERANCE[opts.dtype])
-            cold_gbps = bytes_moved / (cold_us * 1e3)
-            graph_gbps = bytes_moved / (graph_us * 1e3)
+        for peer in peers:
+            # Bytes each peer moves by its own API (declared tensors once; rstd ignored).
+            moved = (peer.tensors_moved * batch * opts.hidden + opts.hidden) * elem
+            worst = check(peer, *inputs[0], TOLERANCE[opts.dtype])
+            peer.fn(*inputs[0])  # compile / warm up outside the timings
+            cold_rd, cold_min = time_cold(peer, inputs[0], flush, False, opts.reps, spin)
+            cold_wr, _ = time_cold(peer, inputs[0], flush, True, opts.reps, spin)
+            graph_us = time_graph(peer, inputs, opts.graph_calls, opts.graph_replays, spin)
+            cold_gbps = moved / (cold_rd * 1e3)
+            graph_gbps = moved / (graph_us * 1e3)
             pct = (lambda g: 100 * g / peak) if peak else (lambda g: float("nan"))
-            print(f"{name:<14} {batch:>7} {cold_us:>9.2f} {cold_min:>9.2f} {cold_gbps:>8.0f} "
-                  f"{pct(cold_gbps):>6.1f} {graph_us:>9.2f} {graph_gbps:>8.0f} "
+            print(f"{peer.name:<14} {batch:>7} {cold_rd:>9.2f} {cold_min:>8.2f} {cold_wr:>9.2f} "
+                  f"{cold_gbps:>7.0f} {pct(cold_gbps):>6.1f} {graph_us:>9.2f} {graph_gbps:>7.0f} "
                   f"{pct(graph_gbps):>6.1f} {sets:>5} {'ok' if worst <= 1 else 'FAIL':>6}")
             results.append({
-                "impl": name, "batch": batch, "hidden": opts.hidden, "dtype": opts.dtype,
-                "bytes_moved": bytes_moved, "cold_median_us": cold_us, "cold_min_us": cold_min,
+                "impl": peer.name, "note": peer.note, "batch": batch, "hidden": opts.hidden,
+                "dtype": opts.dtype, "bytes_moved": moved, "cold_read_flush_median_us": cold_rd,
+                "cold_read_flush_min_us": cold_min, "cold_write_flush_median_us": cold_wr,
                 "graph_per_call_us": graph_us, "cold_gbps": cold_gbps, "graph_gbps": graph_gbps,
                 "input_sets": sets, "check_ok": worst <= 1,
             })
@@ -168,7 +254,8 @@ def main():
     if opts.json:
         with open(opts.json, "w") as f:
             json.dump({"device": props.name, "torch": torch.__version__, "peak_gbps": peak,
-                       "protocol": protocol, "results": results}, f, indent=2)
+                       "protocol": protocol, "unavailable": notes, "results": results}, f,
+                      indent=2)
     return 0
 
 
