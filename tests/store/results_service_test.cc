@@ -143,6 +143,22 @@ TEST(ResultsStore, RealRunsCompareAndReproduce) {
   TestServer t = StartServer(StoreOptions(dir));
   Bench(t, {"cpu_fused"});
   Bench(t, {"cpu_fused"});
+  ASSERT_EQ(WaitForResults(t.target(), "store_small", 4), 4u);
+  // The second run was compared with the first on arrival: one gauge series per workload.
+  // Set just after the rows are committed: polled like the history.
+  std::string scrape;
+  double ratio = -1;
+  for (int i = 0; i < 100 && ratio < 0; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    scrape = ScrapeMetrics(t.server->metrics_port());
+    ratio = MetricValue(
+        scrape, "kerneleval_result_baseline_ratio",
+        {{"suite", "store_small"}, {"workload", "batch_size=17"}, {"implementation", "cpu_fused"}});
+  }
+  EXPECT_GT(ratio, 0) << scrape;
+  EXPECT_GE(MetricValue(scrape, "kerneleval_result_regression",
+                        {{"suite", "store_small"}, {"implementation", "cpu_fused"}}),
+            0);
   const nlohmann::json history =
       Json(Cli(t.target(), {"history", "--suite", "store_small", "--json"}));
   ASSERT_EQ(history["results"].size(), 4u) << history.dump();
@@ -163,6 +179,7 @@ TEST(ResultsStore, RealRunsCompareAndReproduce) {
   EXPECT_EQ(again["reproduced"]["status"], "RESULT_STATUS_PASSED") << again.dump();
   EXPECT_EQ(again["reproduced"]["samples_seconds"].size(), 20u);
   EXPECT_EQ(again["comparison"]["candidate_samples"], 20);
+  ASSERT_EQ(WaitForResults(t.target(), "store_small", 5), 5u);
   // The re-run went through Benchmark, so it is stored too.
   t.server->Shutdown(absl::Seconds(5));
   t.server.reset();

@@ -7,6 +7,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -73,6 +74,24 @@ inline CliResult Cli(const std::string& target, std::vector<std::string> args) {
   r.out = out.str();
   r.err = err.str();
   return r;
+}
+
+// Reports are written by the store's writer thread after the Benchmark answer: polls
+// `history` until `count` results of `suite` are visible (or 10 s pass).
+inline std::size_t WaitForResults(const std::string& target, const std::string& suite,
+                                  std::size_t count) {
+  std::size_t seen = 0;
+  for (int i = 0; i < 100 && seen < count; ++i) {
+    const CliResult r = Cli(target, {"history", "--suite", suite, "--json", "--limit", "1000"});
+    const std::string key = "\"id\"";
+    seen = 0;
+    for (std::size_t pos = r.out.find(key); pos != std::string::npos;
+         pos = r.out.find(key, pos + 1)) {
+      ++seen;
+    }
+    if (seen < count) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return seen;
 }
 
 // A stored-looking report of one implementation on two workloads, samples drawn from a
