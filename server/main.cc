@@ -63,7 +63,6 @@ bool WritePortFile(const std::string& path, int grpc_port, int metrics_port) {
 
 int main(int argc, char** argv) {
   kerneleval::SetLogProgram("kerneleval-server");
-  kerneleval::RouteProtobufLogs();
   kerneleval::server::ServerOptions o;
   o.suites_dir = DefaultSuitesDir();
   std::string port_file, token_file, metrics_auth_file;

@@ -18,6 +18,7 @@
 #include "server/kerneleval_service.h"
 #include "server/oip/oip_service.h"
 #include "server/store/results_service.h"
+#include "common/log.h"
 #include "common/suites.h"
 
 namespace kerneleval::server {
@@ -164,6 +165,9 @@ KernelEvalServer::~KernelEvalServer() { Shutdown(absl::Seconds(5)); }
 
 absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
     const ServerOptions& options, std::vector<std::unique_ptr<Backend>> backends) {
+  // Protobuf's complaints about a client's bytes (invalid UTF-8) are client faults, not
+  // ERROR lines a client could produce at will; wherever the server runs, main or a test.
+  RouteProtobufLogs();
   auto impl = std::make_unique<Impl>();
   Impl* s = impl.get();
   s->options = options;

@@ -365,9 +365,14 @@ TEST_F(BadInputTest, InvalidUtf8InAStringFieldIsInvalidArgument) {
       "\x04"
       "c\xc3\x28u",
       5);  // 0xc3 0x28: not UTF-8
+  ::testing::internal::CaptureStderr();
   const grpc::Status status = RawCall(server_->target(), kRunMethod, bytes, &reply);
+  const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
   EXPECT_NE(status.error_message().find("Run"), std::string::npos) << status.error_message();
+  // A client's bad bytes are its fault: logged at INFO (rate-limited), never as an ERROR.
+  EXPECT_EQ(log.find("ERROR"), std::string::npos) << log;
+  EXPECT_NE(log.find("client fault"), std::string::npos) << log;
   ExpectServesValidRun(77);
 }
 
