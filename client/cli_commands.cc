@@ -146,8 +146,7 @@ absl::Status BuildBenchRequest(const BenchFlags& flags, v1::BenchmarkRequest* re
     std::ostringstream text;
     text << file.rdbuf();
     if (!file) return absl::NotFoundError("cannot read '" + flags.suite_file + "'");
-    absl::StatusOr<v1::SuiteDefinition> suite =
-        ParseSuiteJson(text.str(), flags.suite_file);
+    absl::StatusOr<v1::SuiteDefinition> suite = ParseSuiteJson(text.str(), flags.suite_file);
     if (!suite.ok()) return suite.status();
     *request->mutable_custom_suite() = *std::move(suite);
   } else {

@@ -96,8 +96,9 @@ absl::Status ParseAxes(const json& axes, v1::SuiteDefinition* suite) {
   if (absl::Status s = ExpectObject(axes, "axes"); !s.ok()) return s;
   for (const auto& item : axes.items()) {
     if (!IsKnownAxis(item.key())) {
-      return Invalid(Join("axes", EchoKey(item.key())), absl::StrCat("unknown axis; the operation has ",
-                                                            kBatchAxis, " and ", kHiddenAxis));
+      return Invalid(
+          Join("axes", EchoKey(item.key())),
+          absl::StrCat("unknown axis; the operation has ", kBatchAxis, " and ", kHiddenAxis));
     }
   }
   for (const char* name : {kBatchAxis, kHiddenAxis}) {
@@ -185,8 +186,8 @@ absl::Status ParseTensors(const json& block, absl::string_view block_name,
       *dtype_owner = path;
     } else if (**dtype != *tensor_dtype) {
       return Invalid(Join(path, "dtype"),
-                     absl::StrCat(DTypeFileName(*tensor_dtype), " differs from ", *dtype_owner, "'s ",
-                                  DTypeFileName(**dtype), "; all tensors share one dtype"));
+                     absl::StrCat(DTypeFileName(*tensor_dtype), " differs from ", *dtype_owner,
+                                  "'s ", DTypeFileName(**dtype), "; all tensors share one dtype"));
     }
   }
   return absl::OkStatus();

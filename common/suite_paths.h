@@ -25,7 +25,9 @@ inline std::string Join(absl::string_view path, absl::string_view child) {
   return absl::StrCat(path, ".", child);
 }
 
-inline std::string Index(absl::string_view path, std::size_t i) { return absl::StrCat(path, "[", i, "]"); }
+inline std::string Index(absl::string_view path, std::size_t i) {
+  return absl::StrCat(path, "[", i, "]");
+}
 
 // A key of the client's text as a path element: as it is when short, bounded when long.
 inline std::string EchoKey(const std::string& key) {
@@ -45,7 +47,9 @@ inline bool IsValidSuiteName(absl::string_view name) {
   });
 }
 
-inline bool IsKnownAxis(absl::string_view name) { return name == kBatchAxis || name == kHiddenAxis; }
+inline bool IsKnownAxis(absl::string_view name) {
+  return name == kBatchAxis || name == kHiddenAxis;
+}
 
 inline std::string RangeText() { return absl::StrCat("1..", kMaxAxisValue); }
 

@@ -117,8 +117,8 @@ absl::Status ValidateSuite(const v1::SuiteDefinition& suite, std::string_view fi
                                        static_cast<std::uint64_t>(shape->batch) *
                                        static_cast<std::uint64_t>(shape->hidden) +
                                    static_cast<std::uint64_t>(shape->hidden);
-    if (elements >
-        static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) / ElementSize(*dtype)) {
+    if (elements > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) /
+                       ElementSize(*dtype)) {
       return Invalid(
           path, absl::StrCat(kBatchAxis, " ", shape->batch, " x ", kHiddenAxis, " ", shape->hidden,
                              " is too large: the bytes moved overflow 64 bits"));

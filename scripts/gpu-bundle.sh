@@ -11,7 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build-gpu}
-targets=(kerneleval-server kerneleval-device-host kerneleval kernels_gpu_test service_gpu_test
+targets=(kerneleval-server kerneleval-device-host kerneleval kerneleval-compile
+         submission_launcher_gpu_test kernels_gpu_test service_gpu_test
          kerneleval-kernel-bench rpc_overhead_bench)
 # BUNDLE_ONLY=1: gather what "$build_dir" already holds (a missing target is skipped).
 if [ -z "${BUNDLE_ONLY:-}" ]; then
@@ -33,6 +34,11 @@ done | sort -u | while read -r lib; do
   name=$(basename "$lib")
   [[ "$name" =~ $skip ]] || cp -L "$lib" "$bundle/lib/"
 done
+# NVRTC opens its builtins at run time; ldd does not list them.
+nvrtc=$(ldd "$bundle/bin/kerneleval-compile" 2>/dev/null | awk '/libnvrtc/ {print $3}' | head -n 1)
+if [ -n "$nvrtc" ]; then
+  find "$(dirname "$nvrtc")" -maxdepth 1 -name 'libnvrtc-builtins.so*' -exec cp -L {} "$bundle/lib/" \;
+fi
 # CUPTI's range profiler (DRAM bytes) opens these at run time; ldd does not list them.
 cupti=$(find "$bundle/lib" -name 'libcupti.so*' | head -n 1)
 if [ -n "$cupti" ]; then

@@ -52,8 +52,8 @@ absl::Status CheckImplementation(const Backend& backend, const std::string& name
   std::vector<std::string> names;
   for (const v1::Implementation& impl : backend.Implementations()) names.push_back(impl.name());
   return absl::NotFoundError(absl::StrCat(field, ": ", Quote(name), " is not available on ",
-                                          backend.name(), " (available: ",
-                                          absl::StrJoin(names, ", "), ")"));
+                                          backend.name(),
+                                          " (available: ", absl::StrJoin(names, ", "), ")"));
 }
 
 absl::StatusOr<ResolvedImplementation> ResolveImplementation(const ServiceState& state,

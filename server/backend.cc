@@ -20,10 +20,11 @@ std::string Backend::DefaultImplementation() const {
 }
 
 absl::Status Backend::AddSubmission(const SubmittedKernel& kernel) {
-  return absl::FailedPreconditionError(absl::StrCat(
-      name(), ": submitted kernels run only on a CUDA device in a device host process "
-              "(--device-isolation auto or process); not loading ",
-      kernel.submission.id()));
+  return absl::FailedPreconditionError(
+      absl::StrCat(name(),
+                   ": submitted kernels run only on a CUDA device in a device host process "
+                   "(--device-isolation auto or process); not loading ",
+                   kernel.submission.id()));
 }
 
 }  // namespace kerneleval::server

@@ -79,8 +79,7 @@ DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
   *env.mutable_clocks_before() = ReadClocks(backend, &clocks_available);
   env.set_clocks_available(clocks_available);
 
-  const std::vector<PeakBandwidth> peaks =
-      PeaksFor(device, plan.protocol.measure_copy_bandwidth());
+  const std::vector<PeakBandwidth> peaks = PeaksFor(device, plan.protocol.measure_copy_bandwidth());
   MeasureOptions options = ToMeasureOptions(plan.protocol);
   options.should_stop = should_stop;
   const auto workload_count = static_cast<std::uint32_t>(plan.workloads.size());
@@ -118,7 +117,8 @@ DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
 
     const Problem& problem = w.problem;
     const std::size_t n = problem.TensorElements();
-    const auto x = ParallelRandomTensor(problem.dtype, n, DeriveSeed(w.seed, "hidden_states", w.index));
+    const auto x =
+        ParallelRandomTensor(problem.dtype, n, DeriveSeed(w.seed, "hidden_states", w.index));
     const auto r = ParallelRandomTensor(problem.dtype, n, DeriveSeed(w.seed, "residual", w.index));
     const auto wt = RandomTensor(problem.dtype, static_cast<std::size_t>(problem.hidden),
                                  DeriveSeed(w.seed, "weight", w.index));
@@ -127,10 +127,12 @@ DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
 
     for (const std::string& impl : plan.implementations) {
       v1::WorkloadResult result = base_result(impl);
-      result.set_bytes_moved(BytesMoved(problem.dtype, problem.mode, problem.batch, problem.hidden));
+      result.set_bytes_moved(
+          BytesMoved(problem.dtype, problem.mode, problem.batch, problem.hidden));
       // Poisoned with 0xff (NaN in every dtype) so that unwritten elements fail the check.
       std::vector<unsigned char> out(problem.TensorBytes(), 0xff);
-      std::vector<unsigned char> res(WritesResidual(problem.mode) ? problem.TensorBytes() : 0, 0xff);
+      std::vector<unsigned char> res(WritesResidual(problem.mode) ? problem.TensorBytes() : 0,
+                                     0xff);
       EvaluationSpec spec;
       spec.implementation = impl;
       if (const auto sub = plan.submissions.find(impl); sub != plan.submissions.end()) {
@@ -169,8 +171,8 @@ DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
           run.complete = false;
         } else {
           result.set_status(!e->verification_failure.empty() ? v1::RESULT_STATUS_REJECTED
-                            : e->correctness.passed()              ? v1::RESULT_STATUS_PASSED
-                                                                   : v1::RESULT_STATUS_INCORRECT);
+                            : e->correctness.passed()        ? v1::RESULT_STATUS_PASSED
+                                                             : v1::RESULT_STATUS_INCORRECT);
           if (!e->verification_failure.empty()) result.set_error(e->verification_failure);
           if (e->measurement.stopped_early) run.complete = false;
         }

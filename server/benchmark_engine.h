@@ -28,9 +28,9 @@ struct DeviceRun {
 // polled between samples and workloads (cancellation, deadline, time cap). Failures of one
 // implementation become results, not errors.
 DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
-                           const std::function<void(const v1::BenchmarkProgress&)>& on_progress,
-                           const std::function<bool()>& should_stop,
-                           const SampleObserver& on_samples = nullptr);
+                            const std::function<void(const v1::BenchmarkProgress&)>& on_progress,
+                            const std::function<bool()>& should_stop,
+                            const SampleObserver& on_samples = nullptr);
 
 // Ranks passing results per (workload, device) by median latency and fills `vs_best`;
 // summarizes per (implementation, device): mean of medians, geometric-mean SOL, rank.

@@ -4,9 +4,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "common/status_macros.h"
 #include "server/cpu_backend.h"
 #include "server/process_backend.h"
-#include "common/status_macros.h"
 #ifdef KERNELEVAL_HAVE_CUDA
 #include "server/cuda_backend.h"
 #endif

@@ -3,11 +3,11 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/status_macros.h"
 #include "kerneleval/internal/device_host.pb.h"
 #include "server/device_host_channel.h"
 #include "server/request_validation.h"
-#include "common/log.h"
-#include "common/status_macros.h"
 
 namespace kerneleval::server {
 namespace {

@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <sys/resource.h>
 
-
 #include <CLI/CLI.hpp>
 
 #include "common/log.h"

@@ -24,8 +24,8 @@ absl::StatusOr<DeviceWorker*> DeviceSet::FindHealthy(const std::string& name,
                                                      const char* field) const {
   absl::StatusOr<DeviceWorker*> found = Find(name, field);
   if (found.ok() && !(*found)->backend().Healthy()) {
-    return absl::UnavailableError(
-        absl::StrCat(field, ": device ", Quote(name), " is recovering from a fault; retry shortly"));
+    return absl::UnavailableError(absl::StrCat(field, ": device ", Quote(name),
+                                               " is recovering from a fault; retry shortly"));
   }
   return found;
 }

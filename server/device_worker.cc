@@ -116,4 +116,3 @@ void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
 }
 
 }  // namespace kerneleval::server
-

@@ -23,11 +23,10 @@ void ScanInput(const Problem& problem, const void* data, std::size_t n, const ch
     ref->input_has_inf = ref->input_has_inf || !nan;
     if (ref->nonfinite_input.empty()) {
       const auto hidden = static_cast<std::size_t>(problem.hidden);
-      ref->nonfinite_input =
-          n == hidden && std::string(name) == "weight"
-              ? absl::StrCat(name, "[", i, "] is ", nan ? "nan" : "inf")
-              : absl::StrCat(name, "[", i / hidden, ", ", i % hidden, "] (row ", i / hidden,
-                             ") is ", nan ? "nan" : "inf");
+      ref->nonfinite_input = n == hidden && std::string(name) == "weight"
+                                 ? absl::StrCat(name, "[", i, "] is ", nan ? "nan" : "inf")
+                                 : absl::StrCat(name, "[", i / hidden, ", ", i % hidden, "] (row ",
+                                                i / hidden, ") is ", nan ? "nan" : "inf");
     }
   }
 }
@@ -92,9 +91,9 @@ v1::Correctness CheckOutputs(const Problem& problem, const HostOutputs& outputs,
   v1::Correctness c = CheckAgainstReference(problem.dtype, outputs.output, reference.output.data(),
                                             n, tolerance, "output");
   if (WritesResidual(problem.mode)) {
-    c = MergeCorrectness(c, CheckAgainstReference(problem.dtype, outputs.residual_out,
-                                                  reference.residual_out.data(), n, tolerance,
-                                                  "residual_out"));
+    c = MergeCorrectness(
+        c, CheckAgainstReference(problem.dtype, outputs.residual_out, reference.residual_out.data(),
+                                 n, tolerance, "residual_out"));
   }
   if (!reference.nonfinite_input.empty()) {
     // A non-finite input makes non-finite outputs; the caller is told where it came from.
@@ -122,8 +121,7 @@ absl::StatusOr<Evaluation> Evaluate(Backend& backend, const EvaluationSpec& spec
   if (spec.reference != nullptr) {
     e.correctness = CheckOutputs(p, spec.outputs, *spec.reference, spec.tolerance);
   }
-  for (int round = 0; round < spec.verification_rounds && e.verification_failure.empty();
-       ++round) {
+  for (int round = 0; round < spec.verification_rounds && e.verification_failure.empty(); ++round) {
     absl::StatusOr<std::string> failure = VerifyOnFreshInputs(backend, spec, round);
     if (!failure.ok()) return failure.status();
     e.verification_failure = *std::move(failure);

@@ -126,10 +126,10 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>
       }
       RETURN_IF_ERROR(CheckTimerFits(plan_.protocol.timer(), backend, "protocol.timer"));
       for (int i = 0; i < request_.implementations_size(); ++i) {
-        ASSIGN_OR_RETURN(ResolvedImplementation resolved,
-                         ResolveImplementation(*state_, caller_, backend,
-                                               request_.implementations(i),
-                                               absl::StrCat("implementations[", i, "]")));
+        ASSIGN_OR_RETURN(
+            ResolvedImplementation resolved,
+            ResolveImplementation(*state_, caller_, backend, request_.implementations(i),
+                                  absl::StrCat("implementations[", i, "]")));
         if (resolved.submission) {
           plan_.submissions[request_.implementations(i)] = {resolved.name,
                                                             std::move(*resolved.submission)};
@@ -189,8 +189,7 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>
 
   bool ShouldStop() const {
     return cancelled_.load() || caller_.Cancelled() ||
-           Clock::now().time_since_epoch().count() >= cap_ticks_.load() ||
-           caller_.DeadlinePassed();
+           Clock::now().time_since_epoch().count() >= cap_ticks_.load() || caller_.DeadlinePassed();
   }
 
   // The time cap counts from the first device that starts: time spent queued behind other

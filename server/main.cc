@@ -254,8 +254,7 @@ int main(int argc, char** argv) {
 
   int sig = 0;
   sigwait(&signals, &sig);
-  kerneleval::LogInfo(
-      absl::StrCat("signal ", sig, ", draining for up to ", drain_seconds, " s"));
+  kerneleval::LogInfo(absl::StrCat("signal ", sig, ", draining for up to ", drain_seconds, " s"));
   (*server)->Shutdown(absl::Seconds(drain_seconds));
   kerneleval::LogInfo("stopped");
   return 0;

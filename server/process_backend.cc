@@ -188,8 +188,7 @@ absl::Status ProcessBackend::WarmUp() { return AwaitReady(); }
 absl::Status ProcessBackend::Recover() {
   const pid_t old = host_pid();
   const std::string how = KillHost();
-  if (old != 0)
-    LogWarning(absl::StrCat(name_, ": device host ", old, " ", how));
+  if (old != 0) LogWarning(absl::StrCat(name_, ": device host ", old, " ", how));
   RETURN_IF_ERROR(Spawn());
   RETURN_IF_ERROR(AwaitReady());
   LogInfo(absl::StrCat(name_, ": new device host ", host_pid(), " is serving"));

@@ -14,8 +14,8 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <set>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 

@@ -5,8 +5,8 @@
 #include <limits>
 #include <string>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/bounded_text.h"
 #include "common/status_macros.h"
@@ -270,8 +270,8 @@ absl::StatusOr<BenchmarkPlan> ValidateBenchmarkRequest(
     }
     if (found == nullptr) {
       return absl::NotFoundError(absl::StrCat("suite: ", Quote(request.suite()),
-                                              " not found (available: ",
-                                              absl::StrJoin(names, ", "), ")"));
+                                              " not found (available: ", absl::StrJoin(names, ", "),
+                                              ")"));
     }
     plan.suite = *found;
     plan.named_suite = true;
@@ -308,19 +308,16 @@ absl::StatusOr<BenchmarkPlan> ValidateBenchmarkRequest(
     planned.tolerance = ResolveTolerance(dtype, w.tolerance());
     if (planned.problem.TensorBytes() > limits.max_tensor_bytes) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          field, ": ", shape.batch, " x ", shape.hidden, " needs ",
-          planned.problem.TensorBytes(), " bytes per tensor, over the server limit of ",
-          limits.max_tensor_bytes));
+          field, ": ", shape.batch, " x ", shape.hidden, " needs ", planned.problem.TensorBytes(),
+          " bytes per tensor, over the server limit of ", limits.max_tensor_bytes));
     }
     if (shape.batch > limits.max_batch) {
-      return absl::ResourceExhaustedError(absl::StrCat(field, ": batch ", shape.batch,
-                                                       " is over the server limit of ",
-                                                       limits.max_batch));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          field, ": batch ", shape.batch, " is over the server limit of ", limits.max_batch));
     }
     if (shape.hidden > limits.max_hidden) {
-      return absl::ResourceExhaustedError(absl::StrCat(field, ": hidden ", shape.hidden,
-                                                       " is over the server limit of ",
-                                                       limits.max_hidden));
+      return absl::ResourceExhaustedError(absl::StrCat(
+          field, ": hidden ", shape.hidden, " is over the server limit of ", limits.max_hidden));
     }
     plan.workloads.push_back(std::move(planned));
   }

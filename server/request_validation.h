@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "kerneleval/v1/kerneleval.pb.h"
 #include "common/conversions.h"
+#include "kerneleval/v1/kerneleval.pb.h"
 #include "server/backend.h"
 
 namespace kerneleval::server {
@@ -44,7 +44,7 @@ struct PlannedWorkload {
   std::string name;
   v1::Workload workload;  // as defined (axes, for results)
   Problem problem;
-  std::uint64_t seed = 0;  // the base seed of its inputs (the workload's, else the protocol's)
+  std::uint64_t seed = 0;   // the base seed of its inputs (the workload's, else the protocol's)
   v1::Tolerance tolerance;  // resolved
 };
 

@@ -154,9 +154,9 @@ void StartRun(ServiceState& state, Caller caller, const v1::RunRequest& request,
         done(s);
       });
   const auto queued = Clock::now();
-  const absl::Status submitted = (*device)->Submit(
-      [&state, caller, &request, response, p = *problem, impl, t0, queued, shared_done](
-          Backend& b, double queue_seconds) {
+  const absl::Status submitted =
+      (*device)->Submit([&state, caller, &request, response, p = *problem, impl, t0, queued,
+                         shared_done](Backend& b, double queue_seconds) {
         (*shared_done)(
             EvaluateRun(state, b, caller, queue_seconds, request, p, impl, t0, queued, response));
       });

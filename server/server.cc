@@ -12,14 +12,14 @@
 #include <prometheus/exposer.h>
 
 #include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/suites.h"
 #include "server/auth.h"
 #include "server/benchmark_engine.h"
 #include "server/device_factory.h"
 #include "server/kerneleval_service.h"
 #include "server/oip/oip_service.h"
 #include "server/store/results_service.h"
-#include "common/log.h"
-#include "common/suites.h"
 
 namespace kerneleval::server {
 namespace {
@@ -281,11 +281,10 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
     // Run and Benchmark name submissions as implementations (server/admission.h).
     const submissions::SubmissionsService* registered = s->submissions.get();
     if (submission_options.enabled) {
-      s->state.find_submission = [registered](const std::string& owner,
-                                              const std::string& id_or_name)
-          -> absl::StatusOr<SubmittedKernel> {
-        absl::StatusOr<submissions::ResolvedSubmission> r =
-            registered->Resolve(owner, id_or_name);
+      s->state.find_submission =
+          [registered](const std::string& owner,
+                       const std::string& id_or_name) -> absl::StatusOr<SubmittedKernel> {
+        absl::StatusOr<submissions::ResolvedSubmission> r = registered->Resolve(owner, id_or_name);
         if (!r.ok()) return r.status();
         return SubmittedKernel{std::move(r->submission), std::move(r->cubin)};
       };

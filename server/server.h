@@ -22,10 +22,10 @@ struct ServerOptions {
   std::string metrics_listen = "0.0.0.0:9464";  // empty: no metrics endpoint
   // Plaintext gRPC health (no TLS, no token) for probes when --listen has TLS; empty: none.
   std::string health_listen;
-  std::string node_name;  // the `node` label of device series (Kubernetes node)
-  std::string device = "auto";                  // auto | cpu | cuda | cuda:N[,cuda:M...]
-  int cpu_devices = 1;     // >1 serves cpu:0..cpu:N-1 (stand-ins for several devices)
-  std::string suites_dir;  // empty: no suites
+  std::string node_name;        // the `node` label of device series (Kubernetes node)
+  std::string device = "auto";  // auto | cpu | cuda | cuda:N[,cuda:M...]
+  int cpu_devices = 1;          // >1 serves cpu:0..cpu:N-1 (stand-ins for several devices)
+  std::string suites_dir;       // empty: no suites
   // 16254 x 2048 bf16 is 66.6 MB per tensor, three of them in a request (200 MB).
   int max_message_bytes = 512 << 20;
   std::size_t queue_capacity = 64;
@@ -39,7 +39,8 @@ struct ServerOptions {
   bool enable_fault_injection = false;
   // Where each device runs: in this process, or in a kerneleval-device-host child that is
   // replaced after a fault (process_backend.h).
-  DeviceIsolation device_isolation = DeviceIsolation::kAuto;  // the same default as --device-isolation
+  DeviceIsolation device_isolation =
+      DeviceIsolation::kAuto;    // the same default as --device-isolation
   std::string device_host_path;  // the kerneleval-device-host executable
   double device_call_timeout_seconds = 300;
   // Submitted kernels (kerneleval.v1.Submissions): off unless `submissions.enabled`.

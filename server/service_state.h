@@ -3,9 +3,9 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <functional>
 #include <string>
-#include <cstdint>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -40,7 +40,8 @@ struct ServiceState {
                                                 const std::string& id_or_name)>
       find_submission;
   // Whose submissions a call may name (server/submissions: certificate, token or anonymous).
-  std::function<std::string(const grpc::CallbackServerContext&)> owner_of;  // held by admitted Runs (limits.max_queued_bytes)
+  std::function<std::string(const grpc::CallbackServerContext&)>
+      owner_of;  // held by admitted Runs (limits.max_queued_bytes)
 };
 
 }  // namespace kerneleval::server

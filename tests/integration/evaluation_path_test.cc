@@ -9,8 +9,8 @@
 #include <cstring>
 #include <vector>
 
-#include <gtest/gtest.h>
 #include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
 
 #include "common/input_generator.h"
 #include "kerneleval/kernels/half_types.h"
@@ -96,7 +96,8 @@ struct Tensors {
 };
 
 Tensors RandomInputs(const Problem& p) {
-  return {RandomTensor(p.dtype, p.TensorElements(), 1), RandomTensor(p.dtype, p.TensorElements(), 2),
+  return {RandomTensor(p.dtype, p.TensorElements(), 1),
+          RandomTensor(p.dtype, p.TensorElements(), 2),
           RandomTensor(p.dtype, static_cast<std::size_t>(p.hidden), 3)};
 }
 
@@ -110,7 +111,8 @@ TEST(CheckOutputs, NamesTheResidualTensorWhenOnlyItIsWrong) {
   std::vector<float> out = Rounded(ref.output);
   std::vector<float> res = Rounded(ref.residual_out);
   res[13] += 1.0f;  // row 1, column 5
-  const v1::Correctness c = CheckOutputs(p, {out.data(), res.data()}, ref, DefaultTolerance(p.dtype));
+  const v1::Correctness c =
+      CheckOutputs(p, {out.data(), res.data()}, ref, DefaultTolerance(p.dtype));
   EXPECT_FALSE(c.passed());
   EXPECT_EQ(c.mismatched(), 1u);
   EXPECT_EQ(c.detail().rfind("residual_out[13]", 0), 0u) << c.detail();

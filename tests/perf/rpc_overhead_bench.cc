@@ -125,7 +125,7 @@ v1::RunRequest MakeRequest(int64_t batch, int hidden) {
   v1::RunRequest r;
   *r.mutable_hidden_states() = RandomTensor(v1::DTYPE_BF16, {batch, hidden}, 1);
   *r.mutable_residual() = RandomTensor(v1::DTYPE_BF16, {batch, hidden}, 2);
-  *r.mutable_weight() = RandomTensor(v1::DTYPE_BF16, {hidden}, 3, 1.0f, 0.1f);
+  *r.mutable_weight() = RandomTensor(v1::DTYPE_BF16, {hidden}, 3);
   r.set_mode(v1::MODE_OUTPUT);
   r.set_repetitions(1);
   r.set_omit_outputs(false);

@@ -9,10 +9,10 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "common/suites.h"
 #include "google/protobuf/stubs/logging.h"
 #include "kerneleval/v1/kerneleval.pb.h"
 #include "server/request_validation.h"
-#include "common/suites.h"
 
 namespace {
 
