@@ -26,19 +26,16 @@ mkdir -p "$bundle/bin" "$bundle/lib"
 for t in "${targets[@]}"; do
   find "$build_dir" -type f -name "$t" -perm -u+x -exec cp {} "$bundle/bin/" \;
 done
-# glibc, libstdc++/libgcc and the driver's libraries come from the GPU machine itself.
-skip='^(libc|libm|libdl|librt|libpthread|ld-linux.*|libstdc\+\+|libgcc_s|libcuda|libnvidia-.*)\.so'
+# glibc, libstdc++/libgcc and the driver's libraries come from the GPU machine itself, and
+# so do NVRTC and nvJitLink (200 MB, more than a device call carries): its CUDA toolkit has
+# them (gpu-env.sh puts /usr/local/cuda/lib64 on the loader path after the bundle).
+skip='^(libc|libm|libdl|librt|libpthread|ld-linux.*|libstdc\+\+|libgcc_s|libcuda|libnvidia-.*|libnvrtc.*|libnvJitLink)\.so'
 for b in "$bundle"/bin/*; do
   ldd "$b" | awk '/=> \// {print $3}'
 done | sort -u | while read -r lib; do
   name=$(basename "$lib")
   [[ "$name" =~ $skip ]] || cp -L "$lib" "$bundle/lib/"
 done
-# NVRTC opens its builtins at run time; ldd does not list them.
-nvrtc=$(ldd "$bundle/bin/kerneleval-compile" 2>/dev/null | awk '/libnvrtc/ {print $3}' | head -n 1)
-if [ -n "$nvrtc" ]; then
-  find "$(dirname "$nvrtc")" -maxdepth 1 -name 'libnvrtc-builtins.so*' -exec cp -L {} "$bundle/lib/" \;
-fi
 # CUPTI's range profiler (DRAM bytes) opens these at run time; ldd does not list them.
 cupti=$(find "$bundle/lib" -name 'libcupti.so*' | head -n 1)
 if [ -n "$cupti" ]; then

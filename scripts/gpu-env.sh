@@ -7,7 +7,7 @@ bundle=bundle/gpu
 if [ ! -d "$bundle" ] && [ -f bundle/gpu.tgz ]; then tar -C bundle -xzf bundle/gpu.tgz; fi
 out=${OUT:-gpu-results}
 mkdir -p "$out"
-export LD_LIBRARY_PATH="$PWD/$bundle/lib:${LD_LIBRARY_PATH:-}"
+export LD_LIBRARY_PATH="$PWD/$bundle/lib:${LD_LIBRARY_PATH:-}:/usr/local/cuda/lib64"
 bin="$bundle/bin"
 say() { printf '%s\n' "$*" | tee -a "$log"; }
 section() { say ""; say "### $*"; say ""; }

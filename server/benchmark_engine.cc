@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/input_generator.h"
@@ -163,17 +164,25 @@ DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
         WriteEvaluation(*e, &result);
         result.mutable_samples_seconds()->Assign(e->measurement.samples_seconds.begin(),
                                                  e->measurement.samples_seconds.end());
-        AnnotateMeasurement(e->measurement, problem, device, options, e->stats.median, &result,
-                            &env);
+        const bool too_good = AnnotateMeasurement(e->measurement, problem, device, options,
+                                                  e->stats.median, &result, &env);
         if (e->measurement.stopped_early && e->measurement.samples_seconds.empty()) {
           result.set_status(v1::RESULT_STATUS_SKIPPED);
           result.set_error("stopped before any timed sample");
           run.complete = false;
         } else {
-          result.set_status(!e->verification_failure.empty() ? v1::RESULT_STATUS_REJECTED
-                            : e->correctness.passed()        ? v1::RESULT_STATUS_PASSED
-                                                             : v1::RESULT_STATUS_INCORRECT);
-          if (!e->verification_failure.empty()) result.set_error(e->verification_failure);
+          // A wrong answer on fresh inputs, or a time or a traffic the declared bytes do not
+          // allow: an anti-cheat finding, reported and never ranked.
+          result.set_status(!e->verification_failure.empty() || too_good
+                                ? v1::RESULT_STATUS_REJECTED
+                            : e->correctness.passed() ? v1::RESULT_STATUS_PASSED
+                                                      : v1::RESULT_STATUS_INCORRECT);
+          if (!e->verification_failure.empty()) {
+            result.set_error(e->verification_failure);
+          } else if (too_good) {
+            result.set_error(
+                absl::StrCat("integrity: ", absl::StrJoin(result.integrity_flags(), "; ")));
+          }
           if (e->measurement.stopped_early) run.complete = false;
         }
       }

@@ -30,7 +30,9 @@ DeclaredBytes DeclaredReadWrite(const Problem& problem);
 //  - the median below declared bytes / attribute peak, where the working set cannot be
 //    served from L2 (cold, or larger than L2);
 //  - a throttle reason other than kNonThrottlingReasons seen while timing.
-void AnnotateMeasurement(const Measurement& m, const Problem& problem, const v1::Device& device,
+// Returns true when a flag says the result is better than its bytes allow (DRAM traffic or
+// the analytic floor, not throttling): the engine does not rank such a result.
+bool AnnotateMeasurement(const Measurement& m, const Problem& problem, const v1::Device& device,
                          const MeasureOptions& options, double median_seconds,
                          v1::WorkloadResult* result, v1::Environment* env);
 

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -29,8 +30,16 @@ std::string Arch() {
   return ArchForComputeCapability(std::to_string(prop.major) + "." + std::to_string(prop.minor));
 }
 
+// The build's paths, or, where the test runs from a bundle on another machine, the
+// environment's: KERNELEVAL_COMPILE_TOOL and KERNELEVAL_EXAMPLES_DIR.
+std::string FromEnvironment(const char* name, const char* built) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : built;
+}
+
 std::string ReadExample(const std::string& name) {
-  std::ifstream in(std::string(KERNELEVAL_TEST_EXAMPLES_DIR) + "/" + name);
+  std::ifstream in(FromEnvironment("KERNELEVAL_EXAMPLES_DIR", KERNELEVAL_TEST_EXAMPLES_DIR) + "/" +
+                   name);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -75,7 +84,7 @@ TEST_P(LauncherGpu, MatchesTheCpuImplementation) {
   if (arch.empty()) GTEST_SKIP() << "no sm_90 or sm_100 GPU";
   const Example& e = GetParam();
   CompilerOptions co;
-  co.tool_path = KERNELEVAL_TEST_COMPILE_TOOL;
+  co.tool_path = FromEnvironment("KERNELEVAL_COMPILE_TOOL", KERNELEVAL_TEST_COMPILE_TOOL);
   Compiler compiler(co);
   for (DType dtype : {DType::kBF16, DType::kFP16, DType::kFP32}) {
     std::string entry = e.entry;
