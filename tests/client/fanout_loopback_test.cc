@@ -97,18 +97,29 @@ struct Gate {
   std::atomic<bool> armed{false}, entered{false}, released{false};
 };
 
+void WaitAtGate(Gate* gate) {
+  if (!gate->armed.load()) return;
+  gate->entered = true;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!gate->released.load() && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// Gates whichever entry the backend calls: `run_on_threads` where set, else `run`.
 std::vector<server::CpuImplementation> GatedImplementations(Gate* gate) {
   std::vector<server::CpuImplementation> impls = server::BuiltinCpuImplementations();
   for (server::CpuImplementation& impl : impls) {
+    if (auto on_threads = impl.run_on_threads) {
+      impl.run_on_threads = [gate, on_threads](const FusedAddRmsNormArgs& args, void* scratch,
+                                               CpuThreadPool& threads) {
+        WaitAtGate(gate);
+        on_threads(args, scratch, threads);
+      };
+    }
     auto run = impl.run;
     impl.run = [gate, run](const FusedAddRmsNormArgs& args, void* scratch) {
-      if (gate->armed.load()) {
-        gate->entered = true;
-        const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-        while (!gate->released.load() && std::chrono::steady_clock::now() < end) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(5));
-        }
-      }
+      WaitAtGate(gate);
       run(args, scratch);
     };
   }

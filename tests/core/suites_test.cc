@@ -122,7 +122,7 @@ TEST(SuiteErrors, UnknownDtype) {
   json j = ValidSuite();
   j["inputs"]["weight"]["dtype"] = "float8_e4m3fn";
   EXPECT_THAT(ParseError(j),
-              HasSubstr("bad.json: inputs.weight.dtype: unknown dtype \"float8_e4m3fn\""));
+              HasSubstr("bad.json: inputs.weight.dtype: unknown dtype 'float8_e4m3fn'"));
 }
 
 TEST(SuiteErrors, InconsistentDtypes) {
@@ -198,11 +198,11 @@ TEST(SuiteErrors, DuplicateWorkloadName) {
   json j = ValidSuite();
   j["workloads"][2]["axes"]["batch_size"] = 1;
   EXPECT_THAT(ParseError(j), HasSubstr("workloads[2].name: duplicate workload name "
-                                       "\"batch_size=1\" (also workloads[0])"));
+                                       "'batch_size=1' (also workloads[0])"));
   j = ValidSuite();
   j["workloads"][0]["name"] = "small";
   j["workloads"][1]["name"] = "small";
-  EXPECT_THAT(ParseError(j), HasSubstr("workloads[1].name: duplicate workload name \"small\""));
+  EXPECT_THAT(ParseError(j), HasSubstr("workloads[1].name: duplicate workload name 'small'"));
 }
 
 TEST(SuiteErrors, ModeOutputsMismatch) {
@@ -222,7 +222,7 @@ TEST(SuiteErrors, ModeOutputsMismatch) {
 TEST(SuiteErrors, UnknownMode) {
   json j = ValidSuite();
   j["mode"] = "inplace";
-  EXPECT_THAT(ParseError(j), HasSubstr("mode: unknown mode \"inplace\""));
+  EXPECT_THAT(ParseError(j), HasSubstr("mode: unknown mode 'inplace'"));
 }
 
 TEST(SuiteErrors, BatchTimesHiddenOverflow) {
@@ -295,7 +295,7 @@ TEST(SuiteErrors, UnsupportedInputKind) {
   json j = ValidSuite();
   j["workloads"][0]["inputs"] = {{"weight", {{"type", "safetensors"}}}};
   EXPECT_THAT(ParseError(j), HasSubstr("workloads[0].inputs.weight.type: only \"random\" inputs "
-                                       "are supported, got \"safetensors\""));
+                                       "are supported, got 'safetensors'"));
 }
 
 TEST(SuiteErrors, PerTensorSeedPointsToWorkloadSeed) {
@@ -311,7 +311,7 @@ TEST(SuiteErrors, DuplicateJsonKey) {
   const auto suite = ParseSuiteJson(text, "dup.json");
   ASSERT_FALSE(suite.ok());
   EXPECT_THAT(suite.status().message(),
-              HasSubstr("dup.json: duplicate key \"batch_size\" in the object under \"axes\""));
+              HasSubstr("dup.json: duplicate key 'batch_size' in the object under 'axes'"));
 }
 
 TEST(SuiteErrors, TopLevelNotAnObject) {
@@ -337,14 +337,14 @@ TEST(ValidateSuite, ProtoOnlyRules) {
   v1::SuiteDefinition bad = suite;
   bad.set_dtype(v1::DTYPE_UNSPECIFIED);
   EXPECT_THAT(ValidateSuite(bad, "custom_suite").message(),
-              HasSubstr("custom_suite.dtype: must be DTYPE_BF16, DTYPE_FP16 or DTYPE_FP32"));
+              HasSubstr("custom_suite.dtype: required (DTYPE_BF16, DTYPE_FP16 or DTYPE_FP32)"));
   bad = suite;
   bad.set_eps(-1);
   EXPECT_THAT(ValidateSuite(bad, "custom_suite").message(), HasSubstr("custom_suite.eps"));
   bad = suite;
   bad.mutable_axes(0)->set_name("rows");
   EXPECT_THAT(ValidateSuite(bad, "custom_suite").message(),
-              HasSubstr("custom_suite.axes[0]: unknown axis \"rows\""));
+              HasSubstr("custom_suite.axes[0]: unknown axis 'rows'"));
   bad = suite;
   *bad.add_axes() = suite.axes(1);
   EXPECT_THAT(ValidateSuite(bad, "custom_suite").message(),
@@ -441,7 +441,7 @@ TEST_F(SuiteDirectoryTest, BadFileIsNamed) {
   const auto suites = LoadSuiteDirectory(dir_.string());
   ASSERT_FALSE(suites.ok());
   EXPECT_THAT(suites.status().message(),
-              HasSubstr("b.json: inputs.weight.dtype: unknown dtype \"bf16\""));
+              HasSubstr("b.json: inputs.weight.dtype: unknown dtype 'bf16'"));
 }
 
 TEST_F(SuiteDirectoryTest, MissingDirectoryIsNotFound) {

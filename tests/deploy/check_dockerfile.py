@@ -24,7 +24,8 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 # install-deps.sh packages the image's build does not need (tests, tools, other compilers).
 NOT_FOR_THE_IMAGE = {"build-essential", "ca-certificates", "curl", "libgtest-dev", "libgmock-dev",
                      "prometheus", "prometheus-pushgateway", "yamllint", "python3", "python3-yaml",
-                     "clang-format", "openssl", "clang", "libclang-rt-14-dev"}
+                     "clang-format", "openssl", "clang", "libclang-rt-14-dev", "python3-venv",
+                     "postgresql"}
 
 
 def stages(text):
@@ -81,7 +82,8 @@ def main(argv):
         problems.append("build stage must list runtime packages with runtime-packages.sh")
     else:
         deps = (REPO / "scripts/install-deps.sh").read_text(encoding="utf-8")
-        wanted = set(re.search(r"packages=\((.*?)\)", deps, re.S).group(1).split()) - NOT_FOR_THE_IMAGE
+        listed = re.sub(r"#[^\n]*", "", re.search(r"packages=\((.*?)\)", deps, re.S).group(1))
+        wanted = set(listed.split()) - NOT_FOR_THE_IMAGE
         missing = sorted(p for p in wanted if not re.search(rf"(?<![\w-]){re.escape(p)}(?![\w-])", build[1]))
         if missing:
             problems.append(f"build stage lacks packages scripts/install-deps.sh installs: {missing}")

@@ -89,15 +89,23 @@ def main(argv=None):
         try:
             grpc_port, metrics_port = wait_for_ports(server, port_file)
             wait_until_ready(args.client, grpc_port)
-            calls = [("devices",), ("suites",),
-                     ("bench", "--suite", SUITE, "--repetitions", "3", "--warmup", "1", "--format", "json")]
+            # The suite twice: the results store compares the second run of each series with
+            # the first, which sets the regression gauges the rules and the dashboard use.
+            bench = ("bench", "--suite", SUITE, "--repetitions", "3", "--warmup", "1", "--format", "json")
+            calls = [("devices",), ("suites",), bench, bench]
             for call in calls:
                 result, client_command = client_call(args.client, grpc_port, *call)
                 if result.returncode != 0:
                     raise RuntimeError(f"{' '.join(client_command)} exited {result.returncode}:\n{result.stderr}")
             url = f"http://127.0.0.1:{metrics_port}/metrics"
-            with urllib.request.urlopen(url, timeout=30) as response:
-                scrape = response.read().decode("utf-8")
+            # The store records off the device's thread: wait (bounded) for its gauges.
+            deadline = time.monotonic() + 60
+            while True:
+                with urllib.request.urlopen(url, timeout=30) as response:
+                    scrape = response.read().decode("utf-8")
+                if "kerneleval_result_regression{" in scrape or time.monotonic() > deadline:
+                    break
+                time.sleep(0.5)
         except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
             stop(server)
             log.seek(0)
