@@ -17,6 +17,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "client/kerneleval_client.h"
 #include "client/submit_command.h"
 
 #include "absl/status/status.h"
@@ -109,5 +110,10 @@ int RunCommand(const CliConfig& config, std::ostream& out, std::ostream& err);
 
 // argv in, exit code out: parse, print help or usage errors, run.
 int Main(int argc, char** argv);
+
+// What every command shares (client/cli_commands.cc): the connection the global flags
+// describe, and an RPC error printed as "error: CODE: message" (returns kExitRpcError).
+ClientOptions ToClientOptions(const GlobalFlags& g);
+int RpcError(std::ostream& err, const grpc::Status& status);
 
 }  // namespace kerneleval::client::cli

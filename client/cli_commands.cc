@@ -29,26 +29,6 @@ v1::Timer TimerFromFlag(const std::string& flag) {
   return v1::TIMER_UNSPECIFIED;
 }
 
-ClientOptions ToClientOptions(const GlobalFlags& g) {
-  ClientOptions options;
-  options.target = g.targets.empty() ? options.target : g.targets.front();
-  options.deadline_seconds = g.deadline_seconds;
-  options.max_message_bytes = g.max_message_mib << 20;
-  options.bearer_token = g.token;
-  options.tls = g.tls;
-  options.tls_ca_file = g.tls_ca;
-  options.tls_cert_file = g.tls_cert;
-  options.tls_key_file = g.tls_key;
-  options.tls_server_name = g.tls_server_name;
-  return options;
-}
-
-int RpcError(std::ostream& err, const grpc::Status& status) {
-  err << "error: " << absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()))
-      << ": " << status.error_message() << "\n";
-  return kExitRpcError;
-}
-
 int LocalError(std::ostream& err, const absl::Status& status, int code) {
   err << "error: " << absl::StatusCodeToString(status.code()) << ": " << status.message() << "\n";
   return code;
@@ -341,6 +321,26 @@ int RunServices(const CliConfig& config, const KernelEvalClient& client, std::os
 }
 
 }  // namespace
+
+ClientOptions ToClientOptions(const GlobalFlags& g) {
+  ClientOptions options;
+  options.target = g.targets.empty() ? options.target : g.targets.front();
+  options.deadline_seconds = g.deadline_seconds;
+  options.max_message_bytes = g.max_message_mib << 20;
+  options.bearer_token = g.token;
+  options.tls = g.tls;
+  options.tls_ca_file = g.tls_ca;
+  options.tls_cert_file = g.tls_cert;
+  options.tls_key_file = g.tls_key;
+  options.tls_server_name = g.tls_server_name;
+  return options;
+}
+
+int RpcError(std::ostream& err, const grpc::Status& status) {
+  err << "error: " << absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()))
+      << ": " << status.error_message() << "\n";
+  return kExitRpcError;
+}
 
 int RunCommand(const CliConfig& config, std::ostream& out, std::ostream& err) {
   std::unique_ptr<KernelEvalClient> client;

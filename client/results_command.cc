@@ -15,26 +15,6 @@
 namespace kerneleval::client::cli {
 namespace {
 
-ClientOptions Options(const GlobalFlags& g) {
-  ClientOptions options;
-  options.target = g.targets.empty() ? options.target : g.targets.front();
-  options.deadline_seconds = g.deadline_seconds;
-  options.max_message_bytes = g.max_message_mib << 20;
-  options.bearer_token = g.token;
-  options.tls = g.tls;
-  options.tls_ca_file = g.tls_ca;
-  options.tls_cert_file = g.tls_cert;
-  options.tls_key_file = g.tls_key;
-  options.tls_server_name = g.tls_server_name;
-  return options;
-}
-
-int RpcError(std::ostream& err, const grpc::Status& status) {
-  err << "error: " << absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()))
-      << ": " << status.error_message() << "\n";
-  return kExitRpcError;
-}
-
 int PrintJson(std::ostream& out, std::ostream& err, const google::protobuf::Message& message) {
   absl::StatusOr<std::string> json = MessageToJson(message);
   if (!json.ok()) {
@@ -360,7 +340,7 @@ absl::Status ValidateResultsFlags(const std::string& command, const ResultsFlags
 
 int RunResultsCommand(const CliConfig& config, const ResultsFlags& flags, std::ostream& out,
                       std::ostream& err) {
-  const ClientOptions options = Options(config.global);
+  const ClientOptions options = ToClientOptions(config.global);
   std::shared_ptr<grpc::Channel> channel;
   if (grpc::Status s = MakeChannel(options, &channel); !s.ok()) {
     err << "error: " << s.error_message() << "\n";
