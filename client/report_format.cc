@@ -74,7 +74,7 @@ bool MultiDevice(const v1::BenchmarkReport& report) {
 }
 
 std::string CacheText(const v1::Protocol& protocol) {
-  std::string text = CacheName(protocol.cache());
+  std::string text = CacheShortName(protocol.cache());
   if (protocol.cuda_graph()) {
     absl::StrAppend(&text, ", graph x", protocol.graph_calls() ? protocol.graph_calls() : 20);
   }
@@ -84,7 +84,7 @@ std::string CacheText(const v1::Protocol& protocol) {
 
 std::string ProtocolText(const v1::Protocol& protocol) {
   std::vector<std::string> parts;
-  parts.push_back(absl::StrCat(CacheName(protocol.cache()), " cache"));
+  parts.push_back(absl::StrCat(CacheShortName(protocol.cache()), " cache"));
   if (protocol.cuda_graph()) {
     parts.push_back(absl::StrCat("CUDA graph of ",
                                  protocol.graph_calls() ? protocol.graph_calls() : 20, " calls"));
@@ -194,7 +194,7 @@ std::string PeakNote(const google::protobuf::RepeatedPtrField<v1::SolFigure>& fi
   const v1::SolFigure* sol = PreferredSol(figures);
   if (sol == nullptr) return "";
   return absl::StrCat(FormatBandwidth(sol->peak_bytes_per_second()), " (",
-                      PeakSourceName(sol->source()), ")");
+                      PeakSourceShortName(sol->source()), ")");
 }
 
 std::string ClocksText(const v1::Clocks& c) {
@@ -300,23 +300,6 @@ std::string TimerName(v1::Timer timer) {
       return "host";
     default:
       return "auto";
-  }
-}
-
-std::string CacheName(v1::CacheMode cache) {
-  return cache == v1::CACHE_MODE_HOT ? "hot" : "cold";  // UNSPECIFIED means COLD.
-}
-
-std::string PeakSourceName(v1::PeakSource source) {
-  switch (source) {
-    case v1::PEAK_SOURCE_DEVICE_ATTRIBUTES:
-      return "device_attributes";
-    case v1::PEAK_SOURCE_DATASHEET:
-      return "datasheet";
-    case v1::PEAK_SOURCE_MEASURED_COPY:
-      return "measured_copy";
-    default:
-      return "unspecified";
   }
 }
 
@@ -521,7 +504,7 @@ std::string FormatReportCsv(const v1::BenchmarkReport& report) {
           ResultStatusName(r->status()),
           std::to_string(r->rank()),
           TimerName(r->timer()),
-          CacheName(protocol.cache()),
+          CacheShortName(protocol.cache()),
           protocol.cuda_graph() ? "true" : "false",
           std::to_string(protocol.cuda_graph() ? protocol.graph_calls() : 0),
           std::to_string(l.samples()),
@@ -536,7 +519,7 @@ std::string FormatReportCsv(const v1::BenchmarkReport& report) {
           std::to_string(r->bytes_moved()),
           Number(r->bytes_per_second() / 1e9),
           sol ? Number(100 * sol->sol_ratio()) : "",
-          sol ? PeakSourceName(sol->source()) : "",
+          sol ? PeakSourceShortName(sol->source()) : "",
           sol ? Number(sol->peak_bytes_per_second() / 1e9) : "",
           Number(r->vs_best()),
           c.checked() ? "true" : "false",
@@ -630,7 +613,7 @@ std::string FormatRunResponse(const v1::RunResponse& response) {
                                    FormatBytes(static_cast<double>(response.bytes_moved())), ")")});
   table.AddRow({"bandwidth", FormatBandwidth(response.bytes_per_second())});
   for (const v1::SolFigure& sol : response.sol()) {
-    table.AddRow({"SOL " + PeakSourceName(sol.source()),
+    table.AddRow({"SOL " + PeakSourceShortName(sol.source()),
                   absl::StrCat(Fixed(100 * sol.sol_ratio(), 1), " % of ",
                                FormatBandwidth(sol.peak_bytes_per_second()), " (floor ",
                                FormatSeconds(sol.sol_seconds()), ")")});

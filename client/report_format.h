@@ -58,8 +58,6 @@ std::string FormatImplementations(const v1::ListImplementationsResponse& respons
 
 // Short names used across formats: "cupti", "cold", "device_attributes", "passed", ...
 std::string TimerName(v1::Timer timer);
-std::string CacheName(v1::CacheMode cache);
-std::string PeakSourceName(v1::PeakSource source);
 std::string ResultStatusName(v1::ResultStatus status);
 
 }  // namespace kerneleval::client

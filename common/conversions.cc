@@ -110,6 +110,19 @@ std::string CacheShortName(v1::CacheMode cache) {
   return cache == v1::CACHE_MODE_HOT ? "hot" : "cold";
 }
 
+std::string PeakSourceShortName(v1::PeakSource source) {
+  switch (source) {
+    case v1::PEAK_SOURCE_DEVICE_ATTRIBUTES:
+      return "device_attributes";
+    case v1::PEAK_SOURCE_DATASHEET:
+      return "datasheet";
+    case v1::PEAK_SOURCE_MEASURED_COPY:
+      return "measured_copy";
+    default:
+      return "unspecified";
+  }
+}
+
 std::optional<v1::DType> ParseDTypeName(std::string_view name) {
   if (name == "bf16" || name == "bfloat16") return v1::DTYPE_BF16;
   if (name == "fp16" || name == "float16" || name == "half") return v1::DTYPE_FP16;

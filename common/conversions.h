@@ -34,6 +34,9 @@ std::string DTypeShortName(v1::DType dtype);
 std::string ModeShortName(v1::Mode mode);
 std::string TimerShortName(v1::Timer timer);
 std::string CacheShortName(v1::CacheMode cache);
+// A SOL figure's peak, as reports and metric labels name it: "device_attributes",
+// "datasheet", "measured_copy".
+std::string PeakSourceShortName(v1::PeakSource source);
 
 // What people type: the short names, and the long ones of suite files and frameworks
 // ("bfloat16", "float16", "half", "float32", "float"). nullopt for anything else.

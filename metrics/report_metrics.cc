@@ -3,6 +3,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "common/conversions.h"
 
 namespace kerneleval::metrics {
 namespace {
@@ -26,19 +27,6 @@ prometheus::Family<prometheus::Gauge>& Gauge(prometheus::Registry& r, const char
 }
 
 }  // namespace
-
-const char* PeakLabel(v1::PeakSource source) {
-  switch (source) {
-    case v1::PEAK_SOURCE_DEVICE_ATTRIBUTES:
-      return "device_attributes";
-    case v1::PEAK_SOURCE_DATASHEET:
-      return "datasheet";
-    case v1::PEAK_SOURCE_MEASURED_COPY:
-      return "measured_copy";
-    default:
-      return "unknown";
-  }
-}
 
 std::string ProtocolLabel(const v1::Protocol& p) {
   std::string label = p.cache() == v1::CACHE_MODE_HOT ? "hot" : "cold";
@@ -120,7 +108,7 @@ void ReportMetrics::Record(const v1::BenchmarkReport& report, const std::string&
     for (v1::PeakSource source : {v1::PEAK_SOURCE_DEVICE_ATTRIBUTES, v1::PEAK_SOURCE_DATASHEET,
                                   v1::PEAK_SOURCE_MEASURED_COPY}) {
       prometheus::Labels l = labels;
-      l["peak"] = PeakLabel(source);
+      l["peak"] = PeakSourceShortName(source);
       const v1::SolFigure* figure = nullptr;
       for (const v1::SolFigure& f : r.sol()) {
         if (f.source() == source) figure = &f;
@@ -145,8 +133,8 @@ void ReportMetrics::Record(const v1::BenchmarkReport& report, const std::string&
     labels["implementation"] = s.implementation();
     prometheus::Labels sol_labels = labels;
     const auto peak = summary_peaks.find({s.implementation(), s.device()});
-    sol_labels["peak"] =
-        PeakLabel(peak != summary_peaks.end() ? peak->second : v1::PEAK_SOURCE_DEVICE_ATTRIBUTES);
+    sol_labels["peak"] = PeakSourceShortName(
+        peak != summary_peaks.end() ? peak->second : v1::PEAK_SOURCE_DEVICE_ATTRIBUTES);
     if (s.failed() == 0 && s.passed() > 0) {
       suite_latency_.Add(labels).Set(s.mean_latency_seconds());
       suite_sol_.Add(sol_labels).Set(s.geomean_sol_ratio());

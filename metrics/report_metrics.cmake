@@ -4,5 +4,5 @@
 add_library(kerneleval_report_metrics STATIC ${CMAKE_CURRENT_LIST_DIR}/report_metrics.cc)
 target_include_directories(kerneleval_report_metrics PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(kerneleval_report_metrics
-  PUBLIC kerneleval_proto prometheus-cpp::core
+  PUBLIC kerneleval_common kerneleval_proto prometheus-cpp::core
   PRIVATE absl::strings)

@@ -39,9 +39,6 @@ namespace kerneleval::metrics {
 
 namespace v1 = ::kerneleval::v1;
 
-// Label value of a peak source: device_attributes, datasheet, measured_copy ("unknown" for a
-// value this build does not know).
-const char* PeakLabel(v1::PeakSource source);
 
 // A bounded label for a resolved protocol: cache mode ("cold" / "hot"), then "_graph" for
 // CUDA-graph replay, "_rotate" for rotated inputs, and "_custom" when warm-up, repetitions,

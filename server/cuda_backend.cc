@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <iostream>
 #include <memory>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/log.h"
 #include "common/status_macros.h"
 #include "kerneleval/kernels/fault_injection_cuda.h"
 #include "kerneleval/kernels/fused_add_rmsnorm_cuda.h"
@@ -190,8 +190,8 @@ void CudaBackend::PinHostMemory(void* data, std::size_t bytes) {
   const cudaError_t e = cudaHostRegister(data, bytes, cudaHostRegisterDefault);
   if (e != cudaSuccess) {
     cudaGetLastError();  // not sticky: copies from pageable memory still work, only slower
-    std::cerr << name_ << ": cannot page-lock " << bytes << " bytes of host memory ("
-              << cudaGetErrorString(e) << "); copies go through staging\n";
+    LogWarning(absl::StrCat(name_, ": cannot page-lock ", bytes, " bytes of host memory (",
+                            cudaGetErrorString(e), "); copies go through staging"));
   }
 }
 

@@ -1,5 +1,6 @@
 #include "server/metrics.h"
 
+#include "common/conversions.h"
 #include "server/process_metrics.h"
 
 namespace kerneleval::server {
@@ -280,7 +281,7 @@ void Metrics::SetDevice(const v1::Device& d) {
       {v1::PEAK_SOURCE_DATASHEET, d.datasheet_bytes_per_second()},
       {v1::PEAK_SOURCE_MEASURED_COPY, d.measured_copy_bytes_per_second()}};
   for (const auto& [source, value] : peaks) {
-    if (value > 0) device_peak_.Add(With(labels, "source", metrics::PeakLabel(source))).Set(value);
+    if (value > 0) device_peak_.Add(With(labels, "source", PeakSourceShortName(source))).Set(value);
   }
   device_healthy_.Add(labels).Set(d.healthy() ? 1 : 0);
   queue_capacity_.Add(labels).Set(d.queue_capacity());
