@@ -39,7 +39,6 @@ namespace kerneleval::metrics {
 
 namespace v1 = ::kerneleval::v1;
 
-
 // A bounded label for a resolved protocol: cache mode ("cold" / "hot"), then "_graph" for
 // CUDA-graph replay, "_rotate" for rotated inputs, and "_custom" when warm-up, repetitions,
 // adaptive stopping or seed differ from the defaults the scheduled benchmark uses (10, 50,
