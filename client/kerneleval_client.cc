@@ -161,15 +161,19 @@ KernelEvalClient::KernelEvalClient(std::shared_ptr<grpc::Channel> channel, Clien
       stub_(v1::KernelEval::NewStub(channel_)),
       generic_stub_(std::make_unique<grpc::GenericStub>(channel_)) {}
 
-std::unique_ptr<grpc::ClientContext> KernelEvalClient::NewContext() const {
+std::unique_ptr<grpc::ClientContext> NewCallContext(const ClientOptions& options) {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(std::chrono::system_clock::now() +
                         std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                            std::chrono::duration<double>(options_.deadline_seconds)));
-  if (!options_.bearer_token.empty()) {
-    context->AddMetadata("authorization", "Bearer " + options_.bearer_token);
+                            std::chrono::duration<double>(options.deadline_seconds)));
+  if (!options.bearer_token.empty()) {
+    context->AddMetadata("authorization", "Bearer " + options.bearer_token);
   }
   return context;
+}
+
+std::unique_ptr<grpc::ClientContext> KernelEvalClient::NewContext() const {
+  return NewCallContext(options_);
 }
 
 grpc::Status KernelEvalClient::Run(const v1::RunRequest& request, v1::RunResponse* response) const {

@@ -39,6 +39,10 @@ struct ClientOptions {
 // be read, a deadline is not positive or only one of the client cert / key is given.
 grpc::Status MakeChannel(const ClientOptions& options, std::shared_ptr<grpc::Channel>* channel);
 
+// A call's context as every client of the server makes it: the options' deadline from now,
+// and the bearer token when one is set.
+std::unique_ptr<grpc::ClientContext> NewCallContext(const ClientOptions& options);
+
 class KernelEvalClient {
  public:
   // Creates a client with its own channel; see MakeChannel for the errors.

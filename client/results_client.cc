@@ -8,14 +8,7 @@ ResultsClient::ResultsClient(std::shared_ptr<grpc::Channel> channel, ClientOptio
     : options_(std::move(options)), stub_(v1::Results::NewStub(channel)) {}
 
 std::unique_ptr<grpc::ClientContext> ResultsClient::NewContext() const {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() +
-                        std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                            std::chrono::duration<double>(options_.deadline_seconds)));
-  if (!options_.bearer_token.empty()) {
-    context->AddMetadata("authorization", "Bearer " + options_.bearer_token);
-  }
-  return context;
+  return NewCallContext(options_);
 }
 
 grpc::Status ResultsClient::History(const v1::HistoryRequest& request,

@@ -48,14 +48,7 @@ SubmissionsClient::SubmissionsClient(std::shared_ptr<grpc::Channel> channel, Cli
     : options_(std::move(options)), stub_(v1::Submissions::NewStub(channel)) {}
 
 std::unique_ptr<grpc::ClientContext> SubmissionsClient::NewContext() const {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() +
-                        std::chrono::duration_cast<std::chrono::system_clock::duration>(
-                            std::chrono::duration<double>(options_.deadline_seconds)));
-  if (!options_.bearer_token.empty()) {
-    context->AddMetadata("authorization", "Bearer " + options_.bearer_token);
-  }
-  return context;
+  return NewCallContext(options_);
 }
 
 grpc::Status SubmissionsClient::Register(const v1::SubmissionSpec& spec,
