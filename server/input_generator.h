@@ -1,4 +1,0 @@
-// Moved to common/input_generator.h, shared by the server and the client.
-#pragma once
-
-#include "common/input_generator.h"
