@@ -66,6 +66,21 @@ void ProcessCall(void* state, grpc_auth_context* /*context*/, const grpc_metadat
 
 // Adds its ports with core credentials that carry the token check, the way gRPC's own
 // wrappers add theirs (SslServerCredentials builds the same TLS credentials).
+//
+// Why this overrides the private AddPortToServer (checked against gRPC 1.51, Debian 12): the
+// check must run in the server auth filter, the one place that sees a call before its
+// request message is read (security_test: CallsAreRefusedBeforeTheRequestMessageIsRead,
+// covering Run, Benchmark, reflection and unknown methods), and the one public way to put a
+// check there is ServerCredentials::SetAuthMetadataProcessor, which the plaintext
+// InsecureServerCredentials() refuses with GPR_ASSERT (grpc/grpc#28807). The public
+// alternatives fall short: a check at the top of every handler, a server interceptor or a
+// CallbackGenericService all run only once the core has matched the call, which for unary
+// and server-streaming methods is after the request message arrived; interceptors cannot
+// finish a call with a chosen code (no server-side Hijack, grpc/grpc#24017; TryCancel says
+// CANCELLED, not UNAUTHENTICATED / PERMISSION_DENIED); reflection is gRPC's own service and
+// has no handler to put a check in; LocalServerCredentials(LOCAL_TCP) takes a processor but
+// refuses every peer that is not on loopback. TLS alone could use SslServerCredentials +
+// SetAuthMetadataProcessor, but plaintext would still need this class, so both stay here.
 class TokenCheckingServerCredentials final : public grpc::ServerCredentials {
  public:
   TokenCheckingServerCredentials(const grpc::SslServerCredentialsOptions* tls, std::string token,
