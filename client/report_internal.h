@@ -1,4 +1,5 @@
-// Pieces shared by the report formatters (report_format.cc, report_html.cc). Not installed.
+// Pieces shared by the report formatters (report_table.cc, report_csv.cc, report_html.cc,
+// response_format.cc). Not installed.
 #pragma once
 
 #include <cstdint>

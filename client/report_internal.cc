@@ -1,0 +1,179 @@
+// The pieces the report formatters share (report_internal.h).
+#include "client/report_internal.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/report_format.h"
+#include "client/text_table.h"
+#include "common/conversions.h"
+
+namespace kerneleval::client {
+
+namespace report_internal {
+
+std::vector<WorkloadGroup> GroupByWorkload(const v1::BenchmarkReport& report) {
+  std::vector<WorkloadGroup> groups;
+  std::map<std::string, size_t> index;
+  for (const v1::WorkloadResult& result : report.results()) {
+    auto [it, inserted] = index.emplace(result.workload(), groups.size());
+    if (inserted) groups.push_back({result.workload(), {}});
+    groups[it->second].results.push_back(&result);
+  }
+  for (WorkloadGroup& group : groups) {
+    std::stable_sort(group.results.begin(), group.results.end(),
+                     [](const v1::WorkloadResult* a, const v1::WorkloadResult* b) {
+                       // Rank 0 (unranked) sorts after every ranked result.
+                       const uint32_t ra = a->rank() == 0 ? UINT32_MAX : a->rank();
+                       const uint32_t rb = b->rank() == 0 ? UINT32_MAX : b->rank();
+                       return ra < rb;
+                     });
+  }
+  return groups;
+}
+
+int64_t AxisValue(const v1::BenchmarkReport& report, const v1::WorkloadResult& result,
+                  const std::string& axis) {
+  const auto it = result.axes().find(axis);
+  if (it != result.axes().end()) return it->second;
+  for (const v1::Axis& a : report.definition().axes()) {
+    if (a.name() == axis && a.is_const()) return a.value();
+  }
+  return -1;
+}
+
+std::string PlotAxis(const v1::BenchmarkReport& report) {
+  std::map<std::string, std::set<int64_t>> values;
+  for (const v1::WorkloadResult& result : report.results()) {
+    for (const auto& [name, value] : result.axes()) values[name].insert(value);
+  }
+  std::string best;
+  size_t best_count = 0;
+  for (const auto& [name, distinct] : values) {
+    const bool better =
+        distinct.size() > best_count || (distinct.size() == best_count && name == "batch_size");
+    if (better) {
+      best = name;
+      best_count = distinct.size();
+    }
+  }
+  return best;
+}
+
+bool MultiDevice(const v1::BenchmarkReport& report) {
+  std::set<std::string> devices;
+  for (const v1::WorkloadResult& result : report.results()) devices.insert(result.device());
+  return devices.size() > 1;
+}
+
+std::string CacheText(const v1::Protocol& protocol) {
+  std::string text = CacheShortName(protocol.cache());
+  if (protocol.cuda_graph()) {
+    absl::StrAppend(&text, ", graph x", protocol.graph_calls() ? protocol.graph_calls() : 20);
+  }
+  if (protocol.rotate_inputs()) absl::StrAppend(&text, ", rotate");
+  return text;
+}
+
+std::string ProtocolText(const v1::Protocol& protocol) {
+  std::vector<std::string> parts;
+  parts.push_back(absl::StrCat(CacheShortName(protocol.cache()), " cache"));
+  if (protocol.cuda_graph()) {
+    parts.push_back(absl::StrCat("CUDA graph of ",
+                                 protocol.graph_calls() ? protocol.graph_calls() : 20, " calls"));
+  }
+  if (protocol.rotate_inputs()) parts.push_back("rotating inputs");
+  parts.push_back(absl::StrCat("warm-up ", protocol.warmup()));
+  if (protocol.has_adaptive()) {
+    const v1::AdaptiveStop& a = protocol.adaptive();
+    parts.push_back(absl::StrCat("adaptive ", a.min_samples(), "..", a.max_samples(),
+                                 " samples to ", Fixed(100 * a.target_relative_spread(), 2),
+                                 "% spread, cap ", Number(a.max_seconds()), " s"));
+  } else {
+    parts.push_back(absl::StrCat(protocol.repetitions(), " repetitions"));
+  }
+  parts.push_back(absl::StrCat("timer ", TimerName(protocol.timer())));
+  parts.push_back(absl::StrCat("seed ", protocol.seed()));
+  if (protocol.measure_copy_bandwidth()) parts.push_back("copy bandwidth measured");
+  return absl::StrJoin(parts, ", ");
+}
+
+std::string CorrectnessText(const v1::WorkloadResult& result) {
+  switch (result.status()) {
+    case v1::RESULT_STATUS_RUNTIME_ERROR:
+      return "ERROR";
+    case v1::RESULT_STATUS_SKIPPED:
+      return "SKIPPED";
+    case v1::RESULT_STATUS_REJECTED:
+      return "REJECTED";
+    default:
+      break;
+  }
+  const v1::Correctness& c = result.correctness();
+  if (!c.checked()) return "unchecked";
+  char buffer[48];
+  std::snprintf(buffer, sizeof(buffer), "%s %.1e", c.passed() ? "PASS" : "FAIL", c.max_abs_error());
+  std::string text = buffer;
+  if (c.has_nan()) text += " NaN";
+  if (c.has_inf()) text += " Inf";
+  return text;
+}
+
+double SolPercent(const google::protobuf::RepeatedPtrField<v1::SolFigure>& figures) {
+  const v1::SolFigure* sol = PreferredSol(figures);
+  return sol == nullptr ? -1 : 100 * sol->sol_ratio();
+}
+
+std::string VsBestText(double vs_best) { return vs_best > 0 ? Fixed(vs_best, 2) + "x" : "-"; }
+
+std::string RankText(uint32_t rank) { return rank == 0 ? "-" : std::to_string(rank); }
+
+std::string FormatBandwidth(double bytes_per_second) {
+  if (!(bytes_per_second > 0)) return "-";
+  if (bytes_per_second >= 1e12) return Fixed(bytes_per_second / 1e12, 2) + " TB/s";
+  return Fixed(bytes_per_second / 1e9, 1) + " GB/s";
+}
+
+std::string Number(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.6g", value);
+  return buffer;
+}
+
+std::string MeasuredAsText(const v1::BenchmarkReport& report, const v1::WorkloadResult& result) {
+  if (!result.measured_as().empty()) return result.measured_as();
+  return absl::StrCat(TimerName(result.timer()), ", ", CacheText(report.protocol()));
+}
+
+std::string DramText(const v1::DramTraffic& d) {
+  if (!d.available()) return d.unavailable_reason();
+  std::string text =
+      absl::StrCat("DRAM read ", Fixed(d.read_bytes() / 1e6, 2), " MB (declared ",
+                   Fixed(static_cast<double>(d.declared_read_bytes()) / 1e6, 2), "), write ",
+                   Fixed(d.write_bytes() / 1e6, 2), " MB (declared ",
+                   Fixed(static_cast<double>(d.declared_write_bytes()) / 1e6, 2), ")");
+  if (d.bytes_per_second() > 0) absl::StrAppend(&text, ", ", FormatBandwidth(d.bytes_per_second()));
+  absl::StrAppend(&text, ", median of ", d.windows(), d.cold() ? " cold" : " hot", " windows");
+  return text;
+}
+
+std::string ClockSummaryText(const v1::ClockSummary& c) {
+  if (c.samples() == 0) return "-";
+  std::string text = absl::StrCat("SM ", Fixed(c.sm_mhz_mean(), 0), " MHz (", c.sm_mhz_min(), "-",
+                                  c.sm_mhz_max(), "), memory ", c.memory_mhz_max(), " MHz");
+  if (c.temperature_c_max() > 0) absl::StrAppend(&text, ", ", c.temperature_c_max(), " C");
+  if (c.power_watts_max() > 0) absl::StrAppend(&text, ", ", Fixed(c.power_watts_max(), 0), " W");
+  if (c.throttle_reason_names_size() > 0) {
+    absl::StrAppend(&text, ", reasons: ", absl::StrJoin(c.throttle_reason_names(), "|"));
+  }
+  absl::StrAppend(&text, "; ", c.samples(), " readings");
+  return text;
+}
+
+}  // namespace report_internal
+
+}  // namespace kerneleval::client
