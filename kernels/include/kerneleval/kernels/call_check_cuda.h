@@ -1,0 +1,63 @@
+// Device-side checks of every call of a submitted kernel, run by the service outside the
+// timed window (docs/submissions.md, "Evaluation and the checks nobody can game"):
+//
+// - inputs are a pure function of a seed the kernel cannot know (FillCheckedInput), so the
+//   check recomputes them instead of keeping a pristine copy, and nothing on the device holds
+//   an expected answer a kernel could look for;
+// - the fp64 reference is computed by the check itself from those regenerated inputs and
+//   compared with the output and residual_out under the request's tolerance;
+// - inputs are compared with their regenerated values (unchanged after the call);
+// - every tensor is followed by a guard region of seeded random bytes (FillGuard), which a
+//   kernel reading past its tensors gets as data and which must be unchanged afterwards.
+//
+// Every launcher enqueues on `stream` and returns cudaGetLastError(); nothing synchronizes.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kerneleval/kernels/call_check.h"
+#include "kerneleval/kernels/fused_add_rmsnorm.h"
+
+namespace kerneleval {
+
+// Writes `elements` values of `dtype` at `data`: element i is a function of (seed, i) only,
+// uniform in [-2, 2) on a grid of 2^-14 (exact in every dtype, so the regenerated value
+// matches the stored one bit for bit, whatever the compiler does with floating point).
+cudaError_t FillCheckedInput(void* data, std::size_t elements, DType dtype, std::uint64_t seed,
+                             cudaStream_t stream);
+
+// Writes `bytes` seeded random bytes at `data` (any alignment).
+cudaError_t FillGuard(void* data, std::size_t bytes, std::uint64_t seed, cudaStream_t stream);
+
+// Adds to counts->guard_changed[tensor] the bytes at `data` that differ from FillGuard(seed).
+cudaError_t CheckGuard(const void* data, std::size_t bytes, std::uint64_t seed,
+                       CallCheckTensor tensor, CallCheckCounts* counts, cudaStream_t stream);
+
+struct CallCheckArgs {
+  DType dtype = DType::kBF16;
+  Mode mode = Mode::kOutput;
+  std::int64_t batch = 0;
+  std::int64_t hidden = 0;
+  double eps = 1e-6;
+  double atol = 0;
+  double rtol = 0;
+  // What the kernel was given (kInPlace: output == hidden_states, residual_out == residual).
+  const void* hidden_states = nullptr;
+  const void* residual = nullptr;
+  const void* weight = nullptr;
+  const void* output = nullptr;
+  const void* residual_out = nullptr;  // nullptr for kOutput
+  // The seeds FillCheckedInput wrote hidden_states and residual with, and a copy of the weight
+  // as the service wrote it.
+  std::uint64_t hidden_states_seed = 0;
+  std::uint64_t residual_seed = 0;
+  const void* pristine_weight = nullptr;
+};
+
+// Checks one call (see the header comment): counts into `counts` (device memory, zeroed).
+cudaError_t CheckCall(const CallCheckArgs& args, CallCheckCounts* counts, cudaStream_t stream);
+
+}  // namespace kerneleval
