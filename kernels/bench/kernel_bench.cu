@@ -120,8 +120,10 @@ struct Options {
   int graph_replays = 20;
   bool read_flush = false;
   bool sweep = false;
+  bool split_sweep = false;  // only the split layouts (SplitRowKernel) beside the default
   bool unfused = true;
-  bool ncu = false;  // launches only, for a profiler that times each kernel itself
+  bool copy = false;  // also time device-to-device copies of the same bytes
+  bool ncu = false;   // launches only, for a profiler that times each kernel itself
 };
 
 struct Device {
@@ -361,7 +363,7 @@ void Usage() {
                "usage: kerneleval-kernel-bench [--dtype=bf16|fp16|fp32] "
                "[--mode=output|output_and_residual|in_place] [--hidden=N] "
                "[--batches=1,6,...] [--reps=N] [--graph-calls=N] [--flush=memset|read] "
-               "[--sweep] [--no-unfused] [--ncu]\n"
+               "[--sweep] [--split-sweep] [--copy] [--no-unfused] [--ncu]\n"
                "--ncu: no timing; each implementation runs 5 synchronized calls per batch, in the\n"
                "order printed, for Nsight Compute (which flushes caches and times each kernel)\n");
 }
@@ -394,6 +396,10 @@ bool Parse(int argc, char** argv, Options* o) {
       o->read_flush = value == "read";
     } else if (key == "--sweep") {
       o->sweep = true;
+    } else if (key == "--split-sweep") {
+      o->split_sweep = true;
+    } else if (key == "--copy") {
+      o->copy = true;
     } else if (key == "--no-unfused") {
       o->unfused = false;
     } else if (key == "--ncu") {
@@ -434,12 +440,12 @@ int Main(int argc, char** argv) {
   impls.push_back({"fused", [](const FusedAddRmsNormArgs& a, cudaStream_t s) {
                      return LaunchFusedAddRmsNorm(a, s);
                    }});
-  if (o.sweep) {
-    auto tuned = [](FusedAddRmsNormTuning t) {
-      return [t](const FusedAddRmsNormArgs& a, cudaStream_t s) {
-        return LaunchFusedAddRmsNormTuned(a, t, s);
-      };
+  auto tuned = [](FusedAddRmsNormTuning t) -> LaunchFn {
+    return [t](const FusedAddRmsNormArgs& a, cudaStream_t s) {
+      return LaunchFusedAddRmsNormTuned(a, t, s);
     };
+  };
+  if (o.sweep) {
     FusedAddRmsNormTuning t;
     t.pdl = false;
     impls.push_back({"fused:no-pdl", tuned(t)});
@@ -458,8 +464,41 @@ int Main(int argc, char** argv) {
     t.rows_per_thread = 2;
     impls.push_back({"fused:1vec,2rows/thread", tuned(t)});
   }
+  if (o.sweep || o.split_sweep) {
+    FusedAddRmsNormTuning no_split;
+    no_split.ctas_per_row = -1;
+    impls.push_back({"fused:no-split", tuned(no_split)});
+    // Every split layout that fits this row: a row over c CTAs of one cluster, v units per
+    // thread (SplitRowKernel).
+    const std::int64_t units =
+        o.hidden % (16 / ElementSize(o.dtype)) == 0 ? o.hidden / (16 / ElementSize(o.dtype)) : 0;
+    for (int c : {1, 2, 4, 8}) {
+      for (int v : {1, 2, 4}) {
+        const std::int64_t threads = (units + c * v - 1) / (c * v);
+        if (units == 0 || threads > 1024 || threads < 32) continue;
+        FusedAddRmsNormTuning t;
+        t.ctas_per_row = c;
+        t.vecs_per_thread = v;
+        impls.push_back({"fused:split" + std::to_string(c) + "x" +
+                             std::to_string((threads + 31) / 32 * 32) + ",v" + std::to_string(v),
+                         tuned(t)});
+      }
+    }
+  }
   if (o.unfused) {
     impls.push_back({"unfused", nullptr});
+  }
+  if (o.copy && WritesResidual(o.mode)) {
+    // The memory system's ceiling for this traffic: the same bytes (two tensors read, two
+    // written) moved by the driver's device-to-device copies, no arithmetic.
+    impls.push_back({"copy", [&o](const FusedAddRmsNormArgs& a, cudaStream_t s) {
+                       const std::size_t bytes = a.batch * a.hidden * ElementSize(o.dtype);
+                       cudaMemcpyAsync(a.output == a.hidden_states ? a.residual_out : a.output,
+                                       a.hidden_states, bytes, cudaMemcpyDeviceToDevice, s);
+                       return cudaMemcpyAsync(
+                           a.residual_out == a.residual ? a.output : a.residual_out, a.residual,
+                           bytes, cudaMemcpyDeviceToDevice, s);
+                     }});
   }
 
   Stream stream;
@@ -510,11 +549,13 @@ int Main(int argc, char** argv) {
         continue;
       }
       const Timing t = Measure(o, dev, w, launch, flush, sink, stream.get());
-      const double check = Check(o, w, launch, stream.get());
+      const bool is_copy = impl.name == "copy";  // moves bytes only: nothing to check
+      const double check = is_copy ? 0 : Check(o, w, launch, stream.get());
       const double cold_gbps = bytes_moved / (t.cold_us * 1e3);
       const double graph_gbps = bytes_moved / (t.graph_us * 1e3);
-      const char* variant =
-          impl.name == "unfused" ? "add+rmsnorm" : FusedAddRmsNormVariant(w.Args(o, 0));
+      const char* variant = impl.name == "unfused" ? "add+rmsnorm"
+                            : is_copy              ? "memcpy_d2d"
+                                                   : FusedAddRmsNormVariant(w.Args(o, 0));
       std::printf("%-28s %7lld %-22s %9.2f %9.2f %8.0f %6.1f %9.2f %8.0f %6.1f %5d %6s\n",
                   impl.name.c_str(), static_cast<long long>(batch), variant, t.cold_us,
                   t.cold_min_us, cold_gbps, 100 * cold_gbps / dev.peak_gbps, t.graph_us, graph_gbps,

@@ -13,10 +13,15 @@
 //                          SMs as rows finish.
 //   rows_scalar_*          the same with element-wide accesses, for unaligned pointers or a
 //                          hidden size that is not a multiple of the vector width.
-//   two_pass_*             rows longer than the register path holds.
+//   cluster_rows_vec16     long rows (the launcher's split table: hidden >= 8192 fp32): a row
+//                          over the CTAs of one thread-block cluster, each holding its chunk
+//                          as fp32 sums in registers, partial sums exchanged through
+//                          distributed shared memory; one pass over memory.
+//   two_pass_*             rows longer than the register paths hold, or unaligned long rows.
 // Alternatives that lost on the H200 stay selectable through FusedAddRmsNormTuning for the
 // benchmark (docs/results/kernels.md): persistent grids with a prefetched next row, several
 // rows per thread, evict-first cache hints.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 
@@ -35,6 +40,7 @@ using cuda_detail::RowKernels;
 using cuda_detail::RowLayout;
 using cuda_detail::RowOp;
 using cuda_detail::RowParams;
+using cuda_detail::SplitRowLayout;
 
 bool ValidArgs(const FusedAddRmsNormArgs& args) {
   if (args.mode != Mode::kOutput && args.mode != Mode::kOutputAndResidual &&
@@ -81,6 +87,18 @@ cudaError_t MakePlan(const FusedAddRmsNormArgs& args, const FusedAddRmsNormTunin
                                  plan->vector ? cuda_detail::MaxVecsPerThread<T, kVec>()
                                               : cuda_detail::MaxVecsPerThread<T, 1>());
   plan->layout.rows_per_thread = RowsPerThread(plan->layout, tuning);
+  if (plan->vector && tuning.ctas_per_row >= 0) {
+    RowLayout split;
+    const bool fits =
+        tuning.ctas_per_row > 0
+            ? SplitRowLayout(units, tuning.ctas_per_row,
+                             tuning.vecs_per_thread > 0 ? tuning.vecs_per_thread : 2, &split)
+            : cuda_detail::DefaultSplitRowLayout(units, &split);
+    // One cluster per row: the grid is batch x ctas_per_row CTAs, within a launch's limit.
+    if (fits && args.batch <= std::numeric_limits<int>::max() / split.ctas_per_row) {
+      plan->layout = split;
+    }
+  }
   if (plan->vector) {
     plan->kernel =
         writes ? RowKernels<T, kVec, RowOp::kAddNormStoreSum>::Pick(plan->layout, tuning.prefetch)
@@ -100,11 +118,13 @@ cudaError_t MakePlan(const FusedAddRmsNormArgs& args, const FusedAddRmsNormTunin
   p.units = static_cast<int>(units);
   p.threads_per_row = plan->layout.threads_per_row;
   p.rows_per_cta = plan->layout.rows_per_cta;
+  p.ctas_per_row = std::max(plan->layout.ctas_per_row, 1);
   p.inv_hidden = 1.f / static_cast<float>(args.hidden);
   p.eps = args.eps;
   p.streaming = tuning.streaming;
-  const bool persistent = tuning.persistent && plan->layout.rows_per_thread == 1;
-  return ChooseGrid(plan->kernel, plan->layout, args.batch, persistent, tuning.max_ctas,
+  const bool split = plan->layout.ctas_per_row > 0;
+  const bool persistent = tuning.persistent && plan->layout.rows_per_thread == 1 && !split;
+  return ChooseGrid(plan->kernel, plan->layout, args.batch, persistent, split ? 0 : tuning.max_ctas,
                     &plan->grid);
 }
 
@@ -123,7 +143,7 @@ cudaError_t LaunchFusedAddRmsNormTuned(const FusedAddRmsNormArgs& args,
   const cudaError_t err = MakePlan(args, tuning, &plan);
   if (err != cudaSuccess) return err;
   return cuda_detail::Launch(plan.kernel, plan.grid.grid, plan.layout.block, tuning.pdl, stream,
-                             plan.params);
+                             plan.params, plan.params.ctas_per_row);
 }
 
 cudaError_t LaunchFusedAddRmsNorm(const FusedAddRmsNormArgs& args, cudaStream_t stream) {
@@ -136,6 +156,7 @@ const char* FusedAddRmsNormVariant(const FusedAddRmsNormArgs& args) {
   if (err == cudaErrorInvalidValue) return "invalid_arguments";
   if (err != cudaSuccess) return "cuda_error";
   if (plan.layout.two_pass) return plan.vector ? "two_pass_vec16" : "two_pass_scalar";
+  if (plan.layout.ctas_per_row > 1) return "cluster_rows_vec16";
   if (plan.layout.rows_per_thread == 2) return plan.vector ? "multirow2_vec16" : "multirow2_scalar";
   if (plan.layout.rows_per_thread == 4) return plan.vector ? "multirow4_vec16" : "multirow4_scalar";
   static const char* const kNames[2][3] = {

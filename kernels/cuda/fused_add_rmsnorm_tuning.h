@@ -27,7 +27,12 @@ struct FusedAddRmsNormTuning {
   // fits (more where it needs more, fewer where the dtype's register limit says so).
   int vecs_per_thread = 0;
   // 0: no limit; otherwise at most this many CTAs (tests use it to make every CTA loop).
+  // Not applied to split rows (SplitRowKernel), whose grid is one cluster per row.
   int max_ctas = 0;
+  // Rows split over a cluster of CTAs (SplitRowKernel, 16-byte vector paths): 0: the
+  // launcher's table; -1: never; 1..8: that many CTAs per row with vecs_per_thread units
+  // per thread (2 when 0), where that layout fits in 1024 threads.
+  int ctas_per_row = 0;
 };
 
 cudaError_t LaunchFusedAddRmsNormTuned(const FusedAddRmsNormArgs& args,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "rmsnorm_row_kernels.cuh"
+#include "rmsnorm_split_row_kernel.cuh"
 
 namespace kerneleval::cuda_detail {
 
@@ -10,6 +11,7 @@ namespace kerneleval::cuda_detail {
 // only, never of the batch: see RowSum.
 struct RowLayout {
   bool two_pass = false;
+  int ctas_per_row = 0;     // > 0: SplitRowKernel, a row over this many CTAs of one cluster
   int rows_per_thread = 1;  // > 1: MultiRowKernel, one CTA per row group
   int vecs_per_thread = 1;
   int threads_per_row = 0;
@@ -62,6 +64,50 @@ inline RowLayout ChooseRowLayout(std::int64_t units, int forced_vecs_per_thread,
   return layout;
 }
 
+// A row over `ctas` CTAs of `vecs` units per thread: the smallest multiple of a warp that
+// covers the row. Returns false where that takes more than 1024 threads.
+inline bool SplitRowLayout(std::int64_t units, int ctas, int vecs, RowLayout* layout) {
+  if (ctas < 1 || ctas > kMaxCtasPerRow || (vecs != 1 && vecs != 2 && vecs != 4)) return false;
+  const std::int64_t per_cta = (units + ctas - 1) / ctas;
+  const std::int64_t threads = ((per_cta + vecs - 1) / vecs + kWarp - 1) / kWarp * kWarp;
+  if (threads > kMaxThreads) return false;
+  *layout = RowLayout{};
+  layout->ctas_per_row = ctas;
+  layout->vecs_per_thread = vecs;
+  layout->threads_per_row = static_cast<int>(threads) * ctas;
+  layout->block = static_cast<int>(threads);
+  return true;
+}
+
+// The launcher's split layouts, by row length in 16-byte units. From the H200 sweep of every
+// (ctas, vecs) in docs/results/kernels.md (2026-12-01): one CTA per row wherever it can hold
+// the row, with 2 units per thread up to 384 threads and 4 beyond (fewer, fuller threads
+// keep more CTAs resident: at hidden 7168 / 8192 bf16, 4 units per thread were 3-6% faster
+// at batch 16384 than 2, and within 0.1 us at batch 1); clusters only for
+// rows past 4 x 1024 units, where they beat two passes over memory by 30%. Everywhere a
+// shorter row could use a cluster, it measured 5-60% slower than one CTA.
+struct SplitEntry {
+  std::int64_t max_units;  // rows up to this many units
+  int ctas;
+  int vecs;
+};
+constexpr SplitEntry kSplitTable[] = {
+    {768, 1, 2},   // hidden <= 3072 fp32, 6144 16-bit: up to 384 threads
+    {4096, 1, 4},  // hidden <= 16384 fp32: up to 1024 threads
+    {8192, 4, 4},  // hidden <= 32768 fp32: 4 CTAs of up to 512 threads
+    {32768, 8, 4},
+};
+// Rows shorter than this stay on RowKernel, which packs several short rows into one CTA.
+constexpr std::int64_t kMinSplitUnits = 256;
+
+inline bool DefaultSplitRowLayout(std::int64_t units, RowLayout* layout) {
+  if (units < kMinSplitUnits) return false;
+  for (const SplitEntry& e : kSplitTable) {
+    if (units <= e.max_units) return SplitRowLayout(units, e.ctas, e.vecs, layout);
+  }
+  return false;
+}
+
 struct GridChoice {
   std::int64_t blocks_needed = 0;
   int grid = 0;
@@ -77,7 +123,8 @@ template <typename Kernel>
 cudaError_t ChooseGrid(Kernel kernel, const RowLayout& layout, std::int64_t batch, bool persistent,
                        int max_ctas, GridChoice* choice) {
   const std::int64_t rows = layout.two_pass ? 1 : layout.rows_per_cta * layout.rows_per_thread;
-  choice->blocks_needed = (batch + rows - 1) / rows;
+  choice->blocks_needed =
+      layout.ctas_per_row > 0 ? batch * layout.ctas_per_row : (batch + rows - 1) / rows;
   std::int64_t grid = choice->blocks_needed;
   int device = 0;
   cudaError_t err = cudaGetDevice(&device);
@@ -100,18 +147,30 @@ cudaError_t ChooseGrid(Kernel kernel, const RowLayout& layout, std::int64_t batc
   return cudaSuccess;
 }
 
+// `cluster` > 1: CTAs grouped in clusters of that many along x (grid a multiple of it).
 template <typename Kernel>
 cudaError_t Launch(Kernel kernel, int grid, int block, bool pdl, cudaStream_t stream,
-                   const RowParams& params) {
+                   const RowParams& params, int cluster = 1) {
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(grid));
   config.blockDim = dim3(static_cast<unsigned>(block));
   config.stream = stream;
-  cudaLaunchAttribute attribute = {};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = pdl ? &attribute : nullptr;
-  config.numAttrs = pdl ? 1 : 0;
+  cudaLaunchAttribute attributes[2] = {};
+  int count = 0;
+  if (pdl) {
+    attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[count].val.programmaticStreamSerializationAllowed = 1;
+    ++count;
+  }
+  if (cluster > 1) {
+    attributes[count].id = cudaLaunchAttributeClusterDimension;
+    attributes[count].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attributes[count].val.clusterDim.y = 1;
+    attributes[count].val.clusterDim.z = 1;
+    ++count;
+  }
+  config.attrs = count > 0 ? attributes : nullptr;
+  config.numAttrs = static_cast<unsigned>(count);
   cudaLaunchKernelEx(&config, kernel, params);
   return cudaGetLastError();
 }
@@ -121,6 +180,18 @@ struct RowKernels {
   using Fn = void (*)(RowParams);
   static Fn Pick(const RowLayout& layout, bool prefetch) {
     if (layout.two_pass) return TwoPassKernel<T, kElems, kOp>;
+    if constexpr (kOp != RowOp::kNorm && kElems > 1) {
+      if (layout.ctas_per_row > 0) {
+        switch (layout.vecs_per_thread) {
+          case 1:
+            return SplitRowKernel<T, kElems, 1, kOp>;
+          case 2:
+            return SplitRowKernel<T, kElems, 2, kOp>;
+          default:
+            return SplitRowKernel<T, kElems, 4, kOp>;
+        }
+      }
+    }
     if (layout.rows_per_thread == 2) return MultiRowKernel<T, kElems, 2, kOp>;
     if (layout.rows_per_thread == 4) return MultiRowKernel<T, kElems, 4, kOp>;
     switch (layout.vecs_per_thread) {

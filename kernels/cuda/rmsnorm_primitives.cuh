@@ -194,6 +194,7 @@ struct RowParams {
   int units;            // Vec units per row: hidden / kElems
   int threads_per_row;  // a power of two <= 32, or a multiple of 32
   int rows_per_cta;
+  int ctas_per_row;  // SplitRowKernel: the CTAs (one cluster) that share a row
   float inv_hidden;
   float eps;
   bool streaming;  // evict-first cache hints on x, r and the stores

@@ -194,6 +194,8 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
   if (c.tuning.streaming) name += "_evictfirst";
   if (c.tuning.vecs_per_thread > 0) name += "_vec" + std::to_string(c.tuning.vecs_per_thread);
   if (c.tuning.rows_per_thread > 1) name += "_rows" + std::to_string(c.tuning.rows_per_thread);
+  if (c.tuning.ctas_per_row > 0) name += "_split" + std::to_string(c.tuning.ctas_per_row);
+  if (c.tuning.ctas_per_row < 0) name += "_nosplit";
   return name;
 }
 
@@ -343,6 +345,39 @@ std::vector<Case> FusedCases() {
       }
     }
   }
+  // Rows split over a cluster of CTAs, every layout the kernel compiles: 1-8 CTAs (3: a
+  // cluster that does not divide the row), 1, 2 or 4 vectors per thread, rows whose last
+  // CTA is partly empty (8200 fp32 is 2050 vectors), and the long rows of the Liger sweep on
+  // the launcher's own table and without it.
+  for (DType dtype : kDTypes) {
+    for (Mode mode : {Mode::kOutputAndResidual, Mode::kInPlace}) {
+      for (std::int64_t hidden : {5000, 8200}) {
+        for (int ctas : {1, 2, 3, 8}) {
+          for (int vecs : {1, 2, 4}) {
+            Case c;
+            c.dtype = dtype;
+            c.mode = mode;
+            c.batch = 5;
+            c.hidden = hidden;
+            c.tuning.ctas_per_row = ctas;
+            c.tuning.vecs_per_thread = vecs;
+            cases.push_back(c);
+          }
+        }
+      }
+    }
+    for (std::int64_t hidden : {8192, 16384, 32768}) {
+      for (int ctas : {0, -1}) {
+        Case c;
+        c.dtype = dtype;
+        c.mode = Mode::kOutputAndResidual;
+        c.batch = 300;
+        c.hidden = hidden;
+        c.tuning.ctas_per_row = ctas;
+        cases.push_back(c);
+      }
+    }
+  }
   // The suite's largest batch at its hidden size; the other dtypes in OUTPUT mode only, to
   // keep the run short.
   for (DType dtype : kDTypes) {
@@ -421,6 +456,8 @@ TEST_F(FusedKernelApi, NamesTheVariantItPicks) {
   EXPECT_STREQ(FusedAddRmsNormVariant(args), "rows_scalar_latency");
   args.output = base;
   args.hidden = 1 << 17;
+  EXPECT_STREQ(FusedAddRmsNormVariant(args), "cluster_rows_vec16");
+  args.hidden = 1 << 19;  // past 8 CTAs of 1024 threads holding 4 vectors each
   EXPECT_STREQ(FusedAddRmsNormVariant(args), "two_pass_vec16");
 }
 
