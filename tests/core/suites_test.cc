@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -41,7 +42,7 @@ std::string ParseError(const json& suite) {
 TEST(LoadSuiteDirectory, ShippedSuitesLoad) {
   const auto suites = LoadSuiteDirectory(KERNELEVAL_SUITES_DIR);
   ASSERT_TRUE(suites.ok()) << suites.status();
-  ASSERT_EQ(suites->size(), 2u);
+  ASSERT_EQ(suites->size(), 4u);
 
   const v1::SuiteDefinition& h2048 = (*suites)[0];
   EXPECT_EQ(h2048.name(), "fused_add_rmsnorm_h2048");
@@ -75,6 +76,27 @@ TEST(LoadSuiteDirectory, ShippedSuitesLoad) {
   }
   EXPECT_EQ(hiddens, (std::vector<std::int64_t>{1024, 2048, 4096, 8192, 16384, 32768}));
   EXPECT_EQ(WorkloadName(liger, liger.workloads(0)), "hidden_size=1024");
+
+  // The LLM widths, in place and output only: the same 24 bf16 shapes.
+  const v1::Mode llm_modes[] = {v1::MODE_IN_PLACE, v1::MODE_OUTPUT};
+  for (int i = 0; i < 2; ++i) {
+    const v1::SuiteDefinition& llm = (*suites)[2 + i];
+    EXPECT_EQ(llm.dtype(), v1::DTYPE_BF16);
+    EXPECT_EQ(llm.mode(), llm_modes[i]);
+    std::set<std::int64_t> llm_hiddens;
+    std::set<std::int64_t> llm_batches;
+    for (const v1::Workload& w : llm.workloads()) {
+      const auto shape = ResolveShape(llm, w);
+      ASSERT_TRUE(shape.ok()) << shape.status();
+      llm_hiddens.insert(shape->hidden);
+      llm_batches.insert(shape->batch);
+    }
+    EXPECT_EQ(llm.workloads_size(), 24);
+    EXPECT_EQ(llm_hiddens, (std::set<std::int64_t>{4096, 5120, 7168, 8192}));
+    EXPECT_EQ(llm_batches, (std::set<std::int64_t>{1, 16, 128, 1024, 4096, 16384}));
+  }
+  EXPECT_EQ((*suites)[2].name(), "llm_widths_bf16_in_place");
+  EXPECT_EQ((*suites)[3].name(), "llm_widths_bf16_output");
 }
 
 TEST(ParseSuiteJson, ValidSuiteHasDefaultsAndDeclaredFields) {
