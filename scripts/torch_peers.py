@@ -21,7 +21,7 @@ the events time the host's launch (cold Python numbers were host-bound, 22-91 us
 kerneleval does the same: its hot and graph calls run behind a stream gate kernel, and its
 cold calls behind the flush kernel. Median (and min) of --reps samples.
 
-Usage: python3 scripts/torch_peers.py [--batches 1,6,34] [--hidden 2048] [--json PATH]
+Usage: python3 scripts/torch_peers.py [--batches 1,6,34] [--hidden 2048[,4096,...]] [--json PATH]
        [--flashinfer-lib bundle/gpu/lib/libkerneleval_flashinfer.so]
 """
 
@@ -41,6 +41,13 @@ EPS = 1e-6
 def fused_add_rmsnorm(x, r, w):
     s = x.float() + r.float()
     return (s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + EPS) * w.float()).to(x.dtype)
+
+
+def fused_add_rmsnorm_with_residual(x, r, w):
+    """OUTPUT_AND_RESIDUAL: the output and the rounded sum, as Liger and FlashInfer write."""
+    s = x.float() + r.float()
+    y = (s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + EPS) * w.float()).to(x.dtype)
+    return y, s.to(x.dtype)
 
 
 def attribute_peak_gbps():
@@ -79,14 +86,17 @@ def liger_peer():
     return Peer("liger", fn, 4, note="writes output + residual + rstd"), ""
 
 
-def flashinfer_peer(lib_path):
+def flashinfer_peer(lib_path, dtype_name):
     if not lib_path:
         return None, "FlashInfer unavailable: no --flashinfer-lib"
     try:
         lib = ctypes.CDLL(lib_path)
     except OSError as e:
         return None, f"FlashInfer unavailable: {e}"
-    call = lib.kerneleval_flashinfer_fused_add_rmsnorm_bf16
+    try:
+        call = getattr(lib, f"kerneleval_flashinfer_fused_add_rmsnorm_{dtype_name}")
+    except AttributeError as e:
+        return None, f"FlashInfer unavailable for {dtype_name}: {e}"
     call.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32,
                      ctypes.c_uint32, ctypes.c_float, ctypes.c_int, ctypes.c_void_p]
     call.restype = ctypes.c_int
@@ -156,7 +166,8 @@ def check(peer, x, r, w, tol):
     s = x.double() + r.double()
     ref = s * torch.rsqrt(s.pow(2).mean(-1, keepdim=True) + EPS) * w.double()
     xc, rc = x.clone(), r.clone()  # in-place peers overwrite their inputs
-    out = peer.fn(xc, rc, w).double()
+    out = peer.fn(xc, rc, w)
+    out = (out[0] if isinstance(out, tuple) else out).double()
     err = (out - ref).abs() / (tol + tol * ref.abs())
     return float(err.max()) if torch.isfinite(err).all() else float("inf")
 
@@ -164,7 +175,7 @@ def check(peer, x, r, w, tol):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", default="1,6,34,64,79,12383,16254")
-    parser.add_argument("--hidden", type=int, default=2048)
+    parser.add_argument("--hidden", default="2048", help="one hidden size or a comma list")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     parser.add_argument("--reps", type=int, default=100)
     parser.add_argument("--graph-calls", type=int, default=50)
@@ -172,6 +183,10 @@ def main():
     parser.add_argument("--spin-us", type=float, default=200.0,
                         help="device spin before every start event, microseconds")
     parser.add_argument("--no-compile", action="store_true", help="no torch.compile peer")
+    parser.add_argument("--no-eager", action="store_true", help="no torch eager peer")
+    parser.add_argument("--with-residual", action="store_true",
+                        help="torch peers also write the residual (4 tensors, as Liger and "
+                             "FlashInfer); inputs rotate by 4 tensors' bytes")
     parser.add_argument("--flashinfer-lib", help="libkerneleval_flashinfer.so (gpu-bundle.sh)")
     parser.add_argument("--json", help="also write the results to this file")
     opts = parser.parse_args()
@@ -196,16 +211,27 @@ def main():
     )
     print(f"device: {props.name}, {props.multi_processor_count} SMs, L2 {l2 / 2**20:.1f} MiB, "
           f"attribute peak {peak:.1f} GB/s" if peak else f"device: {props.name} (no NVML peak)")
+    hiddens = [int(h) for h in opts.hidden.split(",")]
     print(f"torch {torch.__version__}; op: {opts.dtype} hidden {opts.hidden}, eps {EPS}")
+    # One compiled graph per (batch, hidden): lift dynamo's recompile limit (8 by default),
+    # past which torch.compile would silently run eager.
+    from torch import _dynamo
+    for knob in ("cache_size_limit", "recompile_limit"):
+        if hasattr(_dynamo.config, knob):
+            setattr(_dynamo.config, knob, 4096)
     print(protocol)
 
-    peers = [Peer("torch-eager", fused_add_rmsnorm, 3)]
+    torch_fn, torch_tensors = fused_add_rmsnorm, 3
+    if opts.with_residual:
+        torch_fn, torch_tensors = fused_add_rmsnorm_with_residual, 4
+    peers = [] if opts.no_eager else [Peer("torch-eager", torch_fn, torch_tensors)]
     if not opts.no_compile:
-        peers.append(Peer("torch-compile", torch.compile(fused_add_rmsnorm, dynamic=False), 3))
+        peers.append(Peer("torch-compile", torch.compile(torch_fn, dynamic=False),
+                          torch_tensors))
     notes = []
-    for make in (liger_peer, lambda: flashinfer_peer(opts.flashinfer_lib)):
+    for make in (liger_peer, lambda: flashinfer_peer(opts.flashinfer_lib, opts.dtype)):
         peer, why = make()
-        if peer is not None and (peer.name != "flashinfer" or dtype == torch.bfloat16):
+        if peer is not None:
             peers.append(peer)
         elif why:
             notes.append(why)
@@ -215,23 +241,26 @@ def main():
     flush = torch.empty(2 * l2, dtype=torch.int8, device="cuda")
     flush.fill_(1)
     gen = torch.Generator(device="cuda").manual_seed(0)
-    w = torch.randn(opts.hidden, device="cuda", generator=gen).to(dtype)
     results = []
-    print(f"\n{'impl':<14} {'batch':>7} {'cold_rd':>9} {'min':>8} {'cold_wr':>9} {'GB/s':>7} "
-          f"{'%peak':>6} {'graph':>9} {'GB/s':>7} {'%peak':>6} {'sets':>5} {'check':>6}")
-    for batch in [int(b) for b in opts.batches.split(",")]:
-        one_call = (3 * batch * opts.hidden + opts.hidden) * elem
+    print(f"\n{'impl':<14} {'hidden':>6} {'batch':>7} {'cold_rd':>9} {'min':>8} {'cold_wr':>9} "
+          f"{'GB/s':>7} {'%peak':>6} {'graph':>9} {'GB/s':>7} {'%peak':>6} {'sets':>5} {'check':>6}")
+    shapes = [(h, int(b)) for h in hiddens for b in opts.batches.split(",")]
+    w = None
+    for hidden, batch in shapes:
+        if w is None or w.shape[0] != hidden:
+            w = torch.randn(hidden, device="cuda", generator=gen).to(dtype)
+        one_call = (torch_tensors * batch * hidden + hidden) * elem
         sets = 1
         if one_call > l2 // 2:
             sets = min(max(2, 3 * l2 // one_call + 1), opts.graph_calls)
         inputs = [
-            (torch.randn(batch, opts.hidden, device="cuda", generator=gen).to(dtype),
-             torch.randn(batch, opts.hidden, device="cuda", generator=gen).to(dtype), w)
+            (torch.randn(batch, hidden, device="cuda", generator=gen).to(dtype),
+             torch.randn(batch, hidden, device="cuda", generator=gen).to(dtype), w)
             for _ in range(sets)
         ]
         for peer in peers:
             # Bytes each peer moves by its own API (declared tensors once; rstd ignored).
-            moved = (peer.tensors_moved * batch * opts.hidden + opts.hidden) * elem
+            moved = (peer.tensors_moved * batch * hidden + hidden) * elem
             worst = check(peer, *inputs[0], TOLERANCE[opts.dtype])
             peer.fn(*inputs[0])  # compile / warm up outside the timings
             cold_rd, cold_min = time_cold(peer, inputs[0], flush, False, opts.reps, spin)
@@ -240,11 +269,11 @@ def main():
             cold_gbps = moved / (cold_rd * 1e3)
             graph_gbps = moved / (graph_us * 1e3)
             pct = (lambda g: 100 * g / peak) if peak else (lambda g: float("nan"))
-            print(f"{peer.name:<14} {batch:>7} {cold_rd:>9.2f} {cold_min:>8.2f} {cold_wr:>9.2f} "
-                  f"{cold_gbps:>7.0f} {pct(cold_gbps):>6.1f} {graph_us:>9.2f} {graph_gbps:>7.0f} "
+            print(f"{peer.name:<14} {hidden:>6} {batch:>7} {cold_rd:>9.2f} {cold_min:>8.2f} "
+                  f"{cold_wr:>9.2f} {cold_gbps:>7.0f} {pct(cold_gbps):>6.1f} {graph_us:>9.2f} {graph_gbps:>7.0f} "
                   f"{pct(graph_gbps):>6.1f} {sets:>5} {'ok' if worst <= 1 else 'FAIL':>6}")
             results.append({
-                "impl": peer.name, "note": peer.note, "batch": batch, "hidden": opts.hidden,
+                "impl": peer.name, "note": peer.note, "batch": batch, "hidden": hidden,
                 "dtype": opts.dtype, "bytes_moved": moved, "cold_read_flush_median_us": cold_rd,
                 "cold_read_flush_min_us": cold_min, "cold_write_flush_median_us": cold_wr,
                 "graph_per_call_us": graph_us, "cold_gbps": cold_gbps, "graph_gbps": graph_gbps,
