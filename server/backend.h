@@ -69,6 +69,11 @@ struct MeasureOptions {
   v1::Timer timer = v1::TIMER_UNSPECIFIED;  // unspecified = best available
   // Also count DRAM bytes per call (CUPTI range profiler) in windows after the timed ones.
   bool measure_dram_bytes = false;
+  // Submitted kernels: every warm-up and timed call checked on the device against the fp64
+  // reference under `check_tolerance`, inputs and the guard regions after every tensor
+  // checked unchanged (server/call_checks.h). Backends that run no submitted code ignore it.
+  bool check_calls = false;
+  v1::Tolerance check_tolerance;  // resolved
   // Polled between samples; returning true stops the measurement early.
   std::function<bool()> should_stop;
 };
@@ -89,6 +94,10 @@ struct Measurement {
   // Per call, when measure_dram_bytes: read_bytes / write_bytes / windows / cold, or
   // available = false with the reason. Declared bytes and checks are the engine's.
   v1::DramTraffic dram;
+  // With check_calls: how many calls (or input sets, after the window) were checked, and
+  // the first failed check naming its call, empty when all passed.
+  std::uint32_t calls_checked = 0;
+  std::string call_check_failure;
 };
 
 // A registered submission ready to load: its record (id, launch plan, dtype, mode) and the

@@ -10,10 +10,12 @@
 #include "absl/strings/str_format.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "kerneleval/kernels/call_check_cuda.h"
 #include "kerneleval/kernels/fault_injection_cuda.h"
 #include "kerneleval/kernels/fused_add_rmsnorm_cuda.h"
 #include "kerneleval/kernels/l2_flush_cuda.h"
 #include "kerneleval/kernels/stream_gate_cuda.h"
+#include "server/call_checks.h"
 #include "server/clock_admission.h"
 #include "server/clock_sampler.h"
 #include "server/cupti_timer.h"
@@ -313,6 +315,21 @@ struct CudaBackend::Workspace {
   std::uint32_t calls = 1;  // per sample: graph_calls in graph replay
   std::size_t next = 0;     // the set of the next timed call
 
+  // Submitted kernels: every call checked (call_checks.h). Inputs are generated on the
+  // device from seeds (their pristine values are recomputed, never stored), the weight is
+  // kept in a copy, and one CallCheckCounts record per checked call or input set.
+  struct Checks {
+    bool on = false;
+    CallCheckPlan plan;
+    v1::Tolerance tolerance;
+    std::uint64_t seed = 0;
+    DeviceBuffer pristine_weight;
+    DeviceBuffer records;
+    std::size_t used = 0;         // records written
+    std::uint64_t call = 0;       // calls so far, warm-up included
+    std::uint64_t input_key = 0;  // whose inputs the last checked call got (RepeatsInputs)
+  } checks;
+
   FusedAddRmsNormArgs Args(const BufferSet& s, const DeviceBuffer& weight) const {
     FusedAddRmsNormArgs a;
     a.dtype = problem->dtype;
@@ -348,7 +365,8 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
   // as on the CPU, which saves a second launch and synchronisation on the latency path.
   const bool result_call_is_sample = !options.graph && !options.cold && !options.adaptive.enabled &&
                                      options.warmup == 0 && options.repetitions == 1 &&
-                                     timer == v1::TIMER_CUDA_EVENTS && !options.measure_dram_bytes;
+                                     timer == v1::TIMER_CUDA_EVENTS &&
+                                     !options.measure_dram_bytes && !options.check_calls;
   ASSIGN_OR_RETURN(const double first, RunResultCall(outputs, result_call_is_sample, &w));
   Measurement m;
   m.timer = timer;
@@ -356,6 +374,7 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
     m.samples_seconds.push_back(first);
     return m;
   }
+  RETURN_IF_ERROR(PrepareCheckedCalls(&w));
   RETURN_IF_ERROR(BuildGraph(options, &w));
   RETURN_IF_ERROR(Admit(&m.admission));
   {
@@ -366,6 +385,7 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
     m.samples_seconds = std::move(timed.samples_seconds);
     m.stopped_early = timed.stopped_early;
   }
+  RETURN_IF_ERROR(FinishCheckedCalls(options, &w, &m));
   if (options.measure_dram_bytes && !m.stopped_early) {
     m.dram = CountDramBytes(options, &lease, &w);
   }
@@ -391,6 +411,40 @@ absl::StatusOr<v1::Timer> CudaBackend::ResolveTimer(const MeasureOptions& option
   return timer;
 }
 
+namespace {
+
+// The guard regions of a set: the end of each distinct tensor buffer (in IN_PLACE the output
+// and residual_out are the inputs' buffers).
+struct Guarded {
+  void* end;
+  CallCheckTensor tensor;
+};
+
+std::vector<Guarded> GuardedEnds(const FusedAddRmsNormArgs& a, std::size_t tensor_bytes,
+                                 std::size_t weight_bytes) {
+  auto end = [](const void* p, std::size_t bytes) {
+    return static_cast<void*>(static_cast<unsigned char*>(const_cast<void*>(p)) + bytes);
+  };
+  std::vector<Guarded> g = {{end(a.hidden_states, tensor_bytes), kCheckHiddenStates},
+                            {end(a.residual, tensor_bytes), kCheckResidual},
+                            {end(a.weight, weight_bytes), kCheckWeight}};
+  if (a.output != a.hidden_states) g.push_back({end(a.output, tensor_bytes), kCheckOutput});
+  if (a.residual_out != nullptr && a.residual_out != a.residual) {
+    g.push_back({end(a.residual_out, tensor_bytes), kCheckResidualOut});
+  }
+  return g;
+}
+
+// `key` is the call (kEveryCall) or the input set (kAfterWindow) whose guards these are.
+// The weight is shared by every set: after the window its guard has one seed.
+std::uint64_t GuardSeed(const CallCheckPlan& plan, std::uint64_t base, std::uint64_t key,
+                        CallCheckTensor tensor) {
+  if (tensor == kCheckWeight && plan.timing == CallCheckTiming::kAfterWindow) key = ~0ull;
+  return CallTensorSeed(base, key, kCheckTensors + tensor);
+}
+
+}  // namespace
+
 absl::Status CudaBackend::PrepareInputs(const Problem& problem, const HostInputs& inputs,
                                         const MeasureOptions& options, Workspace* w) {
   cudaStream_t stream = stream_.get();
@@ -411,7 +465,15 @@ absl::Status CudaBackend::PrepareInputs(const Problem& problem, const HostInputs
     const std::size_t by_memory = std::max<std::size_t>(1, free_bytes / 4 / set_bytes);
     sets_wanted = std::clamp<std::size_t>(std::min(by_l2, by_memory), 1, 64);
   }
-  RETURN_IF_ERROR(Reserve(&kept_weight_, problem.WeightBytes()));
+  // Checked calls: every tensor is followed by a guard region (call_checks.h).
+  w->checks.on = options.check_calls;
+  if (w->checks.on) {
+    w->checks.plan = PlanCallChecks(problem, options, sets_wanted);
+    w->checks.tolerance = options.check_tolerance;
+    w->checks.seed = SecretSeed();
+  }
+  const std::size_t guard = w->checks.on ? w->checks.plan.guard_bytes : 0;
+  RETURN_IF_ERROR(Reserve(&kept_weight_, problem.WeightBytes() + guard));
   KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(kept_weight_.get(), inputs.weight, problem.WeightBytes(),
                                           cudaMemcpyHostToDevice, stream));
   // The first set is the kept one; rotation sets live for this measurement only.
@@ -419,19 +481,137 @@ absl::Status CudaBackend::PrepareInputs(const Problem& problem, const HostInputs
   w->sets = {&kept_set_};
   for (BufferSet& s : w->rotation) w->sets.push_back(&s);
   for (BufferSet* s : w->sets) {
-    RETURN_IF_ERROR(Reserve(&s->x, row_bytes));
-    RETURN_IF_ERROR(Reserve(&s->r, row_bytes));
-    if (!w->in_place) RETURN_IF_ERROR(Reserve(&s->out, row_bytes));
-    if (w->writes_residual && !w->in_place) RETURN_IF_ERROR(Reserve(&s->res, row_bytes));
+    RETURN_IF_ERROR(Reserve(&s->x, row_bytes + guard));
+    RETURN_IF_ERROR(Reserve(&s->r, row_bytes + guard));
+    if (!w->in_place) RETURN_IF_ERROR(Reserve(&s->out, row_bytes + guard));
+    if (w->writes_residual && !w->in_place) RETURN_IF_ERROR(Reserve(&s->res, row_bytes + guard));
     if (impl.needs_scratch) RETURN_IF_ERROR(Reserve(&s->scratch, row_bytes));
     KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(s->x.get(), inputs.hidden_states, row_bytes,
                                             cudaMemcpyHostToDevice, stream));
     KE_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(s->r.get(), inputs.residual, row_bytes, cudaMemcpyHostToDevice, stream));
+    if (w->checks.on) {
+      // Even the result call finds random bytes past its tensors, never another buffer.
+      for (const Guarded& g :
+           GuardedEnds(w->Args(*s, kept_weight_), row_bytes, problem.WeightBytes())) {
+        KE_CUDA_RETURN_IF_ERROR(FillGuard(g.end, guard, SecretSeed(), stream));
+      }
+    }
   }
   ASSIGN_OR_RETURN(w->start, CreateEvent());
   ASSIGN_OR_RETURN(w->stop, CreateEvent());
   ASSIGN_OR_RETURN(w->gate_closed, CreateEvent());
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::WriteCheckedInputs(Workspace* w, std::size_t set, std::uint64_t key,
+                                             std::uint64_t guard_key) {
+  cudaStream_t stream = stream_.get();
+  const Problem& p = *w->problem;
+  const Workspace::Checks& c = w->checks;
+  BufferSet& s = *w->sets[set];
+  const FusedAddRmsNormArgs a = w->Args(s, kept_weight_);
+  const std::size_t n = p.TensorElements(), bytes = p.TensorBytes();
+  KE_CUDA_RETURN_IF_ERROR(FillCheckedInput(
+      s.x.get(), n, p.dtype, CallTensorSeed(c.seed, key, kCheckHiddenStates), stream));
+  KE_CUDA_RETURN_IF_ERROR(
+      FillCheckedInput(s.r.get(), n, p.dtype, CallTensorSeed(c.seed, key, kCheckResidual), stream));
+  if (!w->in_place) {
+    // Poisoned (0xff is NaN in every dtype): an element the call does not write fails.
+    KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.out.get(), 0xff, bytes, stream));
+    if (w->writes_residual)
+      KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s.res.get(), 0xff, bytes, stream));
+  }
+  for (const Guarded& g : GuardedEnds(a, bytes, p.WeightBytes())) {
+    KE_CUDA_RETURN_IF_ERROR(FillGuard(g.end, c.plan.guard_bytes,
+                                      GuardSeed(c.plan, c.seed, guard_key, g.tensor), stream));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::CheckCallOnDevice(Workspace* w, std::size_t set, std::uint64_t key,
+                                            std::uint64_t guard_key, std::size_t record) {
+  cudaStream_t stream = stream_.get();
+  const Problem& p = *w->problem;
+  Workspace::Checks& c = w->checks;
+  if (record >= c.plan.records) return absl::OkStatus();
+  auto* counts = static_cast<CallCheckCounts*>(c.records.get()) + record;
+  const FusedAddRmsNormArgs a = w->Args(*w->sets[set], kept_weight_);
+  if (c.plan.check_outputs || c.plan.check_inputs) {
+    CallCheckArgs args;
+    args.dtype = p.dtype;
+    args.mode = p.mode;
+    args.batch = p.batch;
+    args.hidden = p.hidden;
+    args.eps = p.eps;
+    args.atol = c.tolerance.atol();
+    args.rtol = c.tolerance.rtol();
+    args.hidden_states = a.hidden_states;
+    args.residual = a.residual;
+    args.weight = a.weight;
+    args.output = a.output;
+    args.residual_out = a.residual_out;
+    args.hidden_states_seed = CallTensorSeed(c.seed, key, kCheckHiddenStates);
+    args.residual_seed = CallTensorSeed(c.seed, key, kCheckResidual);
+    args.pristine_weight = c.pristine_weight.get();
+    KE_CUDA_RETURN_IF_ERROR(CheckCall(args, counts, stream));
+  }
+  for (const Guarded& g : GuardedEnds(a, p.TensorBytes(), p.WeightBytes())) {
+    KE_CUDA_RETURN_IF_ERROR(CheckGuard(g.end, c.plan.guard_bytes,
+                                       GuardSeed(c.plan, c.seed, guard_key, g.tensor), g.tensor,
+                                       counts, stream));
+  }
+  c.used = std::max(c.used, record + 1);
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::PrepareCheckedCalls(Workspace* w) {
+  Workspace::Checks& c = w->checks;
+  if (!c.on) return absl::OkStatus();
+  cudaStream_t stream = stream_.get();
+  const std::size_t weight_bytes = w->problem->WeightBytes();
+  ASSIGN_OR_RETURN(c.pristine_weight, DeviceBuffer::Allocate(weight_bytes));
+  KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(c.pristine_weight.get(), kept_weight_.get(), weight_bytes,
+                                          cudaMemcpyDeviceToDevice, stream));
+  ASSIGN_OR_RETURN(c.records, DeviceBuffer::Allocate(c.plan.records * sizeof(CallCheckCounts)));
+  KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(c.records.get(), 0, c.records.bytes(), stream));
+  if (c.plan.timing == CallCheckTiming::kAfterWindow) {
+    for (std::size_t set = 0; set < w->sets.size(); ++set) {
+      RETURN_IF_ERROR(WriteCheckedInputs(w, set, set, set));
+    }
+  }
+  KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::FinishCheckedCalls(const MeasureOptions& options, Workspace* w,
+                                             Measurement* m) {
+  Workspace::Checks& c = w->checks;
+  if (!c.on) return absl::OkStatus();
+  cudaStream_t stream = stream_.get();
+  if (c.plan.timing == CallCheckTiming::kAfterWindow && c.call > 0) {
+    // Every set a call wrote: all of them in graph replay (each replay rotates through
+    // graph_calls of them), else as many as there were calls.
+    const std::size_t written =
+        std::min<std::size_t>(w->sets.size(), options.graph ? w->calls : c.call);
+    for (std::size_t set = 0; set < written; ++set) {
+      RETURN_IF_ERROR(CheckCallOnDevice(w, set, set, set, set));
+    }
+  }
+  std::vector<CallCheckCounts> counts(c.used);
+  if (c.used > 0) {
+    KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(counts.data(), c.records.get(),
+                                            c.used * sizeof(CallCheckCounts),
+                                            cudaMemcpyDeviceToHost, stream));
+  }
+  KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  m->calls_checked = static_cast<std::uint32_t>(c.used);
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    const std::string found = DescribeCallCheck(counts[i], *w->problem, c.plan, c.tolerance);
+    if (found.empty()) continue;
+    m->call_check_failure = absl::StrCat(CheckedCallName(c.plan, options, i), ": ", found);
+    break;
+  }
   return absl::OkStatus();
 }
 
@@ -566,10 +746,30 @@ absl::Status CudaBackend::Admit(v1::ClockAdmission* admission) {
 
 absl::StatusOr<double> CudaBackend::TimedCall(const MeasureOptions& options, v1::Timer timer,
                                               const CuptiLease& lease, Workspace* w) {
-  cudaStream_t stream = stream_.get();
-  RETURN_IF_ERROR(FlushL2(options));
   const std::size_t set = w->next;
   w->next = (w->next + 1) % w->sets.size();
+  const bool checked = w->checks.on && w->checks.plan.timing == CallCheckTiming::kEveryCall &&
+                       w->checks.call < w->checks.plan.records;
+  const std::uint64_t call = w->checks.call++;
+  if (checked) {
+    // Before the flush: inputs of this call alone (or, now and then, the previous call's
+    // again), outputs poisoned, guards of fresh bytes.
+    Workspace::Checks& c = w->checks;
+    if (!RepeatsInputs(c.seed, call)) c.input_key = call;
+    RETURN_IF_ERROR(WriteCheckedInputs(w, set, c.input_key, call));
+  }
+  ASSIGN_OR_RETURN(const double seconds, TimeOneCall(options, timer, lease, w, set));
+  // After the stop point, before the next call's flush: nothing of it is timed, and the
+  // flush restores the cache state it leaves.
+  if (checked) RETURN_IF_ERROR(CheckCallOnDevice(w, set, w->checks.input_key, call, call));
+  return seconds;
+}
+
+absl::StatusOr<double> CudaBackend::TimeOneCall(const MeasureOptions& options, v1::Timer timer,
+                                                const CuptiLease& lease, Workspace* w,
+                                                std::size_t set) {
+  cudaStream_t stream = stream_.get();
+  RETURN_IF_ERROR(FlushL2(options));
   if (timer == v1::TIMER_CUPTI) {
     // The flush must be done before the window opens: CUPTI's span would include it if it
     // ran as a kernel. Inside the window the call waits behind the stream gate until all

@@ -85,6 +85,16 @@ class CudaBackend final : public Backend {
   absl::Status Admit(v1::ClockAdmission* admission);
   absl::StatusOr<double> TimedCall(const MeasureOptions& options, v1::Timer timer,
                                    const CuptiLease& lease, Workspace* w);
+  absl::StatusOr<double> TimeOneCall(const MeasureOptions& options, v1::Timer timer,
+                                     const CuptiLease& lease, Workspace* w, std::size_t set);
+  // The checks of a submitted kernel's calls (server/call_checks.h), in order.
+  absl::Status PrepareCheckedCalls(Workspace* w);
+  // `key` names the inputs (their seeds), `guard_key` the guards' contents.
+  absl::Status WriteCheckedInputs(Workspace* w, std::size_t set, std::uint64_t key,
+                                  std::uint64_t guard_key);
+  absl::Status CheckCallOnDevice(Workspace* w, std::size_t set, std::uint64_t key,
+                                 std::uint64_t guard_key, std::size_t record);
+  absl::Status FinishCheckedCalls(const MeasureOptions& options, Workspace* w, Measurement* m);
   v1::DramTraffic CountDramBytes(const MeasureOptions& options, CuptiLease* lease, Workspace* w);
 
   absl::Status Launch(Workspace* w, std::size_t set);

@@ -51,6 +51,8 @@ absl::StatusOr<Measurement> Run(Backend& backend, SharedRegion& region,
   problem.hidden = call.hidden();
   problem.eps = call.eps();
   MeasureOptions options = ToMeasureOptions(call.protocol());
+  options.check_calls = call.check_calls();
+  options.check_tolerance = call.check_tolerance();
   if (call.has_submission()) {
     RETURN_IF_ERROR(backend.AddSubmission(
         SubmittedKernel{call.submission().submission(), call.submission().cubin()}));
@@ -101,6 +103,8 @@ int ServeDeviceHost(Backend& backend, int channel_fd, int region_fd) {
       *reply.mutable_clocks() = m->clocks;
       *reply.mutable_admission() = m->admission;
       *reply.mutable_dram() = m->dram;
+      reply.set_calls_checked(m->calls_checked);
+      reply.set_call_check_failure(m->call_check_failure);
     }
     reply.set_healthy(backend.Healthy());
     if (!channel.Send(reply).ok()) return 1;

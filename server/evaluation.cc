@@ -1,12 +1,11 @@
 #include "server/evaluation.h"
 
-#include <atomic>
 #include <cmath>
-#include <random>
 
 #include "absl/strings/str_cat.h"
 #include "common/input_generator.h"
 #include "kerneleval/kernels/half_types.h"
+#include "server/call_checks.h"
 #include "server/correctness.h"
 
 namespace kerneleval::server {
@@ -31,15 +30,6 @@ void ScanInput(const Problem& problem, const void* data, std::size_t n, const ch
   }
 }
 
-// A seed no request can predict or repeat: drawn once per process, then stepped per round.
-std::uint64_t SecretSeed() {
-  static std::atomic<std::uint64_t> next{[] {
-    std::random_device device;
-    return (std::uint64_t{device()} << 32) ^ device();
-  }()};
-  return next.fetch_add(0x9e3779b97f4a7c15ull);
-}
-
 // One call of `spec.implementation` on fresh inputs, checked; empty when it passed.
 absl::StatusOr<std::string> VerifyOnFreshInputs(Backend& backend, const EvaluationSpec& spec,
                                                 int round) {
@@ -54,6 +44,8 @@ absl::StatusOr<std::string> VerifyOnFreshInputs(Backend& backend, const Evaluati
   std::vector<unsigned char> out(p.TensorBytes(), 0xff);
   std::vector<unsigned char> res(WritesResidual(p.mode) ? p.TensorBytes() : 0, 0xff);
   MeasureOptions once = spec.options;
+  once.check_calls = true;
+  once.check_tolerance = spec.tolerance;
   once.warmup = 0;
   once.repetitions = 1;
   once.adaptive.enabled = false;
@@ -108,11 +100,20 @@ v1::Correctness CheckOutputs(const Problem& problem, const HostOutputs& outputs,
 }
 
 absl::StatusOr<Evaluation> Evaluate(Backend& backend, const EvaluationSpec& spec) {
+  MeasureOptions options = spec.options;
+  if (spec.verification_rounds > 0) {
+    // A submitted kernel: every warm-up and timed call is checked too (call_checks.h).
+    options.check_calls = true;
+    options.check_tolerance = spec.tolerance;
+  }
   absl::StatusOr<Measurement> m =
-      backend.Measure(spec.problem, spec.inputs, spec.outputs, spec.implementation, spec.options);
+      backend.Measure(spec.problem, spec.inputs, spec.outputs, spec.implementation, options);
   if (!m.ok()) return m.status();
   Evaluation e;
   e.measurement = *std::move(m);
+  if (!e.measurement.call_check_failure.empty()) {
+    e.verification_failure = e.measurement.call_check_failure;
+  }
   e.stats = ComputeStats(e.measurement.samples_seconds);
   const Problem& p = spec.problem;
   e.bytes_moved = BytesMoved(p.dtype, p.mode, p.batch, p.hidden);

@@ -36,8 +36,9 @@ Reference ComputeReference(const Problem& problem, const HostInputs& inputs);
 v1::Correctness CheckOutputs(const Problem& problem, const HostOutputs& outputs,
                              const Reference& reference, const v1::Tolerance& tolerance);
 
-// Verification rounds a submitted kernel gets after its timed calls (kernelbot's ranked
-// mode rechecks every call; three fresh-input rounds catch the same cheats at a fixed cost).
+// Verification rounds a submitted kernel gets after its timed calls, on top of the checks of
+// every warm-up and timed call (MeasureOptions::check_calls, server/call_checks.h): these
+// run the kernel on inputs of the caller's distribution, in new buffers, whatever protocol.
 inline constexpr int kSubmissionVerificationRounds = 3;
 
 struct EvaluationSpec {
@@ -52,7 +53,9 @@ struct EvaluationSpec {
   // Calls after the measurement, each on fresh inputs from a seed the caller cannot know,
   // into poisoned outputs, checked against the fp64 reference: an implementation that
   // caches outputs by address or content, skips rows, replays stale results or works on a
-  // side stream fails one. Submitted kernels get them; the built-ins need none.
+  // side stream fails one. Submitted kernels get them; the built-ins need none. Non-zero
+  // also turns on the checks of every call of the measurement (MeasureOptions::check_calls
+  // under `tolerance`).
   int verification_rounds = 0;
 };
 
@@ -64,7 +67,8 @@ struct Evaluation {
   double bytes_per_second = 0;
   std::vector<v1::SolFigure> sol;
   v1::Correctness correctness;  // checked == false without a reference
-  // Empty, or which verification round failed and how (the result is then REJECTED).
+  // Empty, or which checked call or verification round failed and how (the result is then
+  // REJECTED).
   std::string verification_failure;
 };
 

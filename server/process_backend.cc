@@ -93,6 +93,8 @@ void FillCall(const Problem& problem, const std::string& impl, const MeasureOpti
   call->set_eps(problem.eps);
   call->set_implementation(impl);
   *call->mutable_protocol() = ToProtocol(options);
+  call->set_check_calls(options.check_calls);
+  if (options.check_calls) *call->mutable_check_tolerance() = options.check_tolerance;
 }
 
 }  // namespace
@@ -322,6 +324,8 @@ absl::StatusOr<Measurement> ProcessBackend::Measure(const Problem& problem,
   m.clocks = reply.clocks();
   m.admission = reply.admission();
   m.dram = reply.dram();
+  m.calls_checked = reply.calls_checked();
+  m.call_check_failure = reply.call_check_failure();
   return m;
 }
 
