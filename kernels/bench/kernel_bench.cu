@@ -450,19 +450,8 @@ int Main(int argc, char** argv) {
     t.pdl = false;
     impls.push_back({"fused:no-pdl", tuned(t)});
     t = {};
-    t.streaming = true;
-    impls.push_back({"fused:evict-first", tuned(t)});
-    t = {};
     t.vecs_per_thread = 1;
     impls.push_back({"fused:1vec/thread", tuned(t)});
-    t = {};
-    t.persistent = true;
-    t.prefetch = true;
-    impls.push_back({"fused:persistent,prefetch", tuned(t)});
-    t = {};
-    t.vecs_per_thread = 1;
-    t.rows_per_thread = 2;
-    impls.push_back({"fused:1vec,2rows/thread", tuned(t)});
   }
   if (o.sweep || o.split_sweep) {
     FusedAddRmsNormTuning no_split;

@@ -1,26 +1,25 @@
 // Fused residual-add + RMSNorm: one launcher that picks the variant from the dtype, the row
-// length, the batch and the pointers' alignment. Kernels are in rmsnorm_row_kernels.cuh.
+// length, the batch and the pointers' alignment. Kernels are in rmsnorm_split_row_kernel.cuh
+// and rmsnorm_row_kernels.cuh; the layout table is in rmsnorm_launch.cuh.
 //
 // Variants (named by FusedAddRmsNormVariant):
 //   rows_vec16_latency     hidden % (16 B / element) == 0, all pointers 16-byte aligned, and
-//                          all row CTAs resident at once: a row spread over threads_per_row
-//                          threads (128 at hidden 2048 bf16, two 16-byte vectors each), all
-//                          loads (x, r, weight) issued at entry, one DRAM round trip, one
-//                          barrier, programmatic dependent launch so that in a graph a call's
-//                          launch overlaps the previous call.
-//   rows_vec16_bandwidth   the same kernel when the batch needs several waves of CTAs: 8 CTAs
-//                          per SM at 32 registers, one row each, the block scheduler refilling
-//                          SMs as rows finish.
-//   rows_scalar_*          the same with element-wide accesses, for unaligned pointers or a
+//                          all row CTAs resident at once. Rows of 256 or more 16-byte vectors
+//                          (hidden >= 2048 bf16, 1024 fp32): one CTA per row (SplitRowKernel)
+//                          of 2 vectors per thread up to 384 threads, 4 beyond (128 threads
+//                          at hidden 2048 bf16), x and r summed into fp32 registers at entry,
+//                          one barrier, programmatic dependent launch so that in a graph a
+//                          call's launch overlaps the previous call. Shorter rows: several to a
+//                          CTA (RowKernel).
+//   rows_vec16_bandwidth   the same kernels when the batch needs several waves of CTAs, the
+//                          block scheduler refilling SMs as rows finish.
+//   cluster_rows_vec16     rows past 4096 vectors (hidden > 16384 fp32): a row over the CTAs
+//                          of one thread-block cluster (4 or 8), each holding its chunk as
+//                          fp32 sums in registers, partial sums exchanged through distributed
+//                          shared memory; one pass over memory.
+//   rows_scalar_*          element-wide accesses (RowKernel), for unaligned pointers or a
 //                          hidden size that is not a multiple of the vector width.
-//   cluster_rows_vec16     long rows (the launcher's split table: hidden >= 8192 fp32): a row
-//                          over the CTAs of one thread-block cluster, each holding its chunk
-//                          as fp32 sums in registers, partial sums exchanged through
-//                          distributed shared memory; one pass over memory.
 //   two_pass_*             rows longer than the register paths hold, or unaligned long rows.
-// Alternatives that lost on the H200 stay selectable through FusedAddRmsNormTuning for the
-// benchmark (docs/results/kernels.md): persistent grids with a prefetched next row, several
-// rows per thread, evict-first cache hints.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -57,15 +56,6 @@ bool ValidArgs(const FusedAddRmsNormArgs& args) {
   return !WritesResidual(args.mode) || args.residual_out != nullptr;
 }
 
-// Several rows per thread (MultiRowKernel) only on request: more bytes in flight per SM did
-// not make the H200 faster, so the launcher keeps one row per CTA at every batch size.
-int RowsPerThread(const RowLayout& layout, const FusedAddRmsNormTuning& tuning) {
-  const bool eligible = !layout.two_pass && layout.vecs_per_thread == 1 &&
-                        layout.threads_per_row >= 128 && layout.rows_per_cta == 1;
-  if (!eligible) return 1;
-  return tuning.rows_per_thread == 2 || tuning.rows_per_thread == 4 ? tuning.rows_per_thread : 1;
-}
-
 struct Plan {
   bool vector = false;
   RowLayout layout;
@@ -86,7 +76,6 @@ cudaError_t MakePlan(const FusedAddRmsNormArgs& args, const FusedAddRmsNormTunin
   plan->layout = ChooseRowLayout(units, tuning.vecs_per_thread,
                                  plan->vector ? cuda_detail::MaxVecsPerThread<T, kVec>()
                                               : cuda_detail::MaxVecsPerThread<T, 1>());
-  plan->layout.rows_per_thread = RowsPerThread(plan->layout, tuning);
   if (plan->vector && tuning.ctas_per_row >= 0) {
     RowLayout split;
     const bool fits =
@@ -100,13 +89,11 @@ cudaError_t MakePlan(const FusedAddRmsNormArgs& args, const FusedAddRmsNormTunin
     }
   }
   if (plan->vector) {
-    plan->kernel =
-        writes ? RowKernels<T, kVec, RowOp::kAddNormStoreSum>::Pick(plan->layout, tuning.prefetch)
-               : RowKernels<T, kVec, RowOp::kAddNorm>::Pick(plan->layout, tuning.prefetch);
+    plan->kernel = writes ? RowKernels<T, kVec, RowOp::kAddNormStoreSum>::Pick(plan->layout)
+                          : RowKernels<T, kVec, RowOp::kAddNorm>::Pick(plan->layout);
   } else {
-    plan->kernel =
-        writes ? RowKernels<T, 1, RowOp::kAddNormStoreSum>::Pick(plan->layout, tuning.prefetch)
-               : RowKernels<T, 1, RowOp::kAddNorm>::Pick(plan->layout, tuning.prefetch);
+    plan->kernel = writes ? RowKernels<T, 1, RowOp::kAddNormStoreSum>::Pick(plan->layout)
+                          : RowKernels<T, 1, RowOp::kAddNorm>::Pick(plan->layout);
   }
   RowParams& p = plan->params;
   p.x = args.hidden_states;
@@ -121,11 +108,7 @@ cudaError_t MakePlan(const FusedAddRmsNormArgs& args, const FusedAddRmsNormTunin
   p.ctas_per_row = std::max(plan->layout.ctas_per_row, 1);
   p.inv_hidden = 1.f / static_cast<float>(args.hidden);
   p.eps = args.eps;
-  p.streaming = tuning.streaming;
-  const bool split = plan->layout.ctas_per_row > 0;
-  const bool persistent = tuning.persistent && plan->layout.rows_per_thread == 1 && !split;
-  return ChooseGrid(plan->kernel, plan->layout, args.batch, persistent, split ? 0 : tuning.max_ctas,
-                    &plan->grid);
+  return ChooseGrid(plan->kernel, plan->layout, args.batch, tuning.max_ctas, &plan->grid);
 }
 
 cudaError_t MakePlan(const FusedAddRmsNormArgs& args, const FusedAddRmsNormTuning& tuning,
@@ -157,13 +140,9 @@ const char* FusedAddRmsNormVariant(const FusedAddRmsNormArgs& args) {
   if (err != cudaSuccess) return "cuda_error";
   if (plan.layout.two_pass) return plan.vector ? "two_pass_vec16" : "two_pass_scalar";
   if (plan.layout.ctas_per_row > 1) return "cluster_rows_vec16";
-  if (plan.layout.rows_per_thread == 2) return plan.vector ? "multirow2_vec16" : "multirow2_scalar";
-  if (plan.layout.rows_per_thread == 4) return plan.vector ? "multirow4_vec16" : "multirow4_scalar";
-  static const char* const kNames[2][3] = {
-      {"rows_scalar_latency", "rows_scalar_bandwidth", "rows_scalar_persistent"},
-      {"rows_vec16_latency", "rows_vec16_bandwidth", "rows_vec16_persistent"}};
-  const int regime = plan.grid.persistent ? 2 : plan.grid.one_wave ? 0 : 1;
-  return kNames[plan.vector ? 1 : 0][regime];
+  static const char* const kNames[2][2] = {{"rows_scalar_latency", "rows_scalar_bandwidth"},
+                                           {"rows_vec16_latency", "rows_vec16_bandwidth"}};
+  return kNames[plan.vector ? 1 : 0][plan.grid.one_wave ? 0 : 1];
 }
 
 }  // namespace kerneleval

@@ -1,6 +1,8 @@
 // Tuning entry point of the fused kernel, for the kernel benchmark and the GPU tests: the
 // same kernels as LaunchFusedAddRmsNorm with the launcher's choices overridable. Not part of
-// the library's public contract.
+// the library's public contract. Designs that lost on the H200 (persistent grids with a
+// prefetched next row, several rows per thread, cache hints) are gone from the kernels; their
+// numbers are in docs/results/kernels.md.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -13,16 +15,6 @@ struct FusedAddRmsNormTuning {
   // Programmatic dependent launch: a kernel's launch overlaps the tail of the one before it in
   // the stream (it waits for that kernel's results before touching memory).
   bool pdl = true;
-  // Loop each CTA over row blocks once the batch has more row blocks than fit on the device.
-  bool persistent = false;
-  // Load the next row of a looping CTA before reducing the current one (1 or 2 vectors per
-  // thread only; 4 would spill).
-  bool prefetch = false;
-  // Evict-first cache hints (ld/st.global.cs) on hidden_states, residual and the outputs.
-  bool streaming = false;
-  // Rows per thread on the bandwidth path (rows of one vector per thread and >= 128 threads):
-  // 0: the launcher's choice (1); 2 or 4: that many (MultiRowKernel).
-  int rows_per_thread = 0;
   // 0: the launcher's choice; 1, 2 or 4: this many 16-byte vectors per thread where the row
   // fits (more where it needs more, fewer where the dtype's register limit says so).
   int vecs_per_thread = 0;

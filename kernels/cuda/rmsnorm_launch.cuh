@@ -11,8 +11,7 @@ namespace kerneleval::cuda_detail {
 // only, never of the batch: see RowSum.
 struct RowLayout {
   bool two_pass = false;
-  int ctas_per_row = 0;     // > 0: SplitRowKernel, a row over this many CTAs of one cluster
-  int rows_per_thread = 1;  // > 1: MultiRowKernel, one CTA per row group
+  int ctas_per_row = 0;  // > 0: SplitRowKernel, a row over this many CTAs of one cluster
   int vecs_per_thread = 1;
   int threads_per_row = 0;
   int rows_per_cta = 1;
@@ -111,18 +110,18 @@ inline bool DefaultSplitRowLayout(std::int64_t units, RowLayout* layout) {
 struct GridChoice {
   std::int64_t blocks_needed = 0;
   int grid = 0;
-  bool one_wave = true;     // every CTA is resident at once: the latency regime
-  bool persistent = false;  // fewer CTAs than row blocks: each CTA loops
+  bool one_wave = true;  // every CTA is resident at once: the latency regime
 };
 
-// Grid: one CTA per row block. With `persistent`, at most as many CTAs as are resident,
-// each looping over row blocks with the next row prefetched; on the H200 that lost to one
-// CTA per row block (the block scheduler balances SMs better than a fixed split, and the
-// prefetching kernel needs 40 registers against 32), so it is a tuning option.
+// Grid: one CTA per row block (one cluster of ctas_per_row CTAs per row on the split path),
+// the block scheduler refilling SMs as rows finish: on the H200 that beat a persistent grid
+// of resident CTAs looping over rows with the next row prefetched (docs/results/kernels.md).
+// RowKernel and TwoPassKernel also run on fewer CTAs than row blocks (a batch past the
+// launch limit, or `max_ctas` in the tests), looping with a grid stride.
 template <typename Kernel>
-cudaError_t ChooseGrid(Kernel kernel, const RowLayout& layout, std::int64_t batch, bool persistent,
-                       int max_ctas, GridChoice* choice) {
-  const std::int64_t rows = layout.two_pass ? 1 : layout.rows_per_cta * layout.rows_per_thread;
+cudaError_t ChooseGrid(Kernel kernel, const RowLayout& layout, std::int64_t batch, int max_ctas,
+                       GridChoice* choice) {
+  const std::int64_t rows = layout.two_pass ? 1 : layout.rows_per_cta;
   choice->blocks_needed =
       layout.ctas_per_row > 0 ? batch * layout.ctas_per_row : (batch + rows - 1) / rows;
   std::int64_t grid = choice->blocks_needed;
@@ -136,14 +135,11 @@ cudaError_t ChooseGrid(Kernel kernel, const RowLayout& layout, std::int64_t batc
     int per_sm = 0;
     err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, layout.block, 0);
     if (err != cudaSuccess) return err;
-    const std::int64_t resident = static_cast<std::int64_t>(std::max(per_sm, 1)) * sms;
-    choice->one_wave = grid <= resident;
-    if (persistent) grid = std::min(grid, resident);
+    choice->one_wave = grid <= static_cast<std::int64_t>(std::max(per_sm, 1)) * sms;
   }
-  if (max_ctas > 0) grid = std::min<std::int64_t>(grid, max_ctas);
+  if (max_ctas > 0 && layout.ctas_per_row == 0) grid = std::min<std::int64_t>(grid, max_ctas);
   grid = std::min<std::int64_t>(grid, std::numeric_limits<int>::max());
   choice->grid = static_cast<int>(grid);
-  choice->persistent = grid < choice->blocks_needed;
   return cudaSuccess;
 }
 
@@ -178,7 +174,7 @@ cudaError_t Launch(Kernel kernel, int grid, int block, bool pdl, cudaStream_t st
 template <typename T, int kElems, RowOp kOp>
 struct RowKernels {
   using Fn = void (*)(RowParams);
-  static Fn Pick(const RowLayout& layout, bool prefetch) {
+  static Fn Pick(const RowLayout& layout) {
     if (layout.two_pass) return TwoPassKernel<T, kElems, kOp>;
     if constexpr (kOp != RowOp::kNorm && kElems > 1) {
       if (layout.ctas_per_row > 0) {
@@ -192,16 +188,14 @@ struct RowKernels {
         }
       }
     }
-    if (layout.rows_per_thread == 2) return MultiRowKernel<T, kElems, 2, kOp>;
-    if (layout.rows_per_thread == 4) return MultiRowKernel<T, kElems, 4, kOp>;
     switch (layout.vecs_per_thread) {
       case 1:
-        return prefetch ? RowKernel<T, kElems, 1, kOp, true> : RowKernel<T, kElems, 1, kOp, false>;
+        return RowKernel<T, kElems, 1, kOp>;
       case 2:
-        return prefetch ? RowKernel<T, kElems, 2, kOp, true> : RowKernel<T, kElems, 2, kOp, false>;
+        return RowKernel<T, kElems, 2, kOp>;
       default:
         if constexpr (MaxVecsPerThread<T, kElems>() >= 4) {
-          return RowKernel<T, kElems, 4, kOp, false>;
+          return RowKernel<T, kElems, 4, kOp>;
         } else {
           return nullptr;  // ChooseRowLayout never picks it
         }

@@ -121,14 +121,12 @@ __device__ __forceinline__ Vec<T, kElems> Make(const float (&f)[kElems]) {
   return v;
 }
 
-// x, r and the stored results are touched once per call. `streaming` (uniform per launch)
-// marks them evict-first (ld/st.global.cs); on the H200 that was up to 8% slower than plain
-// accesses at large batches, so the launcher passes false and the option stays for the
-// benchmark.
+// x, r and the stored results are touched once per call, through plain accesses: on the
+// H200, evict-first hints (ld/st.global.cs) were up to 8% slower at large batches, and an L2
+// evict-first policy on the loads alone 2-9% slower (docs/results/kernels.md).
 template <typename V>
-__device__ __forceinline__ V LoadStreaming(const V* p, bool streaming) {
-  const auto* raw = reinterpret_cast<const typename V::Raw*>(p);
-  return V{streaming ? __ldcs(raw) : *raw};
+__device__ __forceinline__ V Load(const V* p) {
+  return V{*reinterpret_cast<const typename V::Raw*>(p)};
 }
 
 // The weight is read by every row through the read-only path (L1 and L2 hits after the first
@@ -158,13 +156,8 @@ __device__ __forceinline__ V LoadReused(const V* p) {
 }
 
 template <typename V>
-__device__ __forceinline__ void StoreStreaming(V* p, const V& v, bool streaming) {
-  auto* raw = reinterpret_cast<typename V::Raw*>(p);
-  if (streaming) {
-    __stcs(raw, v.raw);
-  } else {
-    *raw = v.raw;
-  }
+__device__ __forceinline__ void Store(V* p, const V& v) {
+  *reinterpret_cast<typename V::Raw*>(p) = v.raw;
 }
 
 // Programmatic dependent launch. The wait comes before any global access, the weight
@@ -197,7 +190,6 @@ struct RowParams {
   int ctas_per_row;  // SplitRowKernel: the CTAs (one cluster) that share a row
   float inv_hidden;
   float eps;
-  bool streaming;  // evict-first cache hints on x, r and the stores
 };
 
 constexpr int kMaxThreads = 1024;

@@ -75,8 +75,8 @@ __global__ void __launch_bounds__(kMaxThreads) __maxnreg__((SplitRowRegisters<kV
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) {
     valid[j] = first + j * stride < p.units;
-    xv[j] = valid[j] ? LoadStreaming(x + j * stride, false) : P{};
-    rv[j] = valid[j] ? LoadStreaming(r + j * stride, false) : P{};
+    xv[j] = valid[j] ? Load(x + j * stride) : P{};
+    rv[j] = valid[j] ? Load(r + j * stride) : P{};
   }
   float s[kVecs][kElems];
   float sum_sq = 0.f;
@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(kMaxThreads) __maxnreg__((SplitRowRegisters<kV
     auto* sum_out = static_cast<P*>(p.sum_out) + base;
 #pragma unroll
     for (int j = 0; j < kVecs; ++j) {
-      if (valid[j]) StoreStreaming(sum_out + j * stride, Make<T>(s[j]), false);
+      if (valid[j]) Store(sum_out + j * stride, Make<T>(s[j]));
     }
   }
   P wv[kVecs];
@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(kMaxThreads) __maxnreg__((SplitRowRegisters<kV
     float o[kElems];
 #pragma unroll
     for (int e = 0; e < kElems; ++e) o[e] = s[j][e] * inv_rms * Get(wv[j], e);
-    StoreStreaming(out + j * stride, Make<T>(o), false);
+    Store(out + j * stride, Make<T>(o));
   }
 }
 

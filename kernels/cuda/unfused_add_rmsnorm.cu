@@ -82,8 +82,8 @@ cudaError_t LaunchNorm(const FusedAddRmsNormArgs& args, const void* sum, cudaStr
   const RowLayout layout = ChooseRowLayout(
       units, 0,
       vector ? cuda_detail::MaxVecsPerThread<T, kVec>() : cuda_detail::MaxVecsPerThread<T, 1>());
-  const auto kernel = vector ? RowKernels<T, kVec, RowOp::kNorm>::Pick(layout, /*prefetch=*/false)
-                             : RowKernels<T, 1, RowOp::kNorm>::Pick(layout, /*prefetch=*/false);
+  const auto kernel = vector ? RowKernels<T, kVec, RowOp::kNorm>::Pick(layout)
+                             : RowKernels<T, 1, RowOp::kNorm>::Pick(layout);
   RowParams p = {};
   p.x = sum;
   p.w = args.weight;
@@ -94,9 +94,8 @@ cudaError_t LaunchNorm(const FusedAddRmsNormArgs& args, const void* sum, cudaStr
   p.rows_per_cta = layout.rows_per_cta;
   p.inv_hidden = 1.f / static_cast<float>(args.hidden);
   p.eps = args.eps;
-  p.streaming = false;  // plain accesses, as a framework's kernels issue them
   GridChoice grid;
-  const cudaError_t err = ChooseGrid(kernel, layout, args.batch, /*persistent=*/false, 0, &grid);
+  const cudaError_t err = ChooseGrid(kernel, layout, args.batch, 0, &grid);
   if (err != cudaSuccess) return err;
   return cuda_detail::Launch(kernel, grid.grid, layout.block, /*pdl=*/false, stream, p);
 }

@@ -1,5 +1,5 @@
 // The CUDA kernels against the fp64 reference: every dtype and mode on awkward shapes, aligned
-// and misaligned pointers, looping (persistent) grids, in-place chains inside a CUDA graph,
+// and misaligned pointers, looping grids, in-place chains inside a CUDA graph,
 // and the unfused baseline. Without a CUDA device every test skips.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -190,10 +190,7 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
                      std::to_string(c.batch) + "_h" + std::to_string(c.hidden);
   if (c.misaligned) name += "_misaligned";
   if (c.tuning.max_ctas > 0) name += "_ctas" + std::to_string(c.tuning.max_ctas);
-  if (c.tuning.prefetch) name += "_prefetch";
-  if (c.tuning.streaming) name += "_evictfirst";
   if (c.tuning.vecs_per_thread > 0) name += "_vec" + std::to_string(c.tuning.vecs_per_thread);
-  if (c.tuning.rows_per_thread > 1) name += "_rows" + std::to_string(c.tuning.rows_per_thread);
   if (c.tuning.ctas_per_row > 0) name += "_split" + std::to_string(c.tuning.ctas_per_row);
   if (c.tuning.ctas_per_row < 0) name += "_nosplit";
   return name;
@@ -202,9 +199,8 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
 void PrintTo(const Case& c, std::ostream* os) {
   *os << (c.impl == Impl::kFused ? "fused " : "unfused ") << DTypeName(c.dtype) << " "
       << ModeName(c.mode) << " batch " << c.batch << " hidden " << c.hidden
-      << (c.misaligned ? " misaligned" : "") << " max_ctas " << c.tuning.max_ctas
-      << (c.tuning.prefetch ? " prefetch" : "") << (c.tuning.streaming ? " evict-first" : "")
-      << " rows/thread " << c.tuning.rows_per_thread;
+      << (c.misaligned ? " misaligned" : "") << " max_ctas " << c.tuning.max_ctas << " vecs/thread "
+      << c.tuning.vecs_per_thread << " ctas/row " << c.tuning.ctas_per_row;
 }
 
 void RunCase(const Case& c) {
@@ -309,37 +305,35 @@ std::vector<Case> FusedCases() {
             cases.push_back(c);
           }
         }
-        // Few CTAs, so that every CTA loops over many rows (prefetch, partial buffers).
+        // Few CTAs, so that every CTA of RowKernel and TwoPassKernel loops over many rows
+        // (the double-buffered partials); split rows ignore max_ctas, so they are off here.
         Case looping;
         looping.dtype = dtype;
         looping.mode = mode;
         looping.batch = 257;
         looping.hidden = hidden;
         looping.tuning.max_ctas = 3;
+        looping.tuning.ctas_per_row = -1;
         cases.push_back(looping);
-        looping.tuning.persistent = true;
-        looping.tuning.prefetch = true;
-        looping.tuning.streaming = true;
         looping.misaligned = true;
         cases.push_back(looping);
       }
     }
   }
-  // The bandwidth path's several rows per thread, with partial row groups (257 rows) and
-  // looping CTAs.
+  // RowKernel at every vector count it compiles, on rows the launcher now splits, with
+  // partial row groups (257 rows) and, at 4 vectors, looping CTAs.
   for (DType dtype : kDTypes) {
     for (Mode mode : kModes) {
       for (std::int64_t hidden : {111, 2048, 5000}) {
-        for (int rows : {2, 4}) {
+        for (int vecs : {1, 2, 4}) {
           Case c;
           c.dtype = dtype;
           c.mode = mode;
           c.batch = 257;
           c.hidden = hidden;
-          c.tuning.rows_per_thread = rows;
-          c.tuning.vecs_per_thread = 1;
-          c.tuning.max_ctas = rows == 2 ? 0 : 5;
-          c.misaligned = rows == 4;
+          c.tuning.ctas_per_row = -1;
+          c.tuning.vecs_per_thread = vecs;
+          c.tuning.max_ctas = vecs == 4 ? 5 : 0;
           cases.push_back(c);
         }
       }
