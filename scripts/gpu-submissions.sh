@@ -2,14 +2,23 @@
 # Runs on the GPU machine from the repository root, after scripts/gpu-bundle.sh: submitted
 # kernels through the real server and CLI. The three examples and the built-in kernel are
 # registered and benchmarked beside the built-ins in both suites; the planted cheats of
-# tests/gpu/cheats are registered and benchmarked and must come back REJECTED or INCORRECT,
-# never ranked; a hanging and a faulting submission must each leave the server serving.
+# tests/gpu/cheats are registered and benchmarked (cold: every call checked; graph replay:
+# checked after the window) and must come back REJECTED or INCORRECT, never ranked
+# (scripts/check_expectations.py prints OK or UNEXPECTED per implementation); a hanging and
+# a faulting submission must each leave the server serving.
 # Results go to $OUT (or ./gpu-results), submissions.md there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu-env.sh
 log="$out/submissions.md"
 : >"$log"
+
+section "The checks of every call through the CUDA backend (call_checks_gpu_test)"
+timeout 300 "$bin/call_checks_gpu_test" --gtest_brief=1 >"$out/call_checks_gpu_test.log" 2>&1
+say "- call_checks_gpu_test: exit $? ($(grep -E '^\[  (PASSED|FAILED|SKIPPED)' \
+  "$out/call_checks_gpu_test.log" | tr '\n' ' '))"
+grep -E '^\[  FAILED|Failure|Expected|Which is' "$out/call_checks_gpu_test.log" | head -n 20 |
+  sed 's/^/    /' | tee -a "$log"
 
 rm -f "$out/ports-sub.json"
 "$bin/kerneleval-server" --listen 127.0.0.1:0 --metrics-listen "" --device cuda:0 \
@@ -39,10 +48,15 @@ submit fused_rows_vec16 "$ex/fused_rows_vec16.cu" --entry 'fused_rows_vec16<0>' 
   --rows-per-block 1 --pdl --dtype bf16
 submit fused_rows_vec16_liger "$ex/fused_rows_vec16.cu" --entry 'fused_rows_vec16<2>' \
   --block 1024 --rows-per-block 1 --pdl --dtype fp32 --mode output_and_residual
+submit naive_liger "$ex/naive_block_per_row.cu" --entry naive_block_per_row --block 256 \
+  --rows-per-block 1 --dtype fp32 --mode output_and_residual
+submit warp_per_row_liger "$ex/warp_per_row_vec.cu" --entry warp_per_row_vec --block 256 \
+  --rows-per-block 8 --dtype fp32 --mode output_and_residual
 
 section "Planted cheats (each the honest naive row plus one trick)"
 mkdir -p "$out/cheats"
-for cheat in half_rows pointer_cache stale_output skip_repeated_inputs hang fault; do
+for cheat in half_rows pointer_cache stale_output skip_repeated_inputs read_past_inputs hang \
+  fault; do
   cat tests/gpu/cheats/common.cuh "tests/gpu/cheats/$cheat.cu" >"$out/cheats/$cheat.cu"
   submit "cheat_$cheat" "$out/cheats/$cheat.cu" --entry "$cheat" --block 256 \
     --rows-per-block 1 --dtype bf16
@@ -51,17 +65,41 @@ done
 impls=(--impl cuda_fused --impl cuda_unfused --impl naive --impl warp_per_row
        --impl fused_rows_vec16)
 cheats=(--impl cuda_fused --impl cheat_half_rows --impl cheat_pointer_cache
-        --impl cheat_stale_output --impl cheat_skip_repeated_inputs)
+        --impl cheat_stale_output --impl cheat_skip_repeated_inputs --impl cheat_read_past_inputs)
 section "h2048: the examples ranked beside the built-ins"
 bench sub_h2048_cold --suite fused_add_rmsnorm_h2048 "${impls[@]}" --cold --repetitions 50
 bench sub_h2048_graph --suite fused_add_rmsnorm_h2048 "${impls[@]}" --graph --graph-calls 50 \
   --hot --repetitions 50
-section "Liger sweep: the fp32 fused example beside the built-ins"
+section "Liger sweep: the three examples (fp32, output_and_residual) beside the built-ins"
 bench sub_liger_cold --suite liger_fused_add_rmsnorm --impl cuda_fused --impl cuda_unfused \
-  --impl fused_rows_vec16_liger --cold --repetitions 20
+  --impl naive_liger --impl warp_per_row_liger --impl fused_rows_vec16_liger --cold \
+  --repetitions 20
 section "The planted cheats (must not be ranked)"
 bench sub_cheats --suite fused_add_rmsnorm_h2048 "${cheats[@]}" --cold --repetitions 20 \
   --measure-dram-bytes
+section "The planted cheats in graph replay (outputs, inputs and guards checked after the window)"
+bench sub_cheats_graph --suite fused_add_rmsnorm_h2048 "${cheats[@]}" --graph --graph-calls 20 \
+  --hot --repetitions 20
+
+section "Expectations: examples ranked in both suites, every planted cheat unranked"
+say '```'
+ranked=(cuda_fused naive warp_per_row fused_rows_vec16)
+planted=(cheat_half_rows cheat_pointer_cache cheat_stale_output cheat_skip_repeated_inputs
+         cheat_read_past_inputs)
+for report in sub_h2048_cold sub_h2048_graph; do
+  python3 scripts/check_expectations.py "$out/$report.json" --ranked "${ranked[@]}" | sed "s/^/$report: /" |
+    tee -a "$log"
+done
+python3 scripts/check_expectations.py "$out/sub_liger_cold.json" --ranked cuda_fused naive_liger \
+  warp_per_row_liger fused_rows_vec16_liger | sed "s/^/sub_liger_cold: /" | tee -a "$log"
+python3 scripts/check_expectations.py "$out/sub_cheats.json" --ranked cuda_fused \
+  --rejected "${planted[@]}" | sed "s/^/sub_cheats: /" | tee -a "$log"
+# Hot graph replay repeats one input set by definition: skipping repeated inputs is visible
+# there only to the floor, where the bytes exceed L2 (docs/submissions.md).
+python3 scripts/check_expectations.py "$out/sub_cheats_graph.json" --ranked cuda_fused \
+  --rejected cheat_half_rows cheat_pointer_cache cheat_stale_output cheat_read_past_inputs \
+  --any cheat_skip_repeated_inputs | sed "s/^/sub_cheats_graph: /" | tee -a "$log"
+say '```'
 
 section "A hanging and a faulting submission, then the server still serves"
 say '```'

@@ -1,7 +1,8 @@
 // Cheat: remembers the output pointer of the last call and skips the work when it is asked
 // again for the same buffers (an output cache keyed on addresses).
-// Caught by: fresh inputs in the same buffers after the timed calls (the verification
-// rounds): the skipped call leaves the previous inputs' results behind.
+// Caught by: the check of every call: the first warm-up call gets fresh inputs in the same
+// buffers and poisoned outputs, and the skipped call leaves the poison (in hot and graph
+// replay, the check of the input set after the window).
 __device__ const void* last_inputs = nullptr;
 
 extern "C" __global__ void __launch_bounds__(1024) pointer_cache(const kerneleval_params p) {

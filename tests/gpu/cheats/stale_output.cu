@@ -1,6 +1,6 @@
 // Cheat: computes the first call only and returns at once afterwards, leaving whatever an
 // earlier call wrote.
-// Caught by: outputs poisoned before the verification calls on fresh inputs.
+// Caught by: outputs poisoned before every checked call (the first warm-up call already).
 __device__ unsigned long long calls = 0;
 
 extern "C" __global__ void __launch_bounds__(1024) stale_output(const kerneleval_params p) {
