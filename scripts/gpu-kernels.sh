@@ -12,6 +12,9 @@
 #   ours-GROUP     the launcher's choice only (and, where the mode writes two tensors,
 #                  device-to-device copies of the same bytes: the memory system's ceiling)
 #   peers-GROUP    scripts/torch_peers.py at the same shapes (torch.compile, Liger, FlashInfer)
+#   service        the four suites through a real server and CLI: cold (CUPTI, kernel-only,
+#                  L2 flushed) on a server as it starts by default, graph replay on one
+#                  started with --disable-cupti (no timer attached to the graph kernels)
 #
 # Groups: liger (fp32, 2048 rows, output + residual_out, hidden 1024..32768); llm (bf16,
 # in place and output, hidden 4096 Llama-3-8B, 5120 Qwen2.5-32B, 7168 DeepSeek-V3, 8192
@@ -89,6 +92,32 @@ for step in "$@"; do
           ;;
       esac
       say '```'
+      ;;
+    service)
+      section "The suites through the server (cuda_fused)"
+      for flags in "" "--disable-cupti"; do
+        rm -f "$out/ports.json"
+        # shellcheck disable=SC2086
+        "$bin/kerneleval-server" --listen 127.0.0.1:0 --metrics-listen "" --device cuda:0 \
+          --suites-dir suites --port-file "$out/ports.json" $flags 2>>"$out/server.log" &
+        server_pid=$!
+        for _ in $(seq 1 600); do [ -s "$out/ports.json" ] && break; sleep 0.1; done
+        port=$(sed -E 's/.*"grpc_port": *([0-9]+).*/\1/' "$out/ports.json")
+        cli=("$bin/kerneleval" --target "127.0.0.1:$port" --deadline 600)
+        for _ in $(seq 1 600); do "${cli[@]}" health --service readiness >/dev/null 2>&1 && break; sleep 0.2; done
+        if [ -z "$flags" ]; then
+          bench svc_liger_cold --suite liger_fused_add_rmsnorm --impl cuda_fused --cold --repetitions 30
+          bench svc_llm_in_place_cold --suite llm_widths_bf16_in_place --impl cuda_fused --cold --repetitions 30
+          bench svc_llm_output_cold --suite llm_widths_bf16_output --impl cuda_fused --cold --repetitions 30
+          bench svc_h2048_cold --suite fused_add_rmsnorm_h2048 --impl cuda_fused --cold --repetitions 100
+        else
+          graph=(--graph --graph-calls 50 --hot --repetitions 50)
+          bench svc_h2048_graph --suite fused_add_rmsnorm_h2048 --impl cuda_fused "${graph[@]}"
+          bench svc_liger_graph --suite liger_fused_add_rmsnorm --impl cuda_fused "${graph[@]}"
+        fi
+        kill -TERM "$server_pid"
+        wait "$server_pid"
+      done
       ;;
     peers-liger)
       section "Peers: Liger sweep (fp32, 2048 rows)"
