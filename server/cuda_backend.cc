@@ -476,6 +476,14 @@ absl::Status CudaBackend::PrepareInputs(const Problem& problem, const HostInputs
   RETURN_IF_ERROR(Reserve(&kept_weight_, problem.WeightBytes() + guard));
   KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(kept_weight_.get(), inputs.weight, problem.WeightBytes(),
                                           cudaMemcpyHostToDevice, stream));
+  if (w->checks.on) {
+    // Kept before any call of the submission can touch it: a change made by the result call
+    // shows at the first checked call.
+    ASSIGN_OR_RETURN(w->checks.pristine_weight, DeviceBuffer::Allocate(problem.WeightBytes()));
+    KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(w->checks.pristine_weight.get(), kept_weight_.get(),
+                                            problem.WeightBytes(), cudaMemcpyDeviceToDevice,
+                                            stream));
+  }
   // The first set is the kept one; rotation sets live for this measurement only.
   w->rotation.resize(sets_wanted - 1);
   w->sets = {&kept_set_};
@@ -569,10 +577,6 @@ absl::Status CudaBackend::PrepareCheckedCalls(Workspace* w) {
   Workspace::Checks& c = w->checks;
   if (!c.on) return absl::OkStatus();
   cudaStream_t stream = stream_.get();
-  const std::size_t weight_bytes = w->problem->WeightBytes();
-  ASSIGN_OR_RETURN(c.pristine_weight, DeviceBuffer::Allocate(weight_bytes));
-  KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(c.pristine_weight.get(), kept_weight_.get(), weight_bytes,
-                                          cudaMemcpyDeviceToDevice, stream));
   ASSIGN_OR_RETURN(c.records, DeviceBuffer::Allocate(c.plan.records * sizeof(CallCheckCounts)));
   KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(c.records.get(), 0, c.records.bytes(), stream));
   if (c.plan.timing == CallCheckTiming::kAfterWindow) {
