@@ -88,6 +88,8 @@ struct Measurement {
   double host_to_device_seconds = 0;
   double device_seconds = 0;
   double device_to_host_seconds = 0;
+  // A device in another process: the round trip to it less the three above (0 in-process).
+  double device_host_seconds = 0;
   // Filled by backends that have them (GPUs with NVML / CUPTI); empty elsewhere.
   v1::ClockSummary clocks;       // sampled while the timed samples ran
   v1::ClockAdmission admission;  // the wait before them

@@ -1,6 +1,7 @@
 #include "server/cuda_backend.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -359,7 +360,13 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
   Workspace w;
   w.problem = &problem;
   w.impl = &impl;
+  // Run's time split: host-to-device is PrepareInputs (allocation and the input copies; from
+  // pageable memory the driver stages them before returning, from pinned memory what is
+  // still in flight lands in device time); device-to-host is the copies back after the
+  // result call's kernel has finished (RunResultCall); device time is the rest.
+  const auto begun = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(PrepareInputs(problem, inputs, options, &w));
+  const auto prepared = std::chrono::steady_clock::now();
 
   // A Run's default (one hot call, no warm-up, events): the result call is the timed call,
   // as on the CPU, which saves a second launch and synchronisation on the latency path.
@@ -367,11 +374,20 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
                                      options.warmup == 0 && options.repetitions == 1 &&
                                      timer == v1::TIMER_CUDA_EVENTS &&
                                      !options.measure_dram_bytes && !options.check_calls;
-  ASSIGN_OR_RETURN(const double first, RunResultCall(outputs, result_call_is_sample, &w));
+  double copy_back_seconds = 0;
+  ASSIGN_OR_RETURN(const double first,
+                   RunResultCall(outputs, result_call_is_sample, &w, &copy_back_seconds));
   Measurement m;
   m.timer = timer;
+  m.host_to_device_seconds = std::chrono::duration<double>(prepared - begun).count();
+  m.device_to_host_seconds = copy_back_seconds;
+  auto device_seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - prepared).count() -
+           copy_back_seconds;
+  };
   if (result_call_is_sample) {
     m.samples_seconds.push_back(first);
+    m.device_seconds = device_seconds();
     return m;
   }
   RETURN_IF_ERROR(PrepareCheckedCalls(&w));
@@ -389,6 +405,7 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
   if (options.measure_dram_bytes && !m.stopped_early) {
     m.dram = CountDramBytes(options, &lease, &w);
   }
+  m.device_seconds = device_seconds();
   return m;
 }
 
@@ -668,7 +685,7 @@ void CudaBackend::OpenGate(Workspace* w) {
 }
 
 absl::StatusOr<double> CudaBackend::RunResultCall(const HostOutputs& outputs, bool timed,
-                                                  Workspace* w) {
+                                                  Workspace* w, double* copy_back_seconds) {
   // The result call on pristine inputs; its outputs are what the caller sees.
   cudaStream_t stream = stream_.get();
   const std::size_t row_bytes = w->problem->TensorBytes();
@@ -694,6 +711,11 @@ absl::StatusOr<double> CudaBackend::RunResultCall(const HostOutputs& outputs, bo
   }
   RETURN_IF_ERROR(launched);
   const FusedAddRmsNormArgs a = w->Args(s, kept_weight_);
+  // The kernel is waited for first so that the copies back are timed on their own; the copy
+  // to pageable memory would wait for it anyway.
+  const bool copies_back = outputs.output != nullptr || outputs.residual_out != nullptr;
+  if (copies_back) KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  const auto computed = std::chrono::steady_clock::now();
   if (outputs.output != nullptr) {
     KE_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(outputs.output, a.output, row_bytes, cudaMemcpyDeviceToHost, stream));
@@ -703,6 +725,10 @@ absl::StatusOr<double> CudaBackend::RunResultCall(const HostOutputs& outputs, bo
                                             cudaMemcpyDeviceToHost, stream));
   }
   KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  if (copies_back) {
+    *copy_back_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - computed).count();
+  }
   if (!timed) return 0.0;
   float ms = 0;
   KE_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, w->start.get(), w->stop.get()));

@@ -80,7 +80,9 @@ class CudaBackend final : public Backend {
   absl::StatusOr<v1::Timer> ResolveTimer(const MeasureOptions& options) const;
   absl::Status PrepareInputs(const Problem& problem, const HostInputs& inputs,
                              const MeasureOptions& options, Workspace* w);
-  absl::StatusOr<double> RunResultCall(const HostOutputs& outputs, bool timed, Workspace* w);
+  // `copy_back_seconds`: the copies of the results to `outputs` (0 when there are none).
+  absl::StatusOr<double> RunResultCall(const HostOutputs& outputs, bool timed, Workspace* w,
+                                       double* copy_back_seconds);
   absl::Status BuildGraph(const MeasureOptions& options, Workspace* w);
   absl::Status Admit(v1::ClockAdmission* admission);
   absl::StatusOr<double> TimedCall(const MeasureOptions& options, v1::Timer timer,

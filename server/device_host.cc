@@ -103,6 +103,9 @@ int ServeDeviceHost(Backend& backend, int channel_fd, int region_fd) {
       *reply.mutable_clocks() = m->clocks;
       *reply.mutable_admission() = m->admission;
       *reply.mutable_dram() = m->dram;
+      reply.set_host_to_device_seconds(m->host_to_device_seconds);
+      reply.set_device_seconds(m->device_seconds);
+      reply.set_device_to_host_seconds(m->device_to_host_seconds);
       reply.set_calls_checked(m->calls_checked);
       reply.set_call_check_failure(m->call_check_failure);
     }

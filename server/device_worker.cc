@@ -1,5 +1,7 @@
 #include "server/device_worker.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 
@@ -87,6 +89,7 @@ void DeviceWorker::RecoverDevice() {
 void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
   const absl::Status warm = backend_->WarmUp();
   if (on_warm) on_warm(warm);
+  auto free_since = std::chrono::steady_clock::now();  // the previous job's end
   for (;;) {
     Entry entry;
     {
@@ -106,10 +109,13 @@ void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
       if (on_depth_) on_depth_(queue_.size());
       running_job_ = true;
     }
-    const double waited =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - entry.enqueued).count();
+    const auto now = std::chrono::steady_clock::now();
+    const double waited = std::chrono::duration<double>(now - entry.enqueued).count();
+    handoff_seconds_ =
+        std::chrono::duration<double>(now - std::max(entry.enqueued, free_since)).count();
     entry.job(*backend_, waited);
     if (!backend_->Healthy()) RecoverDevice();
+    free_since = std::chrono::steady_clock::now();
     std::lock_guard<std::mutex> lock(mu_);
     running_job_ = false;
   }

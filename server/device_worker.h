@@ -51,6 +51,9 @@ class DeviceWorker {
   std::size_t capacity() const { return capacity_; }
   // Queued plus running jobs: what a least-loaded choice compares.
   std::size_t load() const;
+  // For the job now running (call it from the job): the part of its queue wait after the
+  // device was free, i.e. the hand-off from the submitting thread to this worker.
+  double handoff_seconds() const { return handoff_seconds_; }
 
  private:
   struct Entry {
@@ -72,6 +75,7 @@ class DeviceWorker {
   std::deque<Entry> queue_;
   bool running_job_ = false;
   bool stopping_ = false;
+  double handoff_seconds_ = 0;  // written and read on the worker thread only
   std::thread thread_;
 };
 

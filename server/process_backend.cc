@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -268,6 +269,7 @@ absl::StatusOr<Measurement> ProcessBackend::Measure(const Problem& problem,
     RETURN_IF_ERROR(region_.Resize(grown));
   }
   unsigned char* data = region_.data();
+  const auto copy_in = std::chrono::steady_clock::now();
   std::memcpy(data + hs, inputs.hidden_states, rows);
   std::memcpy(data + res, inputs.residual, rows);
   std::memcpy(data + w, inputs.weight, problem.WeightBytes());
@@ -275,6 +277,7 @@ absl::StatusOr<Measurement> ProcessBackend::Measure(const Problem& problem,
   region_.stop_flag().store(0);
 
   const std::string during = absl::StrCat("running ", impl);
+  const auto sent = std::chrono::steady_clock::now();
   if (absl::Status s = channel_.Send(call); !s.ok()) return HostLost(during, s, false);
   internal::MeasureReply reply;
   const absl::Status received =
@@ -288,6 +291,7 @@ absl::StatusOr<Measurement> ProcessBackend::Measure(const Problem& problem,
                                                  " s, --device-call-timeout-seconds")),
         /*hung=*/true);
   }
+  const auto answered = std::chrono::steady_clock::now();
   if (!received.ok()) return HostLost(during, received, /*hung=*/false);
   if (!reply.healthy()) {
     // The host's device is faulted; it exits after this reply, and the worker starts a new
@@ -302,6 +306,7 @@ absl::StatusOr<Measurement> ProcessBackend::Measure(const Problem& problem,
     if (want_out) std::memcpy(outputs.output, data + out, rows);
     if (want_res) std::memcpy(outputs.residual_out, data + rout, rows);
   }
+  const auto copied_out = std::chrono::steady_clock::now();
   oversized_calls_ =
       region_.data_bytes() > kAlwaysKeptRegionBytes && region_.data_bytes() > 4 * used
           ? oversized_calls_ + 1
@@ -324,6 +329,15 @@ absl::StatusOr<Measurement> ProcessBackend::Measure(const Problem& problem,
   m.clocks = reply.clocks();
   m.admission = reply.admission();
   m.dram = reply.dram();
+  // The copies through the shared region count with the host's own copies; the rest of the
+  // time between sending the call and its answer is the round trip to the host process.
+  auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+  m.host_to_device_seconds = seconds(copy_in, sent) + reply.host_to_device_seconds();
+  m.device_seconds = reply.device_seconds();
+  m.device_to_host_seconds = reply.device_to_host_seconds() + seconds(answered, copied_out);
+  m.device_host_seconds =
+      std::max(0.0, seconds(sent, answered) - reply.host_to_device_seconds() -
+                        reply.device_seconds() - reply.device_to_host_seconds());
   m.calls_checked = reply.calls_checked();
   m.call_check_failure = reply.call_check_failure();
   return m;

@@ -1,5 +1,6 @@
 #include "server/run_call.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -38,10 +39,11 @@ HostOutputs PrepareOutputs(const v1::RunRequest& request, const Problem& problem
 
 // On the device's worker thread.
 absl::Status EvaluateRun(ServiceState& state, Backend& backend, const Caller& caller,
-                         double queue_seconds, const v1::RunRequest& request,
-                         const Problem& problem, const ResolvedImplementation& resolved,
-                         Clock::time_point t0, Clock::time_point queued,
-                         v1::RunResponse* response) {
+                         double queue_seconds, double handoff_seconds,
+                         const v1::RunRequest& request, const Problem& problem,
+                         const ResolvedImplementation& resolved, Clock::time_point t0,
+                         Clock::time_point queued, v1::RunResponse* response) {
+  const auto dequeued = Clock::now();
   state.metrics->ObserveQueueWait(backend.name(), queue_seconds);
   if (absl::Status s = StillWanted(caller, InQueueOf(backend, queue_seconds)); !s.ok()) return s;
   if (resolved.submission) {
@@ -60,11 +62,10 @@ absl::Status EvaluateRun(ServiceState& state, Backend& backend, const Caller& ca
   spec.peaks = PeaksFor(backend.Describe(), /*with_measured_copy=*/false);
   spec.tolerance = ResolveTolerance(problem.dtype, v1::Tolerance());
   spec.verification_rounds = resolved.submission ? kSubmissionVerificationRounds : 0;
+  const auto prepared = Clock::now();
   absl::StatusOr<Evaluation> e = Evaluate(backend, spec);
   if (!e.ok()) return e.status();
   const auto measured = Clock::now();
-  state.metrics->ObserveKernelSamples(impl, backend.name(), e->measurement.samples_seconds);
-
   if (request.check_correctness()) {
     // After the measurement, on the outputs the caller gets back.
     const Reference reference = ComputeReference(problem, spec.inputs);
@@ -77,6 +78,7 @@ absl::Status EvaluateRun(ServiceState& state, Backend& backend, const Caller& ca
     e->correctness.set_detail(e->verification_failure);
   }
   const auto checked = Clock::now();
+  state.metrics->ObserveKernelSamples(impl, backend.name(), e->measurement.samples_seconds);
   response->set_device(backend.name());
   response->set_implementation(impl);
   WriteEvaluation(*e, response);
@@ -84,17 +86,22 @@ absl::Status EvaluateRun(ServiceState& state, Backend& backend, const Caller& ca
   v1::RunTiming* timing = response->mutable_timing();
   timing->set_validate_seconds(SecondsBetween(t0, queued));
   timing->set_queue_seconds(queue_seconds);
+  timing->set_handoff_seconds(std::min(handoff_seconds, queue_seconds));
+  timing->set_prepare_seconds(SecondsBetween(dequeued, prepared));
   timing->set_host_to_device_seconds(e->measurement.host_to_device_seconds);
   timing->set_device_seconds(e->measurement.device_seconds);
   timing->set_device_to_host_seconds(e->measurement.device_to_host_seconds);
+  timing->set_device_host_seconds(e->measurement.device_host_seconds);
   timing->set_kernel_seconds(e->stats.median);
-  timing->set_check_seconds(SecondsBetween(measured, checked));
+  timing->set_check_seconds(request.check_correctness() ? SecondsBetween(measured, checked) : 0);
   if (request.omit_outputs()) {
     response->clear_output();
     response->clear_residual_out();
   }
   state.metrics->ObserveCompute(backend.name(), SecondsBetween(started, Clock::now()));
-  timing->set_server_seconds(SecondsBetween(t0, Clock::now()));
+  const auto answered = Clock::now();
+  timing->set_respond_seconds(SecondsBetween(checked, answered));
+  timing->set_server_seconds(SecondsBetween(t0, answered));
   return absl::OkStatus();
 }
 
@@ -154,11 +161,12 @@ void StartRun(ServiceState& state, Caller caller, const v1::RunRequest& request,
         done(s);
       });
   const auto queued = Clock::now();
+  DeviceWorker* worker = *device;
   const absl::Status submitted =
-      (*device)->Submit([&state, caller, &request, response, p = *problem, impl, t0, queued,
-                         shared_done](Backend& b, double queue_seconds) {
-        (*shared_done)(
-            EvaluateRun(state, b, caller, queue_seconds, request, p, impl, t0, queued, response));
+      worker->Submit([&state, caller, &request, response, p = *problem, impl, t0, queued, worker,
+                      shared_done](Backend& b, double queue_seconds) {
+        (*shared_done)(EvaluateRun(state, b, caller, queue_seconds, worker->handoff_seconds(),
+                                   request, p, impl, t0, queued, response));
       });
   if (!submitted.ok()) (*shared_done)(submitted);
 }

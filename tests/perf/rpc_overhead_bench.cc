@@ -8,7 +8,8 @@
 // settings (max message 1 GiB).
 //
 //   small: Run, B=1 x H=2048 bf16, MODE_OUTPUT, outputs returned, against the echo of the
-//          same request: p50 / p99 wall latency per call and the ratio Run / echo.
+//          same request: p50 / p99 wall latency per call and the ratio Run / echo, and the
+//          median of each hop of the service's own time split (RunResponse.timing).
 //   large: Run, B=16254 x H=2048 bf16 (three tensors in, ~200 MB; one out, ~66 MB) against
 //          the echo: (request + response bytes) / median wall time, and Run's rate over the
 //          echo's. The CPU backend's compute dominates at this size, so the rate is also
@@ -143,6 +144,7 @@ struct Sample {
   double wall = 0;    // seconds, client side, around the whole call
   double kernel = 0;  // server-reported latency.median_seconds (0 for the echo)
   std::size_t request_bytes = 0, response_bytes = 0;
+  v1::RunTiming timing;  // the service's split of its own time (empty for the echo)
 };
 
 // One call; false (with a message) when it does not answer OK with an output of the
@@ -164,6 +166,7 @@ bool Call(const kerneleval::client::KernelEvalClient& client, const v1::RunReque
     return false;
   }
   sample->kernel = response.latency().median_seconds();
+  sample->timing = response.timing();
   sample->request_bytes = request.ByteSizeLong();
   sample->response_bytes = response.ByteSizeLong();
   return true;
@@ -203,6 +206,38 @@ std::vector<double> Walls(const std::vector<Sample>& v, double kernel_factor) {
   out.reserve(v.size());
   for (const Sample& s : v) out.push_back(s.wall - kernel_factor * s.kernel);
   return out;
+}
+
+// The median of each hop of the service's timing over `samples` (each hop's own median, so
+// the rows need not add up to the total's).
+void PrintHops(const std::vector<Sample>& samples) {
+  const struct {
+    const char* name;
+    double (v1::RunTiming::*get)() const;
+  } hops[] = {
+      {"validate", &v1::RunTiming::validate_seconds},
+      {"queue (hand-off included)", &v1::RunTiming::queue_seconds},
+      {"  of which hand-off", &v1::RunTiming::handoff_seconds},
+      {"prepare (on the worker)", &v1::RunTiming::prepare_seconds},
+      {"host-to-device", &v1::RunTiming::host_to_device_seconds},
+      {"device", &v1::RunTiming::device_seconds},
+      {"  of which kernel", &v1::RunTiming::kernel_seconds},
+      {"device-to-host", &v1::RunTiming::device_to_host_seconds},
+      {"device host round trip", &v1::RunTiming::device_host_seconds},
+      {"check", &v1::RunTiming::check_seconds},
+      {"respond", &v1::RunTiming::respond_seconds},
+      {"server total", &v1::RunTiming::server_seconds},
+  };
+  std::printf("  service Run's hops, median of %zu calls (us):\n", samples.size());
+  std::vector<double> v(samples.size());
+  for (const auto& hop : hops) {
+    for (std::size_t i = 0; i < samples.size(); ++i) v[i] = (samples[i].timing.*hop.get)();
+    std::printf("    %-28s %9.2f\n", hop.name, Percentile(v, 0.5) * 1e6);
+  }
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    v[i] = samples[i].wall - samples[i].timing.server_seconds();
+  }
+  std::printf("    %-28s %9.2f\n", "client wall - server total", Percentile(v, 0.5) * 1e6);
 }
 
 }  // namespace
@@ -311,7 +346,9 @@ int main(int argc, char** argv) {
     std::printf("  %-28s %12.1f %12.1f\n", "echo", echo_p50 * 1e6, echo_p99 * 1e6);
     std::printf("  %-28s %12.2f %12.2f   (target <= 1.2 at p50)\n", "ratio Run / echo",
                 run_p50 / echo_p50, run_p99 / echo_p99);
-    std::printf("  server-reported kernel median: %.2f us\n\n", kernel_p50 * 1e6);
+    std::printf("  server-reported kernel median: %.2f us\n", kernel_p50 * 1e6);
+    PrintHops(small_run);
+    std::printf("\n");
   }
 
   if (!large_run.empty() && !large_echo.empty()) {
