@@ -60,6 +60,13 @@ std::size_t LastLevelCacheBytes() {
   return bytes > 0 ? static_cast<std::size_t>(bytes) : std::size_t{64} << 20;
 }
 
+std::uint64_t PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size);
+}
+
 double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
@@ -104,6 +111,7 @@ CpuBackend::CpuBackend(std::string name, std::vector<CpuImplementation> impls,
       copy_buffer_bytes_(copy_buffer_bytes),
       last_level_cache_bytes_(LastLevelCacheBytes()),
       model_(CpuModelName()),
+      memory_bytes_(PhysicalMemoryBytes()),
       threads_(threads > 0 ? threads : CpuThreadPool::AvailableThreads()) {}
 
 v1::Device CpuBackend::Describe() const {
@@ -111,11 +119,7 @@ v1::Device CpuBackend::Describe() const {
   d.set_name(name_);
   d.set_kind("cpu");
   d.set_model(model_);
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page_size = sysconf(_SC_PAGE_SIZE);
-  if (pages > 0 && page_size > 0) {
-    d.set_memory_bytes(static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page_size));
-  }
+  d.set_memory_bytes(memory_bytes_);
   d.set_l2_cache_bytes(last_level_cache_bytes_);
   d.set_measured_copy_bytes_per_second(copy_bandwidth_.load());
   d.set_healthy(true);

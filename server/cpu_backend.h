@@ -68,7 +68,8 @@ class CpuBackend final : public Backend {
   std::vector<CpuImplementation> impls_;
   std::size_t copy_buffer_bytes_;
   std::size_t last_level_cache_bytes_;
-  std::string model_;  // read once: Describe() is on every Run's path
+  std::string model_;           // read once: Describe() is on every Run's path
+  std::uint64_t memory_bytes_;  // likewise (a sysinfo call each time it is read)
   std::atomic<double> copy_bandwidth_{0};
   CpuThreadPool threads_;
   std::unique_ptr<std::uint64_t[]> flush_buffer_;  // 2x the last-level cache; null until used

@@ -57,9 +57,12 @@ absl::Status EvaluateRun(ServiceState& state, Backend& backend, const Caller& ca
                  request.weight().data().data()};
   spec.outputs = PrepareOutputs(request, problem, response);
   spec.implementation = impl;
-  spec.options = ToMeasureOptions(RunProtocol(request, backend.IsGpu()));
+  // Described once per call: Describe() builds the whole message (and the CPU backend reads
+  // the memory size from the kernel), and IsGpu() would describe the device again.
+  const v1::Device device = backend.Describe();
+  spec.options = ToMeasureOptions(RunProtocol(request, device.kind() == "cuda"));
   spec.options.should_stop = [&caller] { return caller.Cancelled(); };
-  spec.peaks = PeaksFor(backend.Describe(), /*with_measured_copy=*/false);
+  spec.peaks = PeaksFor(device, /*with_measured_copy=*/false);
   spec.tolerance = ResolveTolerance(problem.dtype, v1::Tolerance());
   spec.verification_rounds = resolved.submission ? kSubmissionVerificationRounds : 0;
   const auto prepared = Clock::now();
