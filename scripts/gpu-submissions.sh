@@ -14,7 +14,7 @@ log="$out/submissions.md"
 : >"$log"
 
 section "The checks of every call through the CUDA backend (call_checks_gpu_test)"
-timeout 300 "$bin/call_checks_gpu_test" --gtest_brief=1 >"$out/call_checks_gpu_test.log" 2>&1
+timeout 600 "$bin/call_checks_gpu_test" --gtest_brief=1 >"$out/call_checks_gpu_test.log" 2>&1
 say "- call_checks_gpu_test: exit $? ($(grep -E '^\[  (PASSED|FAILED|SKIPPED)' \
   "$out/call_checks_gpu_test.log" | tr '\n' ' '))"
 grep -E '^\[  FAILED|Failure|Expected|Which is' "$out/call_checks_gpu_test.log" | head -n 20 |
