@@ -22,3 +22,17 @@ bench() {  # name, then bench flags
   python3 scripts/summarize_report.py "$out/$name.json" | tee -a "$log"
   say '```'
 }
+# The machine (GPU, driver, clocks) into the log, and the peers' wheels (bundle/gpu/wheels,
+# e.g. Liger-Kernel) on the Python path.
+machine_section() {
+  section "Machine"
+  say '```'
+  nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw \
+    --format=csv 2>&1 | tee -a "$log"
+  say '```'
+  if [ -d "$bundle/wheels" ]; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/peer-site "$bundle"/wheels/*.whl >/dev/null 2>&1 &&
+      export PYTHONPATH=/tmp/peer-site${PYTHONPATH:+:$PYTHONPATH}
+  fi
+}

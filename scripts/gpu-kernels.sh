@@ -21,7 +21,7 @@
 # Llama-3-70B, batch 1, 16, 128, 1024, 4096, 16384); fp16 (output, hidden 2048 / 4096 / 8192);
 # h2048 (bf16, output, the fused_add_rmsnorm_h2048 suite's batches).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 source scripts/gpu-env.sh
 log="$out/results.md"
 : >"$log"
@@ -37,16 +37,7 @@ kbench() {  # kerneleval-kernel-bench flags...
   timeout 300 "$bin/kerneleval-kernel-bench" --flush=read --no-unfused "$@" 2>&1 | tee -a "$log"
 }
 
-section "Machine"
-say '```'
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw \
-  --format=csv 2>&1 | tee -a "$log"
-say '```'
-if [ -d "$bundle/wheels" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/peer-site "$bundle"/wheels/*.whl >/dev/null 2>&1 &&
-    export PYTHONPATH=/tmp/peer-site${PYTHONPATH:+:$PYTHONPATH}
-fi
+machine_section
 flashinfer_lib="$bundle/lib/libkerneleval_flashinfer.so"
 peers() {  # torch_peers.py flags...
   PYTHONUNBUFFERED=1 timeout 540 python3 scripts/torch_peers.py --no-eager --reps 50 \

@@ -17,16 +17,7 @@ source scripts/gpu-env.sh
 log="$out/results.md"
 : >"$log"
 
-section "Machine"
-say '```'
-nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw \
-  --format=csv 2>&1 | tee -a "$log"
-say '```'
-if [ -d "$bundle/wheels" ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/peer-site "$bundle"/wheels/*.whl >/dev/null 2>&1 &&
-    export PYTHONPATH=/tmp/peer-site${PYTHONPATH:+:$PYTHONPATH}
-fi
+machine_section
 
 section "GPU tests"
 for t in kernels_gpu_test service_gpu_test; do
