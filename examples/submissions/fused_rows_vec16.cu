@@ -1,9 +1,10 @@
-// The built-in cuda_fused kernel (kernels/cuda/rmsnorm_common.cuh, RowKernel) written
-// against the submission ABI: one row per CTA, the row spread over the CTA's threads with up
-// to two 16-byte vectors each, every load of the row (x, r, and the weight through the
-// read-only path) issued before the first use, so that a row costs one DRAM round trip, one
-// barrier and nothing in shared memory but the warps' partial sums. Programmatic dependent
-// launch: the wait comes before any global access.
+// The built-in cuda_fused kernel (kernels/cuda/rmsnorm_split_row_kernel.cuh, SplitRowKernel
+// with one CTA per row) written against the submission ABI: the row spread over the CTA's
+// threads with up to two 16-byte vectors each, x and r loaded at entry and kept as fp32 sums,
+// residual_out stored before the reduction, the weight loaded through the read-only path
+// while it runs, so that a row costs one DRAM round trip, one barrier and nothing in shared
+// memory but the warps' partial sums. Programmatic dependent launch: the wait comes before
+// any global access.
 //
 // At hidden 2048 bf16 a row is 256 vectors: 128 threads of two each (the built-in's choice;
 // on the H200 it measured ~5% faster than 256 threads of one at small batches). Rows longer
@@ -107,48 +108,60 @@ struct RowPtrs {
   }
 };
 
-// The row in registers: kVecs units per thread. In place is safe: each element is read and
-// written by the same thread, and all of a thread's reads come before its writes.
+// The row in registers: kVecs units per thread, kept as the fp32 sums x + r (as many
+// registers as one packed input for 16-bit types), residual_out stored before the reduction,
+// the weight loaded while it runs. In place is safe: each element is read and written by
+// the same thread, and all of a thread's reads come before its writes.
 template <int kDType, int kElems, int kVecs>
-__device__ __forceinline__ void RegisterRow(const kerneleval_params& p, long long row,
-                                            long long units, float* partials) {
+__device__ __forceinline__ void RegisterRow(const kerneleval_params& p, long long row, int units,
+                                            float* partials) {
   using T = Traits<kDType>;
   const RowPtrs<kDType, kElems> ptr(p, row);
   using P = typename RowPtrs<kDType, kElems>::P;
-  P xv[kVecs], rv[kVecs], wv[kVecs];
+  const int first = static_cast<int>(threadIdx.x);
+  const int stride = static_cast<int>(blockDim.x);
+  P xv[kVecs], rv[kVecs];
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) {
-    const long long u = threadIdx.x + static_cast<long long>(j) * blockDim.x;
-    if (u < units) {
-      xv[j] = ptr.x[u];
-      rv[j] = ptr.r[u];
-      wv[j] = LoadWeight(ptr.w + u);
+    if (first + j * stride < units) {
+      xv[j] = ptr.x[first + j * stride];
+      rv[j] = ptr.r[first + j * stride];
     }
   }
+  float s[kVecs][kElems];
   float sum_sq = 0.f;
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) {
-    if (threadIdx.x + static_cast<long long>(j) * blockDim.x >= units) continue;
 #pragma unroll
     for (int e = 0; e < kElems; ++e) {
-      const float s = T::ToFloat(xv[j].e[e]) + T::ToFloat(rv[j].e[e]);
-      sum_sq += s * s;
+      s[j][e] = first + j * stride < units ? T::ToFloat(xv[j].e[e]) + T::ToFloat(rv[j].e[e]) : 0.f;
+      sum_sq += s[j][e] * s[j][e];
     }
+  }
+  if (ptr.res != nullptr) {
+#pragma unroll
+    for (int j = 0; j < kVecs; ++j) {
+      if (first + j * stride >= units) continue;
+      P sum;
+#pragma unroll
+      for (int e = 0; e < kElems; ++e) sum.e[e] = T::FromFloat(s[j][e]);
+      ptr.res[first + j * stride] = sum;
+    }
+  }
+  P wv[kVecs];
+#pragma unroll
+  for (int j = 0; j < kVecs; ++j) {
+    if (first + j * stride < units) wv[j] = LoadWeight(ptr.w + first + j * stride);
   }
   const float inv_rms = rsqrtf(BlockSum(sum_sq, partials) / static_cast<float>(p.hidden) + p.eps);
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) {
-    const long long u = threadIdx.x + static_cast<long long>(j) * blockDim.x;
-    if (u >= units) continue;
-    P o, s;
+    if (first + j * stride >= units) continue;
+    P o;
 #pragma unroll
-    for (int e = 0; e < kElems; ++e) {
-      const float v = T::ToFloat(xv[j].e[e]) + T::ToFloat(rv[j].e[e]);
-      s.e[e] = T::FromFloat(v);
-      o.e[e] = T::FromFloat(v * inv_rms * T::ToFloat(wv[j].e[e]));
-    }
-    if (ptr.res != nullptr) ptr.res[u] = s;
-    ptr.out[u] = o;
+    for (int e = 0; e < kElems; ++e)
+      o.e[e] = T::FromFloat(s[j][e] * inv_rms * T::ToFloat(wv[j].e[e]));
+    ptr.out[first + j * stride] = o;
   }
 }
 
@@ -201,9 +214,9 @@ __device__ __forceinline__ void Row(const kerneleval_params& p, long long row, f
   if (!vector) {
     TwoPassRow<kDType, 1>(p, row, units, partials);
   } else if (units <= blockDim.x) {
-    RegisterRow<kDType, kVec, 1>(p, row, units, partials);
+    RegisterRow<kDType, kVec, 1>(p, row, static_cast<int>(units), partials);
   } else if (units <= 2ll * blockDim.x) {
-    RegisterRow<kDType, kVec, 2>(p, row, units, partials);
+    RegisterRow<kDType, kVec, 2>(p, row, static_cast<int>(units), partials);
   } else {
     TwoPassRow<kDType, kVec>(p, row, units, partials);
   }
