@@ -301,7 +301,14 @@ absl::StatusOr<Measurement> ProcessBackend::Measure(const Problem& problem,
     LogError(absl::StrCat(name_, ": device host ", pid, " faulted (", reply.status().message(),
                           "); it ", KillHost()));
   }
-  const absl::Status status = FromProto(reply.status());
+  absl::Status status = FromProto(reply.status());
+  if (!reply.healthy()) {
+    // Name what was running: with submissions on, the caller needs to know whose kernel
+    // took the device down.
+    status =
+        absl::InternalError(absl::StrCat(name_, ": the device faulted while ", during, " (",
+                                         status.message(), "); the device is being restarted"));
+  }
   if (status.ok()) {
     if (want_out) std::memcpy(outputs.output, data + out, rows);
     if (want_res) std::memcpy(outputs.residual_out, data + rout, rows);
