@@ -130,6 +130,10 @@ std::string FormatReportTable(const v1::BenchmarkReport& report) {
       if (const std::string dram = DramText(r->dram()); !dram.empty()) {
         notes.push_back(absl::StrCat(who, dram));
       }
+      if (r->calls_checked() > 0) {
+        notes.push_back(absl::StrCat(who, r->calls_checked(),
+                                     " calls checked on the device (output, inputs, guards)"));
+      }
       for (const std::string& flag : r->integrity_flags()) {
         notes.push_back(absl::StrCat(who, "FLAG ", flag));
       }

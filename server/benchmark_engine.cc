@@ -164,6 +164,7 @@ DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
         WriteEvaluation(*e, &result);
         result.mutable_samples_seconds()->Assign(e->measurement.samples_seconds.begin(),
                                                  e->measurement.samples_seconds.end());
+        result.set_calls_checked(e->measurement.calls_checked);
         const bool too_good = AnnotateMeasurement(e->measurement, problem, device, options,
                                                   e->stats.median, &result, &env);
         if (e->measurement.stopped_early && e->measurement.samples_seconds.empty()) {

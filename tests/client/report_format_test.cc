@@ -126,6 +126,20 @@ TEST(ReportTable, ShowsEveryWorkloadImplementationAndEnvironment) {
   EXPECT_NE(table.find("4.04 us"), std::string::npos) << "batch 1 median in microseconds";
 }
 
+TEST(ReportTable, SaysHowManyCallsOfASubmissionWereChecked) {
+  v1::BenchmarkReport report = MakeReport();
+  report.mutable_results(0)->set_calls_checked(60);  // fused at batch 1
+  const std::string table = FormatReportTable(report);
+  const std::string note = "60 calls checked on the device (output, inputs, guards)";
+  const size_t at = table.find(note);
+  ASSERT_NE(at, std::string::npos) << table;
+  EXPECT_EQ(table.find("calls checked", at + note.size()), std::string::npos)
+      << "one result, one note\n"
+      << table;
+  const size_t line = table.rfind('\n', at) + 1;
+  EXPECT_EQ(table.substr(line, 9), "  fused (") << table;
+}
+
 TEST(ReportCsv, HasHeaderAndOneRowPerWorkloadAndImplementation) {
   const std::string csv = FormatReportCsv(MakeReport());
   std::istringstream lines(csv);
