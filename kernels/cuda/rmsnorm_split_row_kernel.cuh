@@ -1,5 +1,6 @@
-// Long rows in one pass over memory: a row split over the CTAs of one thread-block cluster,
-// each CTA keeping its chunk of the row in registers.
+// The row kernel of the 16-byte vector paths for rows of 256+ vectors: a row in registers as
+// fp32 sums over one CTA, or, past what one CTA holds, over the CTAs of a thread-block
+// cluster: one pass over memory either way.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -20,12 +21,14 @@ constexpr int kMaxCtasPerRow = 8;
 // (distributed shared memory) and meet at one cluster barrier, after which each adds the
 // partials in rank order (the same total, bit for bit, in every CTA of the row).
 //
-// Why: RowKernel spreads a long row over one CTA of up to 1024 threads holding x, r and the
-// weight packed; at hidden 8192 fp32 that is 1024 threads at 48 registers, one CTA per SM,
-// and nothing overlaps one row's stores and reduction with the next row's loads. Smaller
-// CTAs (a row over 2-8 of them) and fp32 sums instead of both inputs leave several CTAs
-// resident per SM, and rows past the register capacity of one CTA (32768 fp32) still make
-// one pass over memory instead of TwoPassKernel's two.
+// Why (docs/results/kernels.md, runs 6-10): RowKernel holds x, r and the weight packed and
+// re-adds the sum at the store; keeping the fp32 sums instead frees the registers for 4
+// vectors per thread, so a long row needs fewer threads (hidden 8192 fp32: 512 threads at 64
+// registers, 2 CTAs per SM, 10-12% faster than RowKernel's 1024 threads at 48), and the same
+// layout at hidden 2048 bf16 is 0.12 us faster per small call. Splitting a row over a
+// cluster measured 5-60% slower than one CTA wherever one CTA can hold the row (the cluster
+// barrier, and a row finishing with its slowest CTA), so the launcher uses clusters only for
+// rows one CTA cannot hold (32768 fp32), where one pass beats two by 31%.
 //
 // In-place safety: every element is read and written by the same thread, reads first.
 // The chunk layout depends on the row length only (the launcher's table), never on the
