@@ -272,7 +272,11 @@ TEST_F(BadInputTest, MalformedBenchmarkRequests) {
                                ? ClientWithDeadline(c.deadline_seconds)->Benchmark(bad, count)
                                : server_->client->Benchmark(bad, count);
     ExpectAnswer(c, s);
-    EXPECT_EQ(events, 0);
+    // A request refused by validation streams nothing. One that only runs out of time may
+    // have started first: the deadline reaches the server as a grpc-timeout header whose
+    // precision gRPC rounds up, so the server can admit it and send a first event before
+    // the deadline passes (seen once in 15 runs on two cores).
+    if (c.deadline_seconds == 0) EXPECT_EQ(events, 0);
     ExpectServesValidRun(++seed);
   }
   std::cout << cases.size() << " malformed Benchmark requests rejected\n";
