@@ -36,3 +36,24 @@ machine_section() {
       export PYTHONPATH=/tmp/peer-site${PYTHONPATH:+:$PYTHONPATH}
   fi
 }
+# A server on this GPU (name: its port file and log in $out, then extra server flags): sets
+# $server_pid, $port, $mport and $cli (the CLI aimed at it) once readiness is SERVING.
+server_pid=""
+start_server() {  # name, then server flags
+  local name=$1
+  shift
+  rm -f "$out/ports-$name.json"
+  "$bin/kerneleval-server" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --device cuda:0 \
+    --suites-dir suites --port-file "$out/ports-$name.json" "$@" 2>"$out/server-$name.log" &
+  server_pid=$!
+  for _ in $(seq 1 600); do [ -s "$out/ports-$name.json" ] && break; sleep 0.1; done
+  port=$(sed -E 's/.*"grpc_port": *([0-9]+).*/\1/' "$out/ports-$name.json")
+  mport=$(sed -E 's/.*"metrics_port": *([0-9]+).*/\1/' "$out/ports-$name.json")
+  cli=("$bin/kerneleval" --target "127.0.0.1:$port" --deadline 600)
+  for _ in $(seq 1 600); do "${cli[@]}" health --service readiness >/dev/null 2>&1 && break; sleep 0.2; done
+}
+stop_server() {
+  kill -TERM "$server_pid"
+  wait "$server_pid"
+  say "- server exit after SIGTERM: $?"
+}

@@ -87,15 +87,8 @@ for step in "$@"; do
     service)
       section "The suites through the server (cuda_fused)"
       for flags in "" "--disable-cupti"; do
-        rm -f "$out/ports.json"
         # shellcheck disable=SC2086
-        "$bin/kerneleval-server" --listen 127.0.0.1:0 --metrics-listen "" --device cuda:0 \
-          --suites-dir suites --port-file "$out/ports.json" $flags 2>>"$out/server.log" &
-        server_pid=$!
-        for _ in $(seq 1 600); do [ -s "$out/ports.json" ] && break; sleep 0.1; done
-        port=$(sed -E 's/.*"grpc_port": *([0-9]+).*/\1/' "$out/ports.json")
-        cli=("$bin/kerneleval" --target "127.0.0.1:$port" --deadline 600)
-        for _ in $(seq 1 600); do "${cli[@]}" health --service readiness >/dev/null 2>&1 && break; sleep 0.2; done
+        start_server "service${flags}" $flags
         if [ -z "$flags" ]; then
           bench svc_liger_cold --suite liger_fused_add_rmsnorm --impl cuda_fused --cold --repetitions 30
           bench svc_llm_in_place_cold --suite llm_widths_bf16_in_place --impl cuda_fused --cold --repetitions 30
@@ -106,8 +99,7 @@ for step in "$@"; do
           bench svc_h2048_graph --suite fused_add_rmsnorm_h2048 --impl cuda_fused "${graph[@]}"
           bench svc_liger_graph --suite liger_fused_add_rmsnorm --impl cuda_fused "${graph[@]}"
         fi
-        kill -TERM "$server_pid"
-        wait "$server_pid"
+        stop_server
       done
       ;;
     peers-liger)

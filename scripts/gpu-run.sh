@@ -26,25 +26,6 @@ for t in kernels_gpu_test service_gpu_test; do
   grep -E '^\[  FAILED|^\[  SKIPPED|Skipped|counters unavailable' "$out/$t.log" | head -n 8 | sed 's/^/    /' | tee -a "$log"
 done
 
-server_pid=""
-start_server() {  # name, then server flags
-  local name=$1
-  shift
-  rm -f "$out/ports-$name.json"
-  "$bin/kerneleval-server" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --device cuda:0 \
-    --suites-dir suites --port-file "$out/ports-$name.json" "$@" 2>"$out/server-$name.log" &
-  server_pid=$!
-  for _ in $(seq 1 600); do [ -s "$out/ports-$name.json" ] && break; sleep 0.1; done
-  port=$(sed -E 's/.*"grpc_port": *([0-9]+).*/\1/' "$out/ports-$name.json")
-  mport=$(sed -E 's/.*"metrics_port": *([0-9]+).*/\1/' "$out/ports-$name.json")
-  cli=("$bin/kerneleval" --target "127.0.0.1:$port" --deadline 600)
-  for _ in $(seq 1 600); do "${cli[@]}" health --service readiness >/dev/null 2>&1 && break; sleep 0.2; done
-}
-stop_server() {
-  kill -TERM "$server_pid"
-  wait "$server_pid"
-  say "- server exit after SIGTERM: $?"
-}
 compare() {  # title, then LABEL=report.json ...
   say ""
   say "#### $1"
