@@ -253,7 +253,8 @@ std::string EnvironmentTables(const v1::BenchmarkReport& report) {
     }
     absl::StrAppend(&out, row("server", env.server_version() + " (git " + env.git_revision() + ")"),
                     row("host", env.hostname()), row("timestamp", env.timestamp()),
-                    row("CUPTI", env.cupti_status()), "</table>\n");
+                    row("CUPTI", env.cupti_status()), row("host wait", HostWaitText(env)),
+                    "</table>\n");
   }
   return out;
 }

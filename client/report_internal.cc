@@ -174,6 +174,17 @@ std::string ClockSummaryText(const v1::ClockSummary& c) {
   return text;
 }
 
+std::string HostWaitText(const v1::Environment& env) {
+  if (env.host_wait_seconds_size() == 0) return "-";
+  double total = 0;
+  for (double s : env.host_wait_seconds()) total += s;
+  // The first workload has nothing to overlap with: what follows it says whether the
+  // device waited.
+  return absl::StrCat(Fixed(total, 3), " s for ", env.host_wait_seconds_size(), " workloads (",
+                      Fixed(total - env.host_wait_seconds(0), 3), " s after the first), ",
+                      env.workloads_prepared_ahead(), " prepared ahead");
+}
+
 }  // namespace report_internal
 
 }  // namespace kerneleval::client

@@ -55,5 +55,8 @@ std::string MeasuredAsText(const v1::BenchmarkReport& report, const v1::Workload
 std::string DramText(const v1::DramTraffic& dram);
 // "SM 1980 MHz (1965-1980), memory 3201 MHz, 52 C, 420 W" over the samples; "-" without.
 std::string ClockSummaryText(const v1::ClockSummary& clocks);
+// "2.514 s for 4 workloads (0.001 s after the first), 3 prepared ahead": how long the device
+// waited for the host's inputs and references; "-" from servers that do not report it.
+std::string HostWaitText(const v1::Environment& env);
 
 }  // namespace kerneleval::client::report_internal

@@ -61,6 +61,7 @@ std::string EnvironmentText(const v1::Environment& env) {
                                        env.hostname().empty() ? "" : " on " + env.hostname())});
   table.AddRow({"timestamp", env.timestamp()});
   table.AddRow({"cupti", env.cupti_status().empty() ? "-" : env.cupti_status()});
+  table.AddRow({"host wait", HostWaitText(env)});
   return table.Render("  ");
 }
 

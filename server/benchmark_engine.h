@@ -24,6 +24,9 @@ struct DeviceRun {
 
 // Runs on the device's worker thread: for each workload, generates its inputs and fp64
 // reference once, then evaluates every implementation of `plan` on them (server/evaluation.h).
+// On a GPU the next workload's inputs and reference are prepared on another thread while one
+// is measured (plan.host_preparation), the same bytes either way; the environment says how
+// long the worker thread waited for each. No thread it starts outlives the call.
 // `on_progress` is called once per workload with that workload's results; `should_stop` is
 // polled between samples and workloads (cancellation, deadline, time cap). Failures of one
 // implementation become results, not errors.

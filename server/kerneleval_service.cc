@@ -142,6 +142,7 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>
     pending_jobs_ = devices.size();
     for (std::size_t i = 0; i < devices.size(); ++i) {
       BenchmarkPlan plan = plan_;
+      plan.host_preparation = state_->host_preparation;
       if (request_.implementations_size() > 0) {
         plan.implementations.assign(request_.implementations().begin(),
                                     request_.implementations().end());

@@ -48,6 +48,13 @@ struct PlannedWorkload {
   v1::Tolerance tolerance;  // resolved
 };
 
+// When a Benchmark prepares each workload's inputs and fp64 reference on the host
+// (server/benchmark_engine.cc): kAuto lets the device's kind decide (ahead on a GPU, serially
+// on the CPU, whose measurements a busy host would disturb). kSerial and kAhead force one
+// way: a test and diagnostic switch (ahead on the CPU backend is how a CPU-only CI runs the
+// prepared-ahead path for real), never a tuning knob.
+enum class HostPreparation { kAuto, kSerial, kAhead };
+
 // What a Benchmark request asks for once validated: the suite (named, or the custom one
 // checked by the suite rules), its workloads resolved, the protocol with defaults filled in.
 // Devices and implementations are chosen per device by the caller.
@@ -59,6 +66,7 @@ struct BenchmarkPlan {
   std::vector<std::string> implementations;  // filled per device, as the request names them
   // Those that name a registered submission: the backend name (its id) and what to load.
   std::map<std::string, std::pair<std::string, SubmittedKernel>> submissions;
+  HostPreparation host_preparation = HostPreparation::kAuto;  // the server's, not the request's
 };
 
 absl::StatusOr<BenchmarkPlan> ValidateBenchmarkRequest(

@@ -202,6 +202,7 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   s->metrics.SetNodeName(options.node_name);
   s->state.metrics = &s->metrics;
   s->state.limits = options.limits;
+  s->state.host_preparation = options.benchmark_host_preparation;
   for (auto& b : backends) {
     const std::string name = b->name();
     Metrics* metrics = &s->metrics;

@@ -30,6 +30,9 @@ struct ServerOptions {
   int max_message_bytes = 512 << 20;
   std::size_t queue_capacity = 64;
   RequestLimits limits;
+  // When a Benchmark prepares workload inputs and references (request_validation.h): by the
+  // device's kind unless a test or a diagnosis forces one way.
+  HostPreparation benchmark_host_preparation = HostPreparation::kAuto;
   std::string auth_token;  // empty: no authentication
   std::string tls_cert_file, tls_key_file, tls_client_ca_file;
   std::string metrics_basic_auth;  // "user:password" that /metrics asks for; empty: open

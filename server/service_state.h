@@ -28,6 +28,7 @@ struct ServiceState {
   // Every finished Benchmark report is queued here (null: results are not kept).
   store::ResultStore* results = nullptr;
   RequestLimits limits;
+  HostPreparation host_preparation = HostPreparation::kAuto;  // ServerOptions'
   std::atomic<bool> ready{false};
   // Every device has warmed up: work is admitted from then on. Readiness also drops while
   // a device recovers from a fault, but healthy devices keep serving meanwhile.

@@ -108,6 +108,8 @@ v1::BenchmarkReport MakeReport() {
   env->set_git_revision("abc123");
   env->set_timestamp("2026-01-01T00:00:00Z");
   env->set_cupti_status("CUPTI activity API");
+  for (double wait : {2.5, 0.0, 0.014}) env->add_host_wait_seconds(wait);
+  env->set_workloads_prepared_ahead(2);
   report.set_wall_seconds(12.5);
   report.set_complete(true);
   return report;
@@ -115,9 +117,10 @@ v1::BenchmarkReport MakeReport() {
 
 TEST(ReportTable, ShowsEveryWorkloadImplementationAndEnvironment) {
   const std::string table = FormatReportTable(MakeReport());
-  for (const char* needle : {"batch_size=1 ", "batch_size=79", "batch_size=16254", "fused",
-                             "unfused", "NVIDIA H200", "GPU-1234", "580.65", "abc123", "cupti",
-                             "cold, graph x20", "PASS 3.9e-03", "1.00x", "2.00x"}) {
+  for (const char* needle :
+       {"batch_size=1 ", "batch_size=79", "batch_size=16254", "fused", "unfused", "NVIDIA H200",
+        "GPU-1234", "580.65", "abc123", "cupti", "cold, graph x20", "PASS 3.9e-03", "1.00x",
+        "2.00x", "2.514 s for 3 workloads (0.014 s after the first), 2 prepared ahead"}) {
     EXPECT_NE(table.find(needle), std::string::npos) << needle << "\n" << table;
   }
   // SOL % uses the device-attribute figure (68.0), not the first one (50.0).
