@@ -57,9 +57,15 @@ bool IsStickyError(cudaError_t e) {
   }
 }
 
-// Makes `b` hold at least `bytes`; keeps it when it already does.
+// Makes `b` hold at least `bytes`; keeps it when it already does and is not much larger. A
+// small call in the first bytes of a large kept buffer lands on other pages than the same
+// call in a buffer of its own size, and so would time differently after a large workload
+// than after a small one: the slack is at most one 2 MiB page.
 absl::Status Reserve(DeviceBuffer* b, std::size_t bytes) {
-  if (bytes == 0 || b->bytes() >= bytes) return absl::OkStatus();
+  constexpr std::size_t kSlack = 2 << 20;
+  if (bytes == 0 || (b->bytes() >= bytes && b->bytes() - bytes <= kSlack)) {
+    return absl::OkStatus();
+  }
   *b = DeviceBuffer();  // freed first: the old and the new need not fit together
   ASSIGN_OR_RETURN(*b, DeviceBuffer::Allocate(bytes));
   return absl::OkStatus();
@@ -211,6 +217,8 @@ absl::Status CudaBackend::WarmUp() {
   ASSIGN_OR_RETURN(flush_sink_, DeviceBuffer::Allocate(sizeof(unsigned)));
   ASSIGN_OR_RETURN(gate_flag_, DeviceBuffer::Allocate(sizeof(int)));
   ASSIGN_OR_RETURN(gate_stream_, CreateStream());
+  gate_generation_ = 0;
+  KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(gate_flag_.get(), 0, sizeof(int), stream_.get()));
   KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(flush_.get(), 0, flush_.bytes(), stream_.get()));
   // Failure is reported in TimerStatus(), not fatal: CUDA events remain.
   CuptiKernelTimer::Initialize().IgnoreError();
@@ -294,6 +302,7 @@ absl::Status CudaBackend::Recover() {
   flush_sink_ = DeviceBuffer();
   gate_flag_ = DeviceBuffer();
   gate_stream_.Reset();
+  staging_ = PinnedBuffer();
   KE_CUDA_NO_THROW(cudaSetDevice(ordinal_));
   KE_CUDA_NO_THROW(cudaDeviceReset());
   KE_CUDA_NO_THROW(cudaGetLastError());
@@ -311,7 +320,12 @@ struct CudaBackend::Workspace {
   bool writes_residual = false;
   std::vector<BufferSet> rotation;  // sets beyond the kept one, this measurement only
   std::vector<BufferSet*> sets;     // kept set first
-  CudaEvent start, stop, gate_closed;
+  CudaEvent start, stop;
+  // Staged tensors (StageInputs): where the result call's copies back land, and the event
+  // that marks them done.
+  unsigned char* staged_output = nullptr;
+  unsigned char* staged_residual_out = nullptr;
+  CudaEvent copied;
   CudaGraphExec graph;
   std::uint32_t calls = 1;  // per sample: graph_calls in graph replay
   std::size_t next = 0;     // the set of the next timed call
@@ -462,9 +476,41 @@ std::uint64_t GuardSeed(const CallCheckPlan& plan, std::uint64_t base, std::uint
 
 }  // namespace
 
-absl::Status CudaBackend::PrepareInputs(const Problem& problem, const HostInputs& inputs,
+absl::Status CudaBackend::StageInputs(const Problem& problem, const HostInputs& inputs,
+                                      Workspace* w, HostInputs* staged) {
+  // Up to a few MiB: a small Run's copies from pageable memory cost more than the copy into
+  // staging, and they are synchronous, each its own wait for the device.
+  constexpr std::size_t kMaxStagingBytes = 8 << 20;
+  auto aligned = [](std::size_t bytes) { return (bytes + 255) / 256 * 256; };
+  const std::size_t tensor = aligned(problem.TensorBytes());
+  const std::size_t weight = aligned(problem.WeightBytes());
+  const std::size_t bytes = tensor * (WritesResidual(problem.mode) ? 4 : 3) + weight;
+  if (bytes > kMaxStagingBytes) return absl::OkStatus();
+  if (staging_.bytes() < bytes) {
+    staging_ = PinnedBuffer();
+    absl::StatusOr<PinnedBuffer> pinned = PinnedBuffer::Allocate(kMaxStagingBytes);
+    if (!pinned.ok()) {
+      cudaGetLastError();  // not sticky; the copies then go from pageable memory
+      return absl::OkStatus();
+    }
+    staging_ = *std::move(pinned);
+  }
+  ASSIGN_OR_RETURN(w->copied, CreateEvent());
+  auto* base = static_cast<unsigned char*>(staging_.get());
+  std::memcpy(base, inputs.hidden_states, problem.TensorBytes());
+  std::memcpy(base + tensor, inputs.residual, problem.TensorBytes());
+  std::memcpy(base + 2 * tensor, inputs.weight, problem.WeightBytes());
+  *staged = {base, base + tensor, base + 2 * tensor};
+  w->staged_output = base + 2 * tensor + weight;
+  w->staged_residual_out = WritesResidual(problem.mode) ? w->staged_output + tensor : nullptr;
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::PrepareInputs(const Problem& problem, const HostInputs& given,
                                         const MeasureOptions& options, Workspace* w) {
   cudaStream_t stream = stream_.get();
+  HostInputs inputs = given;
+  RETURN_IF_ERROR(StageInputs(problem, given, w, &inputs));
   const std::size_t row_bytes = problem.TensorBytes();
   const CudaImplementation& impl = *w->impl;
   w->writes_residual = WritesResidual(problem.mode);
@@ -525,7 +571,6 @@ absl::Status CudaBackend::PrepareInputs(const Problem& problem, const HostInputs
   }
   ASSIGN_OR_RETURN(w->start, CreateEvent());
   ASSIGN_OR_RETURN(w->stop, CreateEvent());
-  ASSIGN_OR_RETURN(w->gate_closed, CreateEvent());
   return absl::OkStatus();
 }
 
@@ -663,23 +708,22 @@ absl::Status CudaBackend::FlushL2(const MeasureOptions& options) {
 // Hot calls timed with events run behind a gate (stream_gate_cuda.h) that opens once the
 // start event, the call and the stop event are queued: without it the events also time the
 // host's launch. Cold calls need none: the flush kernel ahead of them is long enough.
-absl::Status CudaBackend::CloseGate(Workspace* w) {
-  cudaStream_t stream = stream_.get();
-  KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(gate_flag_.get(), 0, sizeof(int), stream));
-  KE_CUDA_RETURN_IF_ERROR(cudaEventRecord(w->gate_closed.get(), stream));
-  KE_CUDA_RETURN_IF_ERROR(
-      LaunchStreamGate(static_cast<volatile int*>(gate_flag_.get()), kGateTimeoutNs, stream));
+// Each gate waits for its own generation's value, so closing it is the launch alone.
+absl::Status CudaBackend::CloseGate() {
+  gate_generation_ = gate_generation_ == 255 ? 1 : gate_generation_ + 1;
+  KE_CUDA_RETURN_IF_ERROR(LaunchStreamGate(static_cast<volatile int*>(gate_flag_.get()),
+                                           static_cast<int>(gate_generation_ * 0x01010101u),
+                                           kGateTimeoutNs, stream_.get()));
   return absl::OkStatus();
 }
 
 // A write from a second stream: a host-mapped flag would do, but a process whose context
 // faults with page-locked host memory mapped takes ~1 s longer to fail and its successor
-// ~2 s longer to start (H200, docs/results/device-isolation-h200.md). The opening write
-// waits for the closing one: with asynchronous copies still queued ahead of the gate, it
-// would otherwise land first and be overwritten.
-void CudaBackend::OpenGate(Workspace* w) {
-  if (cudaStreamWaitEvent(gate_stream_.get(), w->gate_closed.get(), 0) != cudaSuccess ||
-      cudaMemsetAsync(gate_flag_.get(), 1, sizeof(int), gate_stream_.get()) != cudaSuccess) {
+// ~2 s longer to start (H200, docs/results/device-isolation-h200.md). The write sets every
+// byte of the flag to the generation, which is the value the gate waits for.
+void CudaBackend::OpenGate() {
+  if (cudaMemsetAsync(gate_flag_.get(), gate_generation_, sizeof(int), gate_stream_.get()) !=
+      cudaSuccess) {
     cudaGetLastError();  // not sticky; the gate then opens by its timeout
   }
 }
@@ -698,36 +742,61 @@ absl::StatusOr<double> CudaBackend::RunResultCall(const HostOutputs& outputs, bo
     }
   }
   if (timed) {
-    RETURN_IF_ERROR(CloseGate(w));
+    RETURN_IF_ERROR(CloseGate());
     KE_CUDA_RETURN_IF_ERROR(cudaEventRecord(w->start.get(), stream));
   }
   const absl::Status launched = Launch(w, 0);
   if (timed) {
     // Opened before the copies back: a copy to pageable memory waits for the stream.
     const cudaError_t recorded = cudaEventRecord(w->stop.get(), stream);
-    OpenGate(w);
+    OpenGate();
     RETURN_IF_ERROR(launched);
     KE_CUDA_RETURN_IF_ERROR(recorded);
   }
   RETURN_IF_ERROR(launched);
   const FusedAddRmsNormArgs a = w->Args(s, kept_weight_);
-  // The kernel is waited for first so that the copies back are timed on their own; the copy
-  // to pageable memory would wait for it anyway.
   const bool copies_back = outputs.output != nullptr || outputs.residual_out != nullptr;
-  if (copies_back) KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-  const auto computed = std::chrono::steady_clock::now();
-  if (outputs.output != nullptr) {
-    KE_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(outputs.output, a.output, row_bytes, cudaMemcpyDeviceToHost, stream));
-  }
-  if (w->writes_residual && outputs.residual_out != nullptr) {
-    KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(outputs.residual_out, a.residual_out, row_bytes,
-                                            cudaMemcpyDeviceToHost, stream));
-  }
-  KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-  if (copies_back) {
+  const bool copies_residual = w->writes_residual && outputs.residual_out != nullptr;
+  if (copies_back && w->staged_output != nullptr) {
+    // Staged: the copies back follow the kernel in stream order into page-locked memory,
+    // and one wait covers both. They are timed on the device, from the kernel's end.
+    if (!timed) KE_CUDA_RETURN_IF_ERROR(cudaEventRecord(w->stop.get(), stream));
+    if (outputs.output != nullptr) {
+      KE_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(w->staged_output, a.output, row_bytes, cudaMemcpyDeviceToHost, stream));
+    }
+    if (copies_residual) {
+      KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(w->staged_residual_out, a.residual_out, row_bytes,
+                                              cudaMemcpyDeviceToHost, stream));
+    }
+    KE_CUDA_RETURN_IF_ERROR(cudaEventRecord(w->copied.get(), stream));
+    KE_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(w->copied.get()));
+    const auto landed = std::chrono::steady_clock::now();
+    if (outputs.output != nullptr) std::memcpy(outputs.output, w->staged_output, row_bytes);
+    if (copies_residual) std::memcpy(outputs.residual_out, w->staged_residual_out, row_bytes);
+    float copy_ms = 0;
+    KE_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&copy_ms, w->stop.get(), w->copied.get()));
     *copy_back_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - computed).count();
+        Seconds(copy_ms) +
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - landed).count();
+  } else {
+    // The kernel is waited for first so that the copies back are timed on their own; the
+    // copy to pageable memory would wait for it anyway.
+    if (copies_back) KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    const auto computed = std::chrono::steady_clock::now();
+    if (outputs.output != nullptr) {
+      KE_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(outputs.output, a.output, row_bytes, cudaMemcpyDeviceToHost, stream));
+    }
+    if (copies_residual) {
+      KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(outputs.residual_out, a.residual_out, row_bytes,
+                                              cudaMemcpyDeviceToHost, stream));
+    }
+    KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    if (copies_back) {
+      *copy_back_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - computed).count();
+    }
   }
   if (!timed) return 0.0;
   float ms = 0;
@@ -810,9 +879,9 @@ absl::StatusOr<double> CudaBackend::TimeOneCall(const MeasureOptions& options, v
     ASSIGN_OR_RETURN(double span, CuptiKernelTimer::TimeKernels(
                                       lease, ordinal_,
                                       [&]() -> absl::Status {
-                                        RETURN_IF_ERROR(CloseGate(w));
+                                        RETURN_IF_ERROR(CloseGate());
                                         const absl::Status enqueued = Enqueue(options, w, set);
-                                        OpenGate(w);
+                                        OpenGate();
                                         RETURN_IF_ERROR(enqueued);
                                         KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
                                         return absl::OkStatus();
@@ -826,12 +895,12 @@ absl::StatusOr<double> CudaBackend::TimeOneCall(const MeasureOptions& options, v
   // the same way): without it the first kernel of a replay waits for the host's
   // cudaGraphLaunch inside the window.
   const bool gated = !options.cold;
-  if (gated) RETURN_IF_ERROR(CloseGate(w));
+  if (gated) RETURN_IF_ERROR(CloseGate());
   const cudaError_t started = cudaEventRecord(w->start.get(), stream);
   const absl::Status enqueued =
       started == cudaSuccess ? Enqueue(options, w, set) : absl::OkStatus();
   const cudaError_t stopped = cudaEventRecord(w->stop.get(), stream);
-  if (gated) OpenGate(w);
+  if (gated) OpenGate();
   KE_CUDA_RETURN_IF_ERROR(started);
   RETURN_IF_ERROR(enqueued);
   KE_CUDA_RETURN_IF_ERROR(stopped);

@@ -102,8 +102,12 @@ class CudaBackend final : public Backend {
   absl::Status Launch(Workspace* w, std::size_t set);
   absl::Status Enqueue(const MeasureOptions& options, Workspace* w, std::size_t set);
   absl::Status FlushL2(const MeasureOptions& options);
-  absl::Status CloseGate(Workspace* w);
-  void OpenGate(Workspace* w);
+  absl::Status CloseGate();
+  void OpenGate();
+  // Copies small tensors into staging_ for PrepareInputs; `staged` is left as is where
+  // they do not fit.
+  absl::Status StageInputs(const Problem& problem, const HostInputs& inputs, Workspace* w,
+                           HostInputs* staged);
   absl::Status MeasureCopyBandwidth();
 
   const int ordinal_;
@@ -114,10 +118,13 @@ class CudaBackend final : public Backend {
   std::atomic<double> copy_bandwidth_{0};
   std::atomic<bool> healthy_{true};
   CudaStream stream_;
-  DeviceBuffer flush_;       // 2 x L2, read before cold calls
-  DeviceBuffer flush_sink_;  // the flush kernel's never-taken store
-  DeviceBuffer gate_flag_;   // the stream gate of hot event-timed calls ...
-  CudaStream gate_stream_;   // ... and the stream that opens it
+  DeviceBuffer flush_;                // 2 x L2, read before cold calls
+  DeviceBuffer flush_sink_;           // the flush kernel's never-taken store
+  DeviceBuffer gate_flag_;            // the stream gate of hot event-timed calls ...
+  CudaStream gate_stream_;            // ... and the stream that opens it
+  std::uint8_t gate_generation_ = 0;  // the last gate's; each waits for its own value
+  // Page-locked staging for the tensors of small calls (StageInputs), kept between calls.
+  PinnedBuffer staging_;
   // The weight and first input set of the last call, kept for the next one where they are
   // large enough: cudaMalloc and cudaFree (which waits for the device) cost several times a
   // small kernel, on the path of every Run.

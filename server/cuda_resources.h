@@ -66,20 +66,26 @@ using CudaEvent = CudaHandle<cudaEvent_t, cudaEventDestroy>;
 using CudaGraph = CudaHandle<cudaGraph_t, cudaGraphDestroy>;
 using CudaGraphExec = CudaHandle<cudaGraphExec_t, cudaGraphExecDestroy>;
 
-// Device memory of the current device.
-class DeviceBuffer {
+namespace cuda_memory {
+inline cudaError_t AllocateDevice(void** p, std::size_t bytes) { return cudaMalloc(p, bytes); }
+inline cudaError_t AllocatePinned(void** p, std::size_t bytes) { return cudaMallocHost(p, bytes); }
+}  // namespace cuda_memory
+
+// Memory from a CUDA allocator, freed by its matching call.
+template <cudaError_t (*Alloc)(void**, std::size_t), cudaError_t (*Release)(void*)>
+class CudaMemory {
  public:
-  DeviceBuffer() = default;
-  static absl::StatusOr<DeviceBuffer> Allocate(std::size_t bytes) {
-    DeviceBuffer b;
+  CudaMemory() = default;
+  static absl::StatusOr<CudaMemory> Allocate(std::size_t bytes) {
+    CudaMemory b;
     if (bytes == 0) return b;
-    KE_CUDA_RETURN_IF_ERROR(cudaMalloc(&b.ptr_, bytes));
+    KE_CUDA_RETURN_IF_ERROR(Alloc(&b.ptr_, bytes));
     b.bytes_ = bytes;
     return b;
   }
-  DeviceBuffer(DeviceBuffer&& o) noexcept
+  CudaMemory(CudaMemory&& o) noexcept
       : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+  CudaMemory& operator=(CudaMemory&& o) noexcept {
     if (this != &o) {
       Free();
       ptr_ = std::exchange(o.ptr_, nullptr);
@@ -87,22 +93,28 @@ class DeviceBuffer {
     }
     return *this;
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { Free(); }
+  CudaMemory(const CudaMemory&) = delete;
+  CudaMemory& operator=(const CudaMemory&) = delete;
+  ~CudaMemory() { Free(); }
 
   void* get() const { return ptr_; }
   std::size_t bytes() const { return bytes_; }
 
  private:
   void Free() {
-    if (ptr_ != nullptr) KE_CUDA_NO_THROW(cudaFree(ptr_));
+    if (ptr_ != nullptr) KE_CUDA_NO_THROW(Release(ptr_));
     ptr_ = nullptr;
     bytes_ = 0;
   }
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
 };
+
+// Device memory of the current device.
+using DeviceBuffer = CudaMemory<cuda_memory::AllocateDevice, cudaFree>;
+// Page-locked host memory: copies from and to it are asynchronous DMA, without the driver's
+// staging through its own pinned buffer.
+using PinnedBuffer = CudaMemory<cuda_memory::AllocatePinned, cudaFreeHost>;
 
 inline absl::StatusOr<CudaStream> CreateStream() {
   cudaStream_t s = nullptr;

@@ -32,20 +32,27 @@ class HostChannel {
 
   // Waits for one message. UNAVAILABLE when the peer has gone, DEADLINE_EXCEEDED after
   // `timeout`, DATA_LOSS for a malformed frame. `on_tick`, when set, is called about every
-  // 10 ms while waiting (cancellation polling).
+  // 10 ms while waiting (cancellation polling). For the first `spin` the socket is polled
+  // without sleeping (ReplySpin()).
   absl::Status Receive(google::protobuf::MessageLite* message,
                        absl::Duration timeout = absl::InfiniteDuration(),
-                       const std::function<void()>& on_tick = nullptr);
+                       const std::function<void()>& on_tick = nullptr,
+                       absl::Duration spin = absl::ZeroDuration());
 
   bool is_open() const { return fd_ >= 0; }
   void Close();
 
  private:
   absl::Status ReadExactly(void* data, std::size_t bytes, absl::Time deadline,
-                           const std::function<void()>& on_tick);
+                           absl::Time spin_until, const std::function<void()>& on_tick);
 
   int fd_ = -1;
 };
+
+// How long the server spins for a device host's reply before it sleeps on the socket: a
+// small call's reply comes within it, and the wake-up it saves is a large part of the round
+// trip. Zero on machines with few cores.
+absl::Duration ReplySpin();
 
 // Shared memory (a memfd) mapped into both processes. The first kHeaderBytes hold control
 // words; tensors live after them. The server sizes it; the host follows (MapSize).

@@ -280,10 +280,12 @@ absl::StatusOr<Measurement> ProcessBackend::Measure(const Problem& problem,
   const auto sent = std::chrono::steady_clock::now();
   if (absl::Status s = channel_.Send(call); !s.ok()) return HostLost(during, s, false);
   internal::MeasureReply reply;
-  const absl::Status received =
-      channel_.Receive(&reply, absl::Seconds(options_.call_timeout_seconds), [&] {
+  const absl::Status received = channel_.Receive(
+      &reply, absl::Seconds(options_.call_timeout_seconds),
+      [&] {
         if (options.should_stop && options.should_stop()) region_.stop_flag().store(1);
-      });
+      },
+      ReplySpin());
   if (received.code() == absl::StatusCode::kDeadlineExceeded) {
     return HostLost(
         during,

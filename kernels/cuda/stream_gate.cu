@@ -9,17 +9,17 @@ __device__ unsigned long long NowNs() {
   return t;
 }
 
-__global__ void StreamGate(const volatile int* flag, unsigned long long timeout_ns) {
+__global__ void StreamGate(const volatile int* flag, int opened, unsigned long long timeout_ns) {
   const unsigned long long start = NowNs();
-  while (*flag == 0 && NowNs() - start < timeout_ns) {
+  while (*flag != opened && NowNs() - start < timeout_ns) {
   }
 }
 
 }  // namespace
 
-cudaError_t LaunchStreamGate(const volatile int* flag, unsigned long long timeout_ns,
+cudaError_t LaunchStreamGate(const volatile int* flag, int opened, unsigned long long timeout_ns,
                              cudaStream_t stream) {
-  StreamGate<<<1, 1, 0, stream>>>(flag, timeout_ns);
+  StreamGate<<<1, 1, 0, stream>>>(flag, opened, timeout_ns);
   return cudaGetLastError();
 }
 

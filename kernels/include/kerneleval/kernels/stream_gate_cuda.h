@@ -11,9 +11,11 @@
 namespace kerneleval {
 
 // Launches one thread that spins until `*flag` (device memory, set by a write from another
-// stream) is non-zero or `timeout_ns` has passed on the device clock, so that a gate nobody
-// opens cannot hang the stream.
-cudaError_t LaunchStreamGate(const volatile int* flag, unsigned long long timeout_ns,
+// stream) equals `opened` or `timeout_ns` has passed on the device clock, so that a gate
+// nobody opens cannot hang the stream. Each gate waits for a value of its own (the caller
+// counts generations), so the flag needs no closing write and a late opening write of an
+// earlier gate cannot open a later one.
+cudaError_t LaunchStreamGate(const volatile int* flag, int opened, unsigned long long timeout_ns,
                              cudaStream_t stream);
 
 }  // namespace kerneleval
