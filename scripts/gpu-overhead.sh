@@ -7,7 +7,10 @@
 #   3. The built-in written as a submission (examples/submissions/fused_rows_vec16.cu) with
 #      and without PDL, and with its row dispatch removed (tests/gpu/submission_gap), beside
 #      cuda_fused: h2048, graph replay and cold.
+#      The half_rows cheat again (it now rounds down, so B = 1 computes nothing).
 #   4. Three back-to-back cold runs of both suites (scripts/gpu-repeatability.sh).
+# OVERHEAD_STEPS="tests rpc gap repeat" (the default) picks steps; REPEATABILITY_REPS sets the
+# h2048 suite's timed calls per workload in step 4.
 # overhead.md and repeatability.md in $OUT, the reports and logs in overhead-logs.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -16,8 +19,12 @@ log="$out/overhead.md"
 : >"$log"
 
 machine_section
+# OVERHEAD_STEPS picks the steps (default: all of them).
+want() { [[ " ${OVERHEAD_STEPS:-tests rpc gap repeat} " == *" $1 "* ]]; }
 
+if want tests; then
 section "GPU tests"
+export KERNELEVAL_COMPILE_TOOL="$PWD/$bin/kerneleval-compile"
 for t in kernels_gpu_test service_gpu_test call_checks_gpu_test submission_launcher_gpu_test; do
   timeout 300 "$bin/$t" --gtest_brief=1 >"$out/$t.log" 2>&1
   say "- $t: exit $? ($(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$out/$t.log" | tr '\n' ' '))"
@@ -25,15 +32,30 @@ for t in kernels_gpu_test service_gpu_test call_checks_gpu_test submission_launc
     tee -a "$log"
 done
 
-section "RPC overhead against a bare gRPC echo on cuda:0 (rpc_overhead_bench)"
-for iso in thread process; do
-  say '```'
-  "$bin/rpc_overhead_bench" --device cuda:0 --isolation "$iso" \
-    --device-host "$bin/kerneleval-device-host" --small-iterations 2000 --large-iterations 5 2>&1 |
-    tee -a "$log"
-  say '```'
-done
+fi
 
+if want rpc; then
+section "RPC overhead against a bare gRPC echo on cuda:0 (rpc_overhead_bench)"
+# How a small Run reaches the device, side by side in one run: the worker sleeping on its
+# queue, the worker polling it for a while after a job (the default on this many cores), the
+# Run answered on the thread that received it; with a device host, its link polled or not.
+rpc() {  # title, then rpc_overhead_bench flags
+  local title=$1
+  shift
+  say "#### $title"
+  say '```'
+  "$bin/rpc_overhead_bench" --device cuda:0 --device-host "$bin/kerneleval-device-host" \
+    --small-iterations "${RPC_SMALL:-2000}" --large-iterations 3 "$@" 2>&1 | tee -a "$log"
+  say '```'
+}
+rpc "thread, worker sleeps" --isolation thread --no-worker-spin
+rpc "thread, worker polls (default)" --isolation thread
+rpc "thread, answered on the receiving thread" --isolation thread --answer-here --no-worker-spin
+KERNELEVAL_DEVICE_LINK_SPIN_US=0 rpc "process, nothing polls" --isolation process --no-worker-spin
+rpc "process, worker and link poll (default)" --isolation process
+fi
+
+if want gap; then
 section "The built-in written as a submission: where its gap at small batches comes from"
 start_server gap --submissions --cuda-include-dir /usr/local/cuda/include \
   --compile-tool "$bin/kerneleval-compile" --device-call-timeout-seconds 20
@@ -53,9 +75,21 @@ gap=(--suite fused_add_rmsnorm_h2048 --impl cuda_fused --impl as_shipped --impl 
      --impl direct_rows)
 bench gap_graph "${gap[@]}" --graph --graph-calls 50 --hot --repetitions 50
 bench gap_cold "${gap[@]}" --cold --repetitions 50
+say ""
+say "The half_rows cheat, which now rounds half a row down (B = 1 included):"
+cat tests/gpu/cheats/common.cuh tests/gpu/cheats/half_rows.cu >"$out/half_rows.cu"
+submit cheat_half_rows "$out/half_rows.cu" --entry half_rows --block 256 --rows-per-block 1 \
+  --dtype bf16
+bench half_rows --suite fused_add_rmsnorm_h2048 --impl cuda_fused --impl cheat_half_rows --cold \
+  --repetitions 20
+say '```'
+python3 scripts/check_expectations.py "$out/half_rows.json" --ranked cuda_fused \
+  --rejected cheat_half_rows | tee -a "$log"
+say '```'
 stop_server
+fi
 
-bash scripts/gpu-repeatability.sh
+want repeat && REPEATABILITY_REPS=${REPEATABILITY_REPS:-100} bash scripts/gpu-repeatability.sh
 
 tar -C "$out" -czf "$out/overhead-logs.tgz" --exclude=overhead-logs.tgz --exclude=overhead.md \
   --exclude=repeatability.md .

@@ -6,7 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -100,9 +102,16 @@ absl::Status HostChannel::ReadExactly(void* data, std::size_t bytes, absl::Time 
 
 absl::Duration ReplySpin() {
   // Only where cores are to spare: on a two-core machine a spinning waiter delays the very
-  // threads it waits for (docs/results/rpc-overhead.md).
-  static const absl::Duration spin =
-      std::thread::hardware_concurrency() >= 8 ? absl::Microseconds(200) : absl::ZeroDuration();
+  // threads it waits for (docs/results/rpc-overhead.md). Long enough to cover a client's
+  // round trip between two calls sent one after another. KERNELEVAL_DEVICE_LINK_SPIN_US
+  // (inherited by the device hosts) sets it, 0 turning it off.
+  static const absl::Duration spin = [] {
+    if (const char* us = std::getenv("KERNELEVAL_DEVICE_LINK_SPIN_US"); us != nullptr) {
+      return absl::Microseconds(std::max(0L, std::strtol(us, nullptr, 10)));
+    }
+    return std::thread::hardware_concurrency() >= 8 ? absl::Microseconds(500)
+                                                    : absl::ZeroDuration();
+  }();
   return spin;
 }
 

@@ -49,9 +49,10 @@ class HostChannel {
   int fd_ = -1;
 };
 
-// How long the server spins for a device host's reply before it sleeps on the socket: a
-// small call's reply comes within it, and the wake-up it saves is a large part of the round
-// trip. Zero on machines with few cores.
+// How long a waiting end of the link polls before it sleeps on the socket: the server for a
+// device host's reply, the host for the next call. A small call's reply, and the next call
+// of a client that sends them one after another, come within it, and the process wake-up
+// it saves is a large part of the round trip. Zero on machines with few cores.
 absl::Duration ReplySpin();
 
 // Shared memory (a memfd) mapped into both processes. The first kHeaderBytes hold control

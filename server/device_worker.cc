@@ -12,6 +12,11 @@ constexpr auto kIdleHealthCheck = std::chrono::seconds(1);
 
 }  // namespace
 
+std::chrono::microseconds DefaultWorkerIdleSpin() {
+  return std::thread::hardware_concurrency() >= 8 ? std::chrono::microseconds(500)
+                                                  : std::chrono::microseconds(0);
+}
+
 DeviceWorker::DeviceWorker(std::unique_ptr<Backend> backend, std::size_t capacity,
                            DepthObserver on_depth, HealthObserver on_health,
                            std::function<void()> on_failed)
@@ -42,6 +47,7 @@ absl::Status DeviceWorker::Submit(Job job) {
           absl::StrCat("queue of device ", name(), " is full (", capacity_, " jobs waiting)"));
     }
     queue_.push_back({std::move(job), std::chrono::steady_clock::now()});
+    queued_.store(queue_.size(), std::memory_order_release);
     // Reported under the lock so that a late report cannot overwrite a newer depth.
     if (on_depth_) on_depth_(queue_.size());
   }
@@ -143,6 +149,7 @@ void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
       if (queue_.empty()) return;
       entry = std::move(queue_.front());
       queue_.pop_front();
+      queued_.store(queue_.size(), std::memory_order_release);
       if (on_depth_) on_depth_(queue_.size());
       running_job_ = true;
       const auto now = std::chrono::steady_clock::now();
@@ -158,6 +165,14 @@ void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
       std::lock_guard<std::mutex> lock(mu_);
       running_job_ = false;
     }
+    SpinForNextJob();
+  }
+}
+
+void DeviceWorker::SpinForNextJob() const {
+  if (idle_spin_.count() <= 0) return;
+  const auto until = std::chrono::steady_clock::now() + idle_spin_;
+  while (queued_.load(std::memory_order_acquire) == 0 && std::chrono::steady_clock::now() < until) {
   }
 }
 

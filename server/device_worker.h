@@ -18,6 +18,11 @@
 
 namespace kerneleval::server {
 
+// A short idle spin where the machine has cores to spare (8 or more), none on smaller ones:
+// there a spinning worker takes the core the request's own threads need
+// (docs/results/rpc-overhead.md).
+std::chrono::microseconds DefaultWorkerIdleSpin();
+
 class DeviceWorker {
  public:
   // A job receives the backend and the seconds it waited in the queue.
@@ -55,6 +60,10 @@ class DeviceWorker {
   // Stops accepting, runs what was accepted, joins.
   void Stop();
 
+  // How long the idle worker polls for a job before it sleeps on its condition variable:
+  // a job submitted within it starts without a thread wake-up. Set before Start().
+  void set_idle_spin(std::chrono::microseconds spin) { idle_spin_ = spin; }
+
   const Backend& backend() const { return *backend_; }
   const std::string& name() const { return backend_->name(); }
   std::size_t capacity() const { return capacity_; }
@@ -72,6 +81,8 @@ class DeviceWorker {
   };
   void Loop(std::function<void(const absl::Status&)> on_warm);
   void RecoverDevice();
+  // After a job: polls the queue for up to idle_spin_ before the worker sleeps.
+  void SpinForNextJob() const;
 
   std::unique_ptr<Backend> backend_;
   const std::size_t capacity_;
@@ -83,6 +94,8 @@ class DeviceWorker {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Entry> queue_;
+  std::atomic<std::size_t> queued_{0};  // queue_.size(), for the spinning worker to poll
+  std::chrono::microseconds idle_spin_{0};
   bool running_job_ = false;      // a job (queued or run here) or a recovery holds the device
   bool recovery_wanted_ = false;  // a job run here left the device unhealthy
   bool stopping_ = false;

@@ -180,7 +180,7 @@ void StartRun(ServiceState& state, Caller caller, const v1::RunRequest& request,
       });
   const auto queued = Clock::now();
   DeviceWorker* worker = *device;
-  const bool here = RunsHere(request, *problem, impl);
+  const bool here = state.small_runs_on_receiving_thread && RunsHere(request, *problem, impl);
   DeviceWorker::Job job = [&state, caller, &request, response, p = *std::move(problem),
                            impl = std::move(impl), t0, queued, worker,
                            shared_done](Backend& b, double queue_seconds) {

@@ -203,6 +203,10 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   s->state.metrics = &s->metrics;
   s->state.limits = options.limits;
   s->state.host_preparation = options.benchmark_host_preparation;
+  s->state.small_runs_on_receiving_thread = options.small_runs_on_receiving_thread;
+  const std::chrono::microseconds idle_spin =
+      options.worker_idle_spin_us >= 0 ? std::chrono::microseconds(options.worker_idle_spin_us)
+                                       : DefaultWorkerIdleSpin();
   for (auto& b : backends) {
     const std::string name = b->name();
     Metrics* metrics = &s->metrics;
@@ -215,6 +219,7 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
           s->SetServing("", false);
           if (s->oip != nullptr) s->oip->SetLive(false);  // ServerLive agrees
         }));
+    s->devices.workers().back()->set_idle_spin(idle_spin);
   }
   s->metrics.SetBuildInfo(ServerVersion(), GitRevision(),
                           s->devices.workers().front()->backend().RuntimeVersion());

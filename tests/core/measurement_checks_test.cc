@@ -100,6 +100,26 @@ TEST(MeasurementChecks, SmallBatchesMayLeaveEveryWriteInL2) {
   EXPECT_EQ(r.integrity_flags_size(), 0) << r.integrity_flags(0);
 }
 
+// Cold graph replay: the flush comes before the replay, so of 10 replayed calls only the
+// first reads from DRAM. An honest kernel's per-call reads are then a tenth of the declared
+// ones, which must not read as a cheat; a single cold call is still held to them.
+TEST(MeasurementChecks, ColdGraphReplayIsNotHeldToPerCallDramReads) {
+  const Problem p = H2048(79);
+  const DeclaredBytes d = DeclaredReadWrite(p);
+  MeasureOptions replay = Cold();
+  replay.graph = true;
+  replay.graph_calls = 10;
+  v1::WorkloadResult r;
+  v1::Environment env;
+  EXPECT_FALSE(
+      AnnotateMeasurement(WithDram(d.read / 10.0, 0.0), p, H200(), replay, 1.3e-6, &r, &env));
+  EXPECT_EQ(r.integrity_flags_size(), 0) << r.integrity_flags(0);
+  v1::WorkloadResult single;
+  EXPECT_TRUE(
+      AnnotateMeasurement(WithDram(d.read / 10.0, 0.0), p, H200(), Cold(), 1.3e-6, &single, &env));
+  EXPECT_TRUE(HasFlag(single, "DRAM reads")) << single.DebugString();
+}
+
 TEST(MeasurementChecks, HotResultsThatFitInL2AreNotHeldToTheDramFloor) {
   Problem p = H2048(2048);  // 25 MB, fits a 60 MiB L2
   MeasureOptions hot;

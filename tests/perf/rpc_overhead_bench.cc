@@ -73,6 +73,8 @@ struct Options {
   std::string isolation = "thread";  // thread | process (--device only)
   std::string device_host;           // kerneleval-device-host, for process isolation
   bool cupti = true;
+  bool answer_here = false;  // ServerOptions::small_runs_on_receiving_thread
+  int worker_spin_us = -1;   // ServerOptions::worker_idle_spin_us (-1: the machine's default)
 };
 
 bool ParseInt(const char* text, int64_t* value) {
@@ -106,6 +108,12 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       o->isolation = argv[++i];
     } else if (arg == "--device-host" && i + 1 < argc) {
       o->device_host = argv[++i];
+    } else if (arg == "--answer-here") {
+      o->answer_here = true;
+    } else if (arg == "--worker-spin-us" && next(&v)) {
+      o->worker_spin_us = static_cast<int>(v);
+    } else if (arg == "--no-worker-spin") {
+      o->worker_spin_us = 0;
     } else if (arg == "--disable-cupti") {
       setenv("KERNELEVAL_DISABLE_CUPTI", "1", 1);  // as kerneleval-server --disable-cupti
       o->cupti = false;
@@ -114,7 +122,9 @@ bool ParseArgs(int argc, char** argv, Options* o) {
                    "usage: rpc_overhead_bench [--quick] [--small-iterations N] "
                    "[--large-iterations N] [--large-batch B]\n"
                    "                          [--device cuda:0 [--isolation thread|process "
-                   "--device-host PATH] [--disable-cupti]]\n");
+                   "--device-host PATH] [--disable-cupti]]\n"
+                   "                          [--answer-here] [--worker-spin-us N | "
+                   "--no-worker-spin]\n");
       return false;
     }
   }
@@ -251,6 +261,8 @@ int main(int argc, char** argv) {
   server_options.listen = "127.0.0.1:0";
   server_options.metrics_listen = "";
   server_options.max_message_bytes = kMaxMessageBytes;
+  server_options.small_runs_on_receiving_thread = opt.answer_here;
+  server_options.worker_idle_spin_us = opt.worker_spin_us;
   std::vector<std::unique_ptr<kerneleval::server::Backend>> backends;
   if (opt.device.empty()) {
     backends.push_back(std::make_unique<kerneleval::server::CpuBackend>("cpu"));
