@@ -24,7 +24,7 @@ want() { [[ " ${OVERHEAD_STEPS:-tests rpc gap repeat} " == *" $1 "* ]]; }
 
 if want tests; then
 section "GPU tests"
-export KERNELEVAL_COMPILE_TOOL="$PWD/$bin/kerneleval-compile"
+export KERNELEVAL_COMPILE_TOOL="$PWD/$bin/kerneleval-compile" KERNELEVAL_EXAMPLES_DIR="$PWD/examples/submissions"
 for t in kernels_gpu_test service_gpu_test call_checks_gpu_test submission_launcher_gpu_test; do
   timeout 300 "$bin/$t" --gtest_brief=1 >"$out/$t.log" 2>&1
   say "- $t: exit $? ($(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$out/$t.log" | tr '\n' ' '))"
