@@ -37,8 +37,8 @@ fi
 if want rpc; then
 section "RPC overhead against a bare gRPC echo on cuda:0 (rpc_overhead_bench)"
 # How a small Run reaches the device, side by side in one run: the worker sleeping on its
-# queue, the worker polling it for a while after a job (the default on this many cores), the
-# Run answered on the thread that received it; with a device host, its link polled or not.
+# queue, the worker polling it for a while after a job (the default on this many cores); with
+# a device host, its link polled or not.
 rpc() {  # title, then rpc_overhead_bench flags
   local title=$1
   shift
@@ -50,7 +50,6 @@ rpc() {  # title, then rpc_overhead_bench flags
 }
 rpc "thread, worker sleeps" --isolation thread --no-worker-spin
 rpc "thread, worker polls (default)" --isolation thread
-rpc "thread, answered on the receiving thread" --isolation thread --answer-here --no-worker-spin
 KERNELEVAL_DEVICE_LINK_SPIN_US=0 rpc "process, nothing polls" --isolation process --no-worker-spin
 rpc "process, worker and link poll (default)" --isolation process
 fi

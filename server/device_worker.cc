@@ -55,28 +55,6 @@ absl::Status DeviceWorker::Submit(Job job) {
   return absl::OkStatus();
 }
 
-bool DeviceWorker::TryRunHere(const Job& job) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ || running_job_ || recovery_wanted_ || gave_up_ || !queue_.empty()) {
-      return false;
-    }
-    running_job_ = true;
-    handoff_seconds_ = 0;
-  }
-  job(*backend_, 0.0);
-  // Checked here, handed to the worker: recovery takes seconds, and the caller has its
-  // answer already.
-  const bool faulted = !backend_->Healthy();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    running_job_ = false;
-    recovery_wanted_ = recovery_wanted_ || faulted;
-  }
-  cv_.notify_all();
-  return true;
-}
-
 std::size_t DeviceWorker::load() const {
   std::lock_guard<std::mutex> lock(mu_);
   return queue_.size() + (running_job_ ? 1 : 0);
@@ -88,7 +66,6 @@ void DeviceWorker::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
-  // The worker leaves only once no job holds the device, one run by TryRunHere included.
   if (thread_.joinable()) thread_.join();
 }
 
@@ -117,10 +94,6 @@ void DeviceWorker::RecoverDevice() {
 
 void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
   const absl::Status warm = backend_->WarmUp();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    running_job_ = false;  // the warm-up held the device
-  }
   if (on_warm) on_warm(warm);
   auto free_since = std::chrono::steady_clock::now();  // the previous job's end
   for (;;) {
@@ -128,22 +101,12 @@ void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
     {
       std::unique_lock<std::mutex> lock(mu_);
       // Idle, the device is still watched: a device host that died between jobs is replaced
-      // now rather than failing the next request. Nothing starts while a job run by
-      // TryRunHere holds the device.
-      for (;;) {
-        const bool ready = cv_.wait_for(lock, kIdleHealthCheck, [this] {
-          return !running_job_ && (stopping_ || recovery_wanted_ || !queue_.empty());
-        });
-        if (running_job_) continue;
-        if (ready && !recovery_wanted_) break;
-        // Held like a job while it is checked and rebuilt, so that TryRunHere waits.
-        running_job_ = true;
-        recovery_wanted_ = false;
+      // now rather than failing the next request.
+      while (
+          !cv_.wait_for(lock, kIdleHealthCheck, [this] { return stopping_ || !queue_.empty(); })) {
         lock.unlock();
         if (!gave_up_ && !backend_->Healthy()) RecoverDevice();
         lock.lock();
-        running_job_ = false;
-        free_since = std::chrono::steady_clock::now();
       }
       // Drain: accepted work runs even while stopping.
       if (queue_.empty()) return;

@@ -48,15 +48,6 @@ class DeviceWorker {
   // always run.
   absl::Status Submit(Job job);
 
-  // Runs `job` on the calling thread, now, when the device is idle: nothing queued, no job
-  // running, not recovering, not stopping. Jobs still run one at a time; a short one skips
-  // the hand-off to the worker thread and back (two thread wake-ups, 12-15 us each on an
-  // H200 host) and answers from the thread that received it. False, with `job` not run,
-  // otherwise: the caller then Submit()s. Only for jobs bounded in time (a small Run of a
-  // built-in): the calling thread is an RPC thread. A fault the job leaves is recovered on
-  // the worker thread, as after a queued job.
-  bool TryRunHere(const Job& job);
-
   // Stops accepting, runs what was accepted, joins.
   void Stop();
 
@@ -70,8 +61,7 @@ class DeviceWorker {
   // Queued plus running jobs: what a least-loaded choice compares.
   std::size_t load() const;
   // For the job now running (call it from the job): the part of its queue wait after the
-  // device was free, i.e. the hand-off from the submitting thread to this worker (0 for a
-  // job run by TryRunHere).
+  // device was free, i.e. the hand-off from the submitting thread to this worker.
   double handoff_seconds() const { return handoff_seconds_; }
 
  private:
@@ -96,8 +86,7 @@ class DeviceWorker {
   std::deque<Entry> queue_;
   std::atomic<std::size_t> queued_{0};  // queue_.size(), for the spinning worker to poll
   std::chrono::microseconds idle_spin_{0};
-  bool running_job_ = false;      // a job (queued or run here) or a recovery holds the device
-  bool recovery_wanted_ = false;  // a job run here left the device unhealthy
+  bool running_job_ = false;
   bool stopping_ = false;
   // Written when a job takes the device, under mu_, and read by that job only.
   double handoff_seconds_ = 0;

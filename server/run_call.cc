@@ -120,21 +120,6 @@ std::string KindServing(const ServiceState& state, const std::string& implementa
   return "cuda";
 }
 
-// Whether a Run may be answered on the thread that received it while its device is idle
-// (DeviceWorker::TryRunHere): a built-in on small tensors with a few calls, so that the RPC
-// thread holds the device for well under a millisecond. Submissions always queue: all of
-// their calls are checked, and a hanging one would hold the thread for the device-call
-// timeout.
-bool RunsHere(const v1::RunRequest& request, const Problem& problem,
-              const ResolvedImplementation& impl) {
-  constexpr std::uint64_t kMaxBytes = 1 << 20;  // the three tensors in, the outputs back
-  constexpr std::uint32_t kMaxCalls = 16;
-  const std::uint64_t bytes =
-      problem.TensorBytes() * (WritesResidual(problem.mode) ? 4 : 3) + problem.WeightBytes();
-  return !impl.submission && bytes <= kMaxBytes &&
-         request.warmup() + std::max<std::uint32_t>(1, request.repetitions()) <= kMaxCalls;
-}
-
 }  // namespace
 
 void StartRun(ServiceState& state, Caller caller, const v1::RunRequest& request,
@@ -180,14 +165,12 @@ void StartRun(ServiceState& state, Caller caller, const v1::RunRequest& request,
       });
   const auto queued = Clock::now();
   DeviceWorker* worker = *device;
-  const bool here = state.small_runs_on_receiving_thread && RunsHere(request, *problem, impl);
   DeviceWorker::Job job = [&state, caller, &request, response, p = *std::move(problem),
                            impl = std::move(impl), t0, queued, worker,
                            shared_done](Backend& b, double queue_seconds) {
     (*shared_done)(EvaluateRun(state, b, caller, queue_seconds, worker->handoff_seconds(), request,
                                p, impl, t0, queued, response));
   };
-  if (here && worker->TryRunHere(job)) return;
   const absl::Status submitted = worker->Submit(std::move(job));
   if (!submitted.ok()) (*shared_done)(submitted);
 }

@@ -203,7 +203,6 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   s->state.metrics = &s->metrics;
   s->state.limits = options.limits;
   s->state.host_preparation = options.benchmark_host_preparation;
-  s->state.small_runs_on_receiving_thread = options.small_runs_on_receiving_thread;
   const std::chrono::microseconds idle_spin =
       options.worker_idle_spin_us >= 0 ? std::chrono::microseconds(options.worker_idle_spin_us)
                                        : DefaultWorkerIdleSpin();

@@ -33,9 +33,6 @@ struct ServerOptions {
   // When a Benchmark prepares workload inputs and references (request_validation.h): by the
   // device's kind unless a test or a diagnosis forces one way.
   HostPreparation benchmark_host_preparation = HostPreparation::kAuto;
-  // A small Run of a built-in on an idle device answered on the thread that received it
-  // (DeviceWorker::TryRunHere) instead of the device's worker.
-  bool small_runs_on_receiving_thread = false;
   // How long an idle device worker polls its queue before it sleeps (0: it sleeps at once).
   // Negative: by the machine, a short spin where there are cores to spare
   // (DefaultWorkerIdleSpin).

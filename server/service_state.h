@@ -29,7 +29,6 @@ struct ServiceState {
   store::ResultStore* results = nullptr;
   RequestLimits limits;
   HostPreparation host_preparation = HostPreparation::kAuto;  // ServerOptions'
-  bool small_runs_on_receiving_thread = false;                // ServerOptions'
   std::atomic<bool> ready{false};
   // Every device has warmed up: work is admitted from then on. Readiness also drops while
   // a device recovers from a fault, but healthy devices keep serving meanwhile.

@@ -73,39 +73,6 @@ void ExpectConsistentTiming(TestServer& t, bool in_device_host) {
   }
 }
 
-// With small_runs_on_receiving_thread, a small Run of a built-in on an idle device is answered
-// on the thread that received it: it never waits in the queue. A Run over the limit for that (1 MiB of tensors) still goes
-// through the device's worker.
-void ExpectSmallRunsAnsweredWithoutQueue(TestServer& t) {
-  ASSERT_NE(t.client, nullptr);
-  for (int i = 0; i < 3; ++i) {
-    v1::RunResponse response;
-    const grpc::Status s = t.client->Run(SmallRun(3, 40), &response);
-    ASSERT_TRUE(s.ok()) << s.error_message();
-    EXPECT_EQ(response.timing().queue_seconds(), 0) << response.timing().DebugString();
-    EXPECT_EQ(response.timing().handoff_seconds(), 0) << response.timing().DebugString();
-  }
-  v1::RunResponse response;
-  const grpc::Status s = t.client->Run(SmallRun(256, 2048), &response);  // 4 MiB of tensors
-  ASSERT_TRUE(s.ok()) << s.error_message();
-  EXPECT_GT(response.timing().queue_seconds(), 0) << response.timing().DebugString();
-}
-
-server::ServerOptions AnsweredHere(server::ServerOptions o) {
-  o.small_runs_on_receiving_thread = true;
-  return o;
-}
-
-TEST(RunTiming, SmallRunsSkipTheQueueInProcess) {
-  TestServer t = StartServer(AnsweredHere(InProcess()));
-  ExpectSmallRunsAnsweredWithoutQueue(t);
-}
-
-TEST(RunTiming, SmallRunsSkipTheQueueWithADeviceHost) {
-  TestServer t = StartServer(AnsweredHere(InDeviceHost()));
-  ExpectSmallRunsAnsweredWithoutQueue(t);
-}
-
 TEST(RunTiming, DeviceInTheServerProcess) {
   TestServer t = StartServer(InProcess());
   ExpectConsistentTiming(t, /*in_device_host=*/false);

@@ -73,8 +73,7 @@ struct Options {
   std::string isolation = "thread";  // thread | process (--device only)
   std::string device_host;           // kerneleval-device-host, for process isolation
   bool cupti = true;
-  bool answer_here = false;  // ServerOptions::small_runs_on_receiving_thread
-  int worker_spin_us = -1;   // ServerOptions::worker_idle_spin_us (-1: the machine's default)
+  int worker_spin_us = -1;  // ServerOptions::worker_idle_spin_us (-1: the machine's default)
 };
 
 bool ParseInt(const char* text, int64_t* value) {
@@ -108,8 +107,6 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       o->isolation = argv[++i];
     } else if (arg == "--device-host" && i + 1 < argc) {
       o->device_host = argv[++i];
-    } else if (arg == "--answer-here") {
-      o->answer_here = true;
     } else if (arg == "--worker-spin-us" && next(&v)) {
       o->worker_spin_us = static_cast<int>(v);
     } else if (arg == "--no-worker-spin") {
@@ -123,8 +120,7 @@ bool ParseArgs(int argc, char** argv, Options* o) {
                    "[--large-iterations N] [--large-batch B]\n"
                    "                          [--device cuda:0 [--isolation thread|process "
                    "--device-host PATH] [--disable-cupti]]\n"
-                   "                          [--answer-here] [--worker-spin-us N | "
-                   "--no-worker-spin]\n");
+                   "                          [--worker-spin-us N | --no-worker-spin]\n");
       return false;
     }
   }
@@ -261,7 +257,6 @@ int main(int argc, char** argv) {
   server_options.listen = "127.0.0.1:0";
   server_options.metrics_listen = "";
   server_options.max_message_bytes = kMaxMessageBytes;
-  server_options.small_runs_on_receiving_thread = opt.answer_here;
   server_options.worker_idle_spin_us = opt.worker_spin_us;
   std::vector<std::unique_ptr<kerneleval::server::Backend>> backends;
   if (opt.device.empty()) {
