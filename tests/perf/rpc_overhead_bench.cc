@@ -16,18 +16,26 @@
 //          given with the server-reported kernel time (the response's latency median; with
 //          repetitions=1 and no warm-up the result call is the one timed call) taken out.
 //
+// (c) A third server answers the echo from a second thread, as the service answers from its
+// device's worker; measured against the echo, it is the floor of that design.
+//
 // Calls alternate between the two servers in blocks so that noise on a shared machine hits
 // both alike. --quick runs a few calls at small sizes and checks only that both paths answer
 // OK; timings are printed, never asserted.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -49,18 +57,73 @@ using Clock = std::chrono::steady_clock;
 constexpr int kMaxMessageBytes = 512 << 20;  // the server's default
 
 // Run answered by copying hidden_states into output: the bytes of a Run, no work.
+void Echo(const v1::RunRequest& request, v1::RunResponse* response) {
+  v1::Tensor* out = response->mutable_output();
+  out->set_dtype(request.hidden_states().dtype());
+  *out->mutable_shape() = request.hidden_states().shape();
+  out->set_data(request.hidden_states().data());
+}
+
 class EchoService final : public v1::KernelEval::CallbackService {
  public:
   grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context, const v1::RunRequest* request,
                                 v1::RunResponse* response) override {
-    v1::Tensor* out = response->mutable_output();
-    out->set_dtype(request->hidden_states().dtype());
-    *out->mutable_shape() = request->hidden_states().shape();
-    out->set_data(request->hidden_states().data());
+    Echo(*request, response);
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
     reactor->Finish(grpc::Status::OK);
     return reactor;
   }
+};
+
+// The same echo answered from a second thread woken by a condition variable, as the service
+// answers from its device's worker: what handing a call to another thread and finishing it
+// there costs gRPC on its own, with no work done.
+class HandOffEchoService final : public v1::KernelEval::CallbackService {
+ public:
+  HandOffEchoService() : thread_([this] { Loop(); }) {}
+  ~HandOffEchoService() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context, const v1::RunRequest* request,
+                                v1::RunResponse* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      jobs_.push_back([request, response, reactor] {
+        Echo(*request, response);
+        reactor->Finish(grpc::Status::OK);
+      });
+    }
+    cv_.notify_one();
+    return reactor;
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  bool stopping_ = false;
+  std::thread thread_;
 };
 
 struct Options {
@@ -294,16 +357,31 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  // The client library's channel settings for both (max message 1 GiB by default).
+  // (c) The echo answered from a second thread, same message limit.
+  HandOffEchoService handoff_service;
+  int handoff_port = 0;
+  grpc::ServerBuilder handoff_builder;
+  handoff_builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &handoff_port);
+  handoff_builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  handoff_builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  handoff_builder.RegisterService(&handoff_service);
+  std::unique_ptr<grpc::Server> handoff_server = handoff_builder.BuildAndStart();
+  if (!handoff_server || handoff_port == 0) {
+    std::fprintf(stderr, "hand-off echo: could not start\n");
+    return 1;
+  }
+
+  // The client library's channel settings for all (max message 1 GiB by default).
   auto connect = [](int port, std::unique_ptr<kerneleval::client::KernelEvalClient>* c) {
     kerneleval::client::ClientOptions o;
     o.target = "127.0.0.1:" + std::to_string(port);
     o.deadline_seconds = 300;
     return kerneleval::client::KernelEvalClient::Create(o, c);
   };
-  std::unique_ptr<kerneleval::client::KernelEvalClient> run_client, echo_client;
+  std::unique_ptr<kerneleval::client::KernelEvalClient> run_client, echo_client, handoff_client;
   for (auto [port, client] :
-       {std::pair{server->grpc_port(), &run_client}, std::pair{echo_port, &echo_client}}) {
+       {std::pair{server->grpc_port(), &run_client}, std::pair{echo_port, &echo_client},
+        std::pair{handoff_port, &handoff_client}}) {
     const grpc::Status s = connect(port, client);
     if (!s.ok()) {
       std::fprintf(stderr, "connect: %s\n", s.error_message().c_str());
@@ -321,6 +399,14 @@ int main(int argc, char** argv) {
     ++failures;
   }
 
+  // The echo against itself answered from a second thread: the floor of a service that
+  // answers from a worker.
+  std::vector<Sample> small_handoff, small_echo_again;
+  if (!Measure(*handoff_client, *echo_client, small, opt.small_iterations, /*block=*/50,
+               /*warmup=*/opt.quick ? 2 : 200, &small_handoff, &small_echo_again)) {
+    ++failures;
+  }
+
   // Large: throughput.
   const v1::RunRequest large = MakeRequest(opt.large_batch, opt.hidden);
   std::vector<Sample> large_run, large_echo;
@@ -330,6 +416,7 @@ int main(int argc, char** argv) {
   }
 
   echo_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  handoff_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   server->Shutdown(absl::Seconds(5));
 
   if (!small_run.empty() && !small_echo.empty()) {
@@ -354,6 +441,13 @@ int main(int argc, char** argv) {
     std::printf("  %-28s %12.2f %12.2f   (target <= 1.2 at p50)\n", "ratio Run / echo",
                 run_p50 / echo_p50, run_p99 / echo_p99);
     std::printf("  server-reported kernel median: %.2f us\n", kernel_p50 * 1e6);
+    if (!small_handoff.empty() && !small_echo_again.empty()) {
+      const double handoff_p50 = Percentile(Walls(small_handoff, 0), 0.5);
+      const double again_p50 = Percentile(Walls(small_echo_again, 0), 0.5);
+      std::printf("  %-28s %12.1f   (beside the echo again: %.1f us, %.2fx)\n",
+                  "echo answered by a thread", handoff_p50 * 1e6, again_p50 * 1e6,
+                  handoff_p50 / again_p50);
+    }
     PrintHops(small_run);
     std::printf("\n");
   }
