@@ -126,6 +126,17 @@ class HandOffEchoService final : public v1::KernelEval::CallbackService {
   std::thread thread_;
 };
 
+// An echo server on a loopback port with the service's message limit; null if it cannot start.
+std::unique_ptr<grpc::Server> StartEcho(grpc::Service* service, int* port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  builder.RegisterService(service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  return *port != 0 ? std::move(server) : nullptr;
+}
+
 struct Options {
   bool quick = false;
   int small_iterations = 2000;
@@ -343,31 +354,14 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  // (b) The echo, same message limit.
+  // (b) The echo and (c) the echo answered from a second thread, same message limit.
   EchoService echo_service;
-  int echo_port = 0;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &echo_port);
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  builder.SetMaxSendMessageSize(kMaxMessageBytes);
-  builder.RegisterService(&echo_service);
-  std::unique_ptr<grpc::Server> echo_server = builder.BuildAndStart();
-  if (!echo_server || echo_port == 0) {
-    std::fprintf(stderr, "echo: could not start\n");
-    return 1;
-  }
-
-  // (c) The echo answered from a second thread, same message limit.
   HandOffEchoService handoff_service;
-  int handoff_port = 0;
-  grpc::ServerBuilder handoff_builder;
-  handoff_builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &handoff_port);
-  handoff_builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  handoff_builder.SetMaxSendMessageSize(kMaxMessageBytes);
-  handoff_builder.RegisterService(&handoff_service);
-  std::unique_ptr<grpc::Server> handoff_server = handoff_builder.BuildAndStart();
-  if (!handoff_server || handoff_port == 0) {
-    std::fprintf(stderr, "hand-off echo: could not start\n");
+  int echo_port = 0, handoff_port = 0;
+  std::unique_ptr<grpc::Server> echo_server = StartEcho(&echo_service, &echo_port);
+  std::unique_ptr<grpc::Server> handoff_server = StartEcho(&handoff_service, &handoff_port);
+  if (!echo_server || !handoff_server) {
+    std::fprintf(stderr, "echo: could not start\n");
     return 1;
   }
 
