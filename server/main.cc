@@ -113,6 +113,12 @@ int main(int argc, char** argv) {
   app.add_option("--queue-capacity", o.queue_capacity, "Jobs queued per device")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
+  app.add_option("--worker-idle-spin-us", o.worker_idle_spin_us,
+                 "Microseconds a device's worker polls its queue after a job before it sleeps, so "
+                 "that back-to-back small Runs start without a thread wake-up (default -1: 500 on "
+                 "machines with 8 or more cores, 0 below)")
+      ->check(CLI::Range(-1, 1000000))
+      ->capture_default_str();
   app.add_option("--drain-seconds", drain_seconds, "Grace period for accepted work on SIGTERM")
       ->capture_default_str();
   app.add_option("--auth-token-file", token_file,
