@@ -5,8 +5,8 @@
 #   2. rpc_overhead_bench: a B = 1 Run against a bare gRPC echo, hop by hop, and a 200 MB
 #      Run, with the device in the server process and in a device host.
 #   3. The built-in written as a submission (examples/submissions/fused_rows_vec16.cu) with
-#      and without PDL, and with its row dispatch removed (tests/gpu/submission_gap), beside
-#      cuda_fused: h2048, graph replay and cold.
+#      and without PDL, with its row dispatch removed, and leaner still
+#      (tests/gpu/submission_gap), beside cuda_fused: h2048, graph replay and cold.
 #      The half_rows cheat again (it now rounds down, so B = 1 computes nothing).
 #   4. Three back-to-back cold runs of both suites (scripts/gpu-repeatability.sh).
 # OVERHEAD_STEPS="tests rpc gap repeat" (the default) picks steps; REPEATABILITY_REPS sets the
@@ -70,8 +70,9 @@ submit as_shipped "$ex" --entry 'fused_rows_vec16<0>' "${row[@]}" --pdl
 submit without_pdl "$ex" --entry 'fused_rows_vec16<0>' "${row[@]}"
 cat "$ex" tests/gpu/submission_gap/direct_rows.cu >"$out/direct_rows.cu"
 submit direct_rows "$out/direct_rows.cu" --entry 'direct_rows<0>' "${row[@]}" --pdl
+submit lean_rows "$out/direct_rows.cu" --entry lean_rows "${row[@]}" --pdl
 gap=(--suite fused_add_rmsnorm_h2048 --impl cuda_fused --impl as_shipped --impl without_pdl
-     --impl direct_rows)
+     --impl direct_rows --impl lean_rows)
 bench gap_graph "${gap[@]}" --graph --graph-calls 50 --hot --repetitions 50
 bench gap_cold "${gap[@]}" --cold --repetitions 50
 say ""
