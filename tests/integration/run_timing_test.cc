@@ -2,6 +2,7 @@
 // device in the server process and in a device host: every hop is reported, none is negative,
 // and the disjoint hops add up to no more than the call took as its caller saw it.
 #include <chrono>
+#include <cstdlib>
 #include <string>
 
 #include "test_server.h"
@@ -70,6 +71,21 @@ void ExpectConsistentTiming(TestServer& t, bool in_device_host) {
       EXPECT_LE(DisjointHops(timing), timing.server_seconds() + 1e-6) << timing.DebugString();
       EXPECT_LE(timing.server_seconds(), wall) << timing.DebugString();
     }
+  }
+}
+
+// The hot path's polling: a worker that polls its queue after each job, and a device-host
+// link polled on both ends (KERNELEVAL_DEVICE_LINK_SPIN_US, read once per process; ctest
+// runs each test in its own). Runs back to back are answered and timed as before, and the
+// server stops cleanly with a worker mid-poll.
+TEST(RunTiming, PollingWorkerAndLinkAnswerAsBefore) {
+  setenv("KERNELEVAL_DEVICE_LINK_SPIN_US", "2000", 1);
+  for (bool in_device_host : {false, true}) {
+    SCOPED_TRACE(in_device_host ? "device host" : "in process");
+    server::ServerOptions o = in_device_host ? InDeviceHost() : InProcess();
+    o.worker_idle_spin_us = 2000;
+    TestServer t = StartServer(o);
+    ExpectConsistentTiming(t, in_device_host);
   }
 }
 
