@@ -162,8 +162,7 @@ TEST(BenchmarkPipeline, CancelledMidRunLeavesTheDeviceToTheNextBenchmark) {
   ASSERT_NE(t.client, nullptr);
 
   // Cancelled after the first workload's results, while the next one may be in preparation.
-  auto stub =
-      v1::KernelEval::NewStub(grpc::CreateChannel(t.target(), grpc::InsecureChannelCredentials()));
+  auto stub = t.NewRawStub();
   grpc::ClientContext context;
   auto reader = stub->Benchmark(&context, req);
   for (v1::BenchmarkEvent e; reader->Read(&e);) {

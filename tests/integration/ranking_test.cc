@@ -220,8 +220,7 @@ TEST(Admission, WorkWhoseDeadlinePassesInTheQueueIsNeverStarted) {
   ASSERT_NE(held.t.client, nullptr);
   TestServer& t = held.t;
 
-  auto stub =
-      v1::KernelEval::NewStub(grpc::CreateChannel(t.target(), grpc::InsecureChannelCredentials()));
+  auto stub = t.NewRawStub();
   const auto short_deadline = [] {
     return std::chrono::system_clock::now() + std::chrono::milliseconds(300);
   };

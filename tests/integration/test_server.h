@@ -15,9 +15,11 @@
 #include <utility>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
 #include "client/kerneleval_client.h"
+#include "kerneleval/v1/kerneleval.grpc.pb.h"
 #include "request_helpers.h"
 #include "server/cpu_backend.h"
 #include "server/server.h"
@@ -29,6 +31,12 @@ struct TestServer {
   std::unique_ptr<client::KernelEvalClient> client;
 
   std::string target() const { return "127.0.0.1:" + std::to_string(server->grpc_port()); }
+  // gRPC's generated stub on its own channel, for what the client library does not offer:
+  // cancelling a stream mid-way, a deadline per call.
+  std::unique_ptr<v1::KernelEval::Stub> NewRawStub() const {
+    return v1::KernelEval::NewStub(
+        grpc::CreateChannel(target(), grpc::InsecureChannelCredentials()));
+  }
 };
 
 // kerneleval-device-host: next to the test binary when both were copied together (a
