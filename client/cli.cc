@@ -117,6 +117,8 @@ void AddBenchCommand(CLI::App* app, BenchFlags* b) {
   bench->add_flag("--measure-copy", b->measure_copy, "Also report SOL against a measured copy");
   bench->add_flag("--measure-dram-bytes", b->measure_dram_bytes,
                   "Also count DRAM bytes read and written per call (CUPTI range profiler)");
+  bench->add_flag("--check-every-call", b->check_every_call,
+                  "Check every call of the built-ins on the device, as submissions' calls are");
   bench->add_option("--format", b->format, "Report format (default table)")
       ->check(CLI::IsMember({"table", "json", "csv", "html"}));
   bench->add_option("--out", b->out, "Write the report to this file");

@@ -79,6 +79,7 @@ struct BenchFlags {
   std::optional<uint64_t> seed;  // unset: the server's default
   bool measure_copy = false;
   bool measure_dram_bytes = false;
+  bool check_every_call = false;
   std::string format;       // table | json | csv | html; empty = table (json with --json).
   std::string out;          // Write the report here instead of stdout.
   int concurrency = 4;      // Targets benchmarked at once.

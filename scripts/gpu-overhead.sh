@@ -4,10 +4,10 @@
 #   1. GPU tests: kernels, the service in both isolations, the checks of submitted calls.
 #   2. rpc_overhead_bench: a B = 1 Run against a bare gRPC echo, hop by hop, and a 200 MB
 #      Run, with the device in the server process and in a device host.
-#   3. The built-in written as a submission (examples/submissions/fused_rows_vec16.cu) with
-#      and without PDL, with its row dispatch removed, and leaner still
-#      (tests/gpu/submission_gap), beside cuda_fused: h2048, graph replay and cold.
-#      The half_rows cheat again (it now rounds down, so B = 1 computes nothing).
+#   3. The built-in written as a submission (examples/submissions/fused_rows_vec16.cu, which
+#      takes the ABI's flags) and a leaner entry (tests/gpu/submission_gap) beside cuda_fused:
+#      h2048, graph replay and cold, then again with the built-in's calls checked too
+#      (--check-every-call). GAP_REPS timed calls per workload (default 100).
 #   4. Three back-to-back cold runs of both suites (scripts/gpu-repeatability.sh).
 # OVERHEAD_STEPS="tests rpc gap repeat" (the default) picks steps; REPEATABILITY_REPS sets the
 # h2048 suite's timed calls per workload in step 4.
@@ -55,7 +55,7 @@ rpc "process, worker and link poll (default)" --isolation process
 fi
 
 if want gap; then
-section "The built-in written as a submission: where its gap at small batches comes from"
+section "The built-in written as a submission, with the ABI's flags, each side checked or not"
 start_server gap --submissions --cuda-include-dir /usr/local/cuda/include \
   --compile-tool "$bin/kerneleval-compile" --device-call-timeout-seconds 20
 submit() {  # name, source, then submit flags
@@ -67,25 +67,15 @@ submit() {  # name, source, then submit flags
 ex=examples/submissions/fused_rows_vec16.cu
 row=(--block 128 --rows-per-block 1 --dtype bf16)
 submit as_shipped "$ex" --entry 'fused_rows_vec16<0>' "${row[@]}" --pdl
-submit without_pdl "$ex" --entry 'fused_rows_vec16<0>' "${row[@]}"
 cat "$ex" tests/gpu/submission_gap/direct_rows.cu >"$out/direct_rows.cu"
-submit direct_rows "$out/direct_rows.cu" --entry 'direct_rows<0>' "${row[@]}" --pdl
 submit lean_rows "$out/direct_rows.cu" --entry lean_rows "${row[@]}" --pdl
-gap=(--suite fused_add_rmsnorm_h2048 --impl cuda_fused --impl as_shipped --impl without_pdl
-     --impl direct_rows --impl lean_rows)
-bench gap_graph "${gap[@]}" --graph --graph-calls 50 --hot --repetitions 50
-bench gap_cold "${gap[@]}" --cold --repetitions 50
-say ""
-say "The half_rows cheat, which now rounds half a row down (B = 1 included):"
-cat tests/gpu/cheats/common.cuh tests/gpu/cheats/half_rows.cu >"$out/half_rows.cu"
-submit cheat_half_rows "$out/half_rows.cu" --entry half_rows --block 256 --rows-per-block 1 \
-  --dtype bf16
-bench half_rows --suite fused_add_rmsnorm_h2048 --impl cuda_fused --impl cheat_half_rows --cold \
-  --repetitions 20
-say '```'
-python3 scripts/check_expectations.py "$out/half_rows.json" --ranked cuda_fused \
-  --rejected cheat_half_rows | tee -a "$log"
-say '```'
+# The same three, then again with the built-in's calls checked as every submitted call is.
+gap=(--suite fused_add_rmsnorm_h2048 --impl cuda_fused --impl as_shipped --impl lean_rows)
+reps=(--repetitions "${GAP_REPS:-100}")
+bench gap_graph "${gap[@]}" --graph --graph-calls 50 --hot "${reps[@]}"
+bench gap_cold "${gap[@]}" --cold "${reps[@]}"
+bench gap_graph_checked "${gap[@]}" --graph --graph-calls 50 --hot "${reps[@]}" --check-every-call
+bench gap_cold_checked "${gap[@]}" --cold "${reps[@]}" --check-every-call
 stop_server
 fi
 

@@ -207,6 +207,10 @@ absl::StatusOr<Measurement> CpuBackend::Measure(const Problem& problem, const Ho
     return absl::InvalidArgumentError(
         absl::StrCat("protocol.cuda_graph: graph replay needs a CUDA device, not ", name_));
   }
+  if (options.check_calls) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("protocol.check_every_call: calls are checked on CUDA devices, not ", name_));
+  }
   const std::size_t row_bytes = problem.TensorBytes();
   const bool writes_residual = WritesResidual(problem.mode);
   const bool in_place = problem.mode == Mode::kInPlace;

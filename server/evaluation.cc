@@ -104,8 +104,9 @@ absl::StatusOr<Evaluation> Evaluate(Backend& backend, const EvaluationSpec& spec
   if (spec.verification_rounds > 0) {
     // A submitted kernel: every warm-up and timed call is checked too (call_checks.h).
     options.check_calls = true;
-    options.check_tolerance = spec.tolerance;
   }
+  // Also where the protocol asked for it (Protocol.check_every_call), built-ins included.
+  if (options.check_calls) options.check_tolerance = spec.tolerance;
   absl::StatusOr<Measurement> m =
       backend.Measure(spec.problem, spec.inputs, spec.outputs, spec.implementation, options);
   if (!m.ok()) return m.status();

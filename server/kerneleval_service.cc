@@ -124,6 +124,10 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>
         return absl::InvalidArgumentError(absl::StrCat(
             "protocol.cuda_graph: graph replay needs a CUDA device, not ", backend.name()));
       }
+      if (plan_.protocol.check_every_call() && !backend.IsGpu()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "protocol.check_every_call: calls are checked on CUDA devices, not ", backend.name()));
+      }
       RETURN_IF_ERROR(CheckTimerFits(plan_.protocol.timer(), backend, "protocol.timer"));
       for (int i = 0; i < request_.implementations_size(); ++i) {
         ASSIGN_OR_RETURN(

@@ -56,6 +56,9 @@ bool AnnotateMeasurement(const Measurement& m, const Problem& problem, const v1:
   // L2 empty (an honest kernel replayed 10 times reads a tenth of its bytes per call).
   const bool each_call_cold = options.cold && (!options.graph || options.graph_calls <= 1);
   result->set_measured_as(MeasuredAs(m.timer, options));
+  // Checked calls had device work between them (call_checks.h): a number to compare only
+  // with numbers measured the same way.
+  if (m.calls_checked > 0) result->mutable_measured_as()->append(", calls checked");
   *result->mutable_clocks() = m.clocks;
   *result->mutable_admission() = m.admission;
   const bool throttled = (m.clocks.throttle_reasons() & ~kNonThrottlingReasons) != 0;

@@ -86,7 +86,10 @@ __device__ __forceinline__ float BlockSum(float v, float* partials) {
   return total;
 }
 
-template <int kDType, int kElems>
+// Where a row's tensors start. kFlat: the call's flags promise contiguous rows and 32-bit
+// offsets (KERNELEVAL_FLAG_ROWS_ALIGNED16 | KERNELEVAL_FLAG_INDEX32), so one 32-bit product
+// from `hidden` serves every tensor and no stride is read.
+template <int kDType, int kElems, bool kFlat>
 struct RowPtrs {
   using P = Pack<typename Traits<kDType>::Raw, kElems>;
   const P* x;
@@ -96,10 +99,18 @@ struct RowPtrs {
   P* res;
   __device__ RowPtrs(const kerneleval_params& p, long long row) {
     using Raw = typename Traits<kDType>::Raw;
+    w = static_cast<const P*>(p.weight);
+    if constexpr (kFlat) {
+      const int offset = static_cast<int>(row) * (static_cast<int>(p.hidden) / kElems);
+      x = static_cast<const P*>(p.hidden_states) + offset;
+      r = static_cast<const P*>(p.residual) + offset;
+      out = static_cast<P*>(p.output) + offset;
+      res = p.mode == KERNELEVAL_MODE_OUTPUT ? nullptr : static_cast<P*>(p.residual_out) + offset;
+      return;
+    }
     x = reinterpret_cast<const P*>(static_cast<const Raw*>(p.hidden_states) +
                                    row * p.hidden_states_stride);
     r = reinterpret_cast<const P*>(static_cast<const Raw*>(p.residual) + row * p.residual_stride);
-    w = static_cast<const P*>(p.weight);
     out = reinterpret_cast<P*>(static_cast<Raw*>(p.output) + row * p.output_stride);
     res =
         p.mode == KERNELEVAL_MODE_OUTPUT
@@ -112,12 +123,12 @@ struct RowPtrs {
 // registers as one packed input for 16-bit types), residual_out stored before the reduction,
 // the weight loaded while it runs. In place is safe: each element is read and written by
 // the same thread, and all of a thread's reads come before its writes.
-template <int kDType, int kElems, int kVecs>
+template <int kDType, int kElems, int kVecs, bool kFlat>
 __device__ __forceinline__ void RegisterRow(const kerneleval_params& p, long long row, int units,
                                             float* partials) {
   using T = Traits<kDType>;
-  const RowPtrs<kDType, kElems> ptr(p, row);
-  using P = typename RowPtrs<kDType, kElems>::P;
+  const RowPtrs<kDType, kElems, kFlat> ptr(p, row);
+  using P = typename RowPtrs<kDType, kElems, kFlat>::P;
   const int first = static_cast<int>(threadIdx.x);
   const int stride = static_cast<int>(blockDim.x);
   P xv[kVecs], rv[kVecs];
@@ -168,12 +179,12 @@ __device__ __forceinline__ void RegisterRow(const kerneleval_params& p, long lon
 // Rows longer than the registers hold: a pass for the sum of squares, a second pass that
 // reads x and r again (mostly L2 hits) and writes. The barrier in BlockSum separates the
 // first pass's reads from the second pass's writes.
-template <int kDType, int kElems>
+template <int kDType, int kElems, bool kFlat>
 __device__ __forceinline__ void TwoPassRow(const kerneleval_params& p, long long row,
                                            long long units, float* partials) {
   using T = Traits<kDType>;
-  const RowPtrs<kDType, kElems> ptr(p, row);
-  using P = typename RowPtrs<kDType, kElems>::P;
+  const RowPtrs<kDType, kElems, kFlat> ptr(p, row);
+  using P = typename RowPtrs<kDType, kElems, kFlat>::P;
   float sum_sq = 0.f;
   for (long long u = threadIdx.x; u < units; u += blockDim.x) {
     const P xv = ptr.x[u], rv = ptr.r[u];
@@ -205,6 +216,19 @@ __device__ __forceinline__ bool Aligned16(const void* ptr) {
 template <int kDType>
 __device__ __forceinline__ void Row(const kerneleval_params& p, long long row, float* partials) {
   constexpr int kVec = 16 / sizeof(typename Traits<kDType>::Raw);
+  // Where the service vouches for 16-byte rows and 32-bit offsets (every call it makes today
+  // but odd row lengths), one uniform branch replaces the checks below, which each thread
+  // would otherwise make on nine parameters before its first load.
+  constexpr unsigned kFlatRows = KERNELEVAL_FLAG_ROWS_ALIGNED16 | KERNELEVAL_FLAG_INDEX32;
+  if ((p.flags & kFlatRows) == kFlatRows) {
+    const int units = static_cast<int>(p.hidden) / kVec;
+    if (units <= 2 * static_cast<int>(blockDim.x)) {
+      RegisterRow<kDType, kVec, 2, true>(p, row, units, partials);
+    } else {
+      TwoPassRow<kDType, kVec, true>(p, row, units, partials);
+    }
+    return;
+  }
   const bool vector = p.hidden % kVec == 0 && p.hidden_states_stride % kVec == 0 &&
                       p.residual_stride % kVec == 0 && p.output_stride % kVec == 0 &&
                       p.residual_out_stride % kVec == 0 && Aligned16(p.hidden_states) &&
@@ -212,13 +236,13 @@ __device__ __forceinline__ void Row(const kerneleval_params& p, long long row, f
                       Aligned16(p.residual_out);
   const long long units = vector ? p.hidden / kVec : p.hidden;
   if (!vector) {
-    TwoPassRow<kDType, 1>(p, row, units, partials);
+    TwoPassRow<kDType, 1, false>(p, row, units, partials);
   } else if (units <= blockDim.x) {
-    RegisterRow<kDType, kVec, 1>(p, row, static_cast<int>(units), partials);
+    RegisterRow<kDType, kVec, 1, false>(p, row, static_cast<int>(units), partials);
   } else if (units <= 2ll * blockDim.x) {
-    RegisterRow<kDType, kVec, 2>(p, row, static_cast<int>(units), partials);
+    RegisterRow<kDType, kVec, 2, false>(p, row, static_cast<int>(units), partials);
   } else {
-    TwoPassRow<kDType, kVec>(p, row, units, partials);
+    TwoPassRow<kDType, kVec, false>(p, row, units, partials);
   }
 }
 

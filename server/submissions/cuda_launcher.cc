@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/cuda_driver.h"
+#include "server/submissions/abi_flags.h"
 #include "server/submissions/launch_plan.h"
 #include "server/submissions/source_rules.h"
 
@@ -84,6 +85,8 @@ kerneleval_params MakeParams(const FusedAddRmsNormArgs& a, void* scratch,
   p.sm_count = sm_count;
   p.kernel_index = index;
   p.num_kernels = count;
+  p.flags = AbiFlags(a, scratch);
+  p.abi_version = KERNELEVAL_ABI_VERSION;
   return p;
 }
 
@@ -147,7 +150,8 @@ absl::StatusOr<std::unique_ptr<SubmissionLauncher>> SubmissionLauncher::Load(
     KE_CU_RETURN_IF_ERROR(cu.ModuleGetFunction(&f, module, lowered.c_str()));
     std::size_t offset = 0, size = 0;
     KE_CU_RETURN_IF_ERROR(cu.FuncGetParamInfo(f, 0, &offset, &size));
-    if (size != KERNELEVAL_PARAMS_BYTES ||
+    // A version-1 kernel (compiled before `flags`) takes the first 128 bytes of the block.
+    if ((size != KERNELEVAL_PARAMS_BYTES && size != KERNELEVAL_PARAMS_BYTES_V1) ||
         cu.FuncGetParamInfo(f, 1, &offset, &size) != CUDA_ERROR_INVALID_VALUE) {
       return absl::InvalidArgumentError(
           absl::StrCat("launch_plan.kernels[", i, "].entry: ", Quote(lowered),

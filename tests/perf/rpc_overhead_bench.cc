@@ -23,6 +23,7 @@
 // both alike. --quick runs a few calls at small sizes and checks only that both paths answer
 // OK; timings are printed, never asserted.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -40,6 +41,7 @@
 #include <vector>
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/support/proto_buffer_reader.h>
 
 #include "absl/time/time.h"
 #include "client/kerneleval_client.h"
@@ -75,9 +77,36 @@ class EchoService final : public v1::KernelEval::CallbackService {
   }
 };
 
+// The echo on the service's own method shape: Run registered raw, the request parsed from
+// the ByteBuffer and the response serialized into one by hand, as KernelEvalService does.
+class RawEchoService final
+    : public v1::KernelEval::WithRawCallbackMethod_Run<v1::KernelEval::CallbackService> {
+ public:
+  grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context,
+                                const grpc::ByteBuffer* request,
+                                grpc::ByteBuffer* response) override {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    grpc::ByteBuffer copy = *request;
+    grpc::ProtoBufferReader reader(&copy);
+    v1::RunRequest parsed;
+    if (!parsed.ParseFromZeroCopyStream(&reader)) {
+      reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "does not parse"));
+      return reactor;
+    }
+    v1::RunResponse answer;
+    Echo(parsed, &answer);
+    bool own = false;
+    (void)grpc::SerializationTraits<google::protobuf::Message>::Serialize(answer, response, &own);
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+};
+
 // The same echo answered from a second thread woken by a condition variable, as the service
 // answers from its device's worker: what handing a call to another thread and finishing it
-// there costs gRPC on its own, with no work done.
+// there costs gRPC on its own, with no work done. With a hold, the thread answers that long
+// after the call reached the handler (a busy wait standing in for the service's own work):
+// what a caller pays for waiting that long, beyond the wait itself.
 class HandOffEchoService final : public v1::KernelEval::CallbackService {
  public:
   HandOffEchoService() : thread_([this] { Loop(); }) {}
@@ -90,12 +119,17 @@ class HandOffEchoService final : public v1::KernelEval::CallbackService {
     thread_.join();
   }
 
+  void set_hold(std::chrono::nanoseconds hold) { hold_ns_ = hold.count(); }
+
   grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* context, const v1::RunRequest* request,
                                 v1::RunResponse* response) override {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    const auto until = Clock::now() + std::chrono::nanoseconds(hold_ns_.load());
     {
       std::lock_guard<std::mutex> lock(mu_);
-      jobs_.push_back([request, response, reactor] {
+      jobs_.push_back([request, response, reactor, until] {
+        while (Clock::now() < until) {
+        }
         Echo(*request, response);
         reactor->Finish(grpc::Status::OK);
       });
@@ -123,6 +157,7 @@ class HandOffEchoService final : public v1::KernelEval::CallbackService {
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
   bool stopping_ = false;
+  std::atomic<std::int64_t> hold_ns_{0};
   std::thread thread_;
 };
 
@@ -357,10 +392,12 @@ int main(int argc, char** argv) {
   // (b) The echo and (c) the echo answered from a second thread, same message limit.
   EchoService echo_service;
   HandOffEchoService handoff_service;
-  int echo_port = 0, handoff_port = 0;
+  RawEchoService raw_service;
+  int echo_port = 0, handoff_port = 0, raw_port = 0;
   std::unique_ptr<grpc::Server> echo_server = StartEcho(&echo_service, &echo_port);
   std::unique_ptr<grpc::Server> handoff_server = StartEcho(&handoff_service, &handoff_port);
-  if (!echo_server || !handoff_server) {
+  std::unique_ptr<grpc::Server> raw_server = StartEcho(&raw_service, &raw_port);
+  if (!echo_server || !handoff_server || !raw_server) {
     std::fprintf(stderr, "echo: could not start\n");
     return 1;
   }
@@ -372,10 +409,11 @@ int main(int argc, char** argv) {
     o.deadline_seconds = 300;
     return kerneleval::client::KernelEvalClient::Create(o, c);
   };
-  std::unique_ptr<kerneleval::client::KernelEvalClient> run_client, echo_client, handoff_client;
+  std::unique_ptr<kerneleval::client::KernelEvalClient> run_client, echo_client, handoff_client,
+      raw_client;
   for (auto [port, client] :
        {std::pair{server->grpc_port(), &run_client}, std::pair{echo_port, &echo_client},
-        std::pair{handoff_port, &handoff_client}}) {
+        std::pair{handoff_port, &handoff_client}, std::pair{raw_port, &raw_client}}) {
     const grpc::Status s = connect(port, client);
     if (!s.ok()) {
       std::fprintf(stderr, "connect: %s\n", s.error_message().c_str());
@@ -401,6 +439,31 @@ int main(int argc, char** argv) {
     ++failures;
   }
 
+  // The echo on a raw method, parsing and serializing by hand as the service does.
+  std::vector<Sample> small_raw, small_echo_raw;
+  if (!Measure(*raw_client, *echo_client, small, opt.small_iterations, /*block=*/50,
+               /*warmup=*/opt.quick ? 2 : 200, &small_raw, &small_echo_raw)) {
+    ++failures;
+  }
+
+  // The echo from a second thread again, now answering as long after the handler as the
+  // service's median server total: if a Run's time outside the server beyond the echo is
+  // what waiting that long costs the caller and gRPC (idle cores, wake-ups), this echo pays
+  // it too.
+  double hold_seconds = 0;
+  std::vector<Sample> small_held, small_echo_held;
+  if (!small_run.empty()) {
+    std::vector<double> totals;
+    for (const Sample& s : small_run) totals.push_back(s.timing.server_seconds());
+    hold_seconds = Percentile(totals, 0.5);
+    handoff_service.set_hold(std::chrono::nanoseconds(static_cast<int64_t>(hold_seconds * 1e9)));
+    if (!Measure(*handoff_client, *echo_client, small, opt.small_iterations, /*block=*/50,
+                 /*warmup=*/opt.quick ? 2 : 200, &small_held, &small_echo_held)) {
+      ++failures;
+    }
+    handoff_service.set_hold(std::chrono::nanoseconds(0));
+  }
+
   // Large: throughput.
   const v1::RunRequest large = MakeRequest(opt.large_batch, opt.hidden);
   std::vector<Sample> large_run, large_echo;
@@ -410,6 +473,7 @@ int main(int argc, char** argv) {
   }
 
   echo_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  raw_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   handoff_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   server->Shutdown(absl::Seconds(5));
 
@@ -442,7 +506,23 @@ int main(int argc, char** argv) {
                   "echo answered by a thread", handoff_p50 * 1e6, again_p50 * 1e6,
                   handoff_p50 / again_p50);
     }
+    if (!small_raw.empty() && !small_echo_raw.empty()) {
+      const double raw_p50 = Percentile(Walls(small_raw, 0), 0.5);
+      const double again_p50 = Percentile(Walls(small_echo_raw, 0), 0.5);
+      std::printf("  %-28s %12.1f   (beside the echo again: %.1f us, %.2fx)\n",
+                  "echo on a raw method", raw_p50 * 1e6, again_p50 * 1e6, raw_p50 / again_p50);
+    }
     PrintHops(small_run);
+    if (!small_held.empty() && !small_echo_held.empty()) {
+      const double held_p50 = Percentile(Walls(small_held, 0), 0.5);
+      const double again_p50 = Percentile(Walls(small_echo_held, 0), 0.5);
+      std::printf("  echo answered by a thread %.2f us after its handler (the server total):\n",
+                  hold_seconds * 1e6);
+      std::printf("    %-28s %9.2f   (beside the echo: %.1f us, %.2fx)\n", "client wall",
+                  held_p50 * 1e6, again_p50 * 1e6, held_p50 / again_p50);
+      std::printf("    %-28s %9.2f   (the same for the echo itself: %.2f)\n", "client wall - hold",
+                  (held_p50 - hold_seconds) * 1e6, again_p50 * 1e6);
+    }
     std::printf("\n");
   }
 

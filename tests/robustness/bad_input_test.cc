@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include <grpcpp/generic/generic_stub.h>
@@ -232,6 +233,9 @@ TEST_F(BadInputTest, MalformedBenchmarkRequests) {
       {"CUDA graph on the CPU",
        [](BenchmarkRequest* r) { r->mutable_protocol()->set_cuda_graph(true); },
        Code::INVALID_ARGUMENT, "protocol.cuda_graph"},
+      {"checked calls on the CPU",
+       [](BenchmarkRequest* r) { r->mutable_protocol()->set_check_every_call(true); },
+       Code::INVALID_ARGUMENT, "protocol.check_every_call"},
       {"CUPTI timer on the CPU",
        [](BenchmarkRequest* r) { r->mutable_protocol()->set_timer(v1::TIMER_CUPTI); },
        Code::INVALID_ARGUMENT, "protocol.timer"},
@@ -369,6 +373,9 @@ TEST_F(BadInputTest, InvalidUtf8InAStringFieldIsInvalidArgument) {
       "\x04"
       "c\xc3\x28u",
       5);  // 0xc3 0x28: not UTF-8
+  // Client faults are logged at most 5 a second: an earlier test in this process may have
+  // used up the current second's lines.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   ::testing::internal::CaptureStderr();
   const grpc::Status status = RawCall(server_->target(), kRunMethod, bytes, &reply);
   const std::string log = ::testing::internal::GetCapturedStderr();

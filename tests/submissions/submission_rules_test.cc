@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "kerneleval/submission_abi.h"
+#include "server/submissions/abi_flags.h"
 #include "server/submissions/compile_output.h"
 #include "server/submissions/compiler.h"
 #include "server/submissions/launch_plan.h"
@@ -16,6 +18,52 @@ namespace kerneleval::server::submissions {
 namespace {
 
 using ::testing::HasSubstr;
+
+// The flags promise only what holds for the call: an offset, an odd row or a huge tensor
+// each withdraws the promise it breaks, and nothing else.
+TEST(AbiFlags, SetOnlyWhereTheyHold) {
+  alignas(16) static unsigned char memory[4096];
+  FusedAddRmsNormArgs a;
+  a.dtype = DType::kBF16;
+  a.mode = Mode::kOutputAndResidual;
+  a.batch = 4;
+  a.hidden = 2048;
+  a.hidden_states = memory;
+  a.residual = memory + 256;
+  a.weight = memory + 512;
+  a.output = memory + 768;
+  a.residual_out = memory + 1024;
+  constexpr std::uint32_t kBoth = KERNELEVAL_FLAG_ROWS_ALIGNED16 | KERNELEVAL_FLAG_INDEX32;
+  EXPECT_EQ(AbiFlags(a, nullptr), kBoth);
+  EXPECT_EQ(AbiFlags(a, memory + 1280), kBoth);
+  EXPECT_EQ(AbiFlags(a, memory + 1288), KERNELEVAL_FLAG_INDEX32) << "scratch off 16 bytes";
+
+  FusedAddRmsNormArgs shifted = a;
+  shifted.residual_out = memory + 1032;
+  EXPECT_EQ(AbiFlags(shifted, nullptr), KERNELEVAL_FLAG_INDEX32);
+  shifted = a;
+  shifted.weight = memory + 514;
+  EXPECT_EQ(AbiFlags(shifted, nullptr), KERNELEVAL_FLAG_INDEX32);
+
+  FusedAddRmsNormArgs odd = a;
+  odd.hidden = 2047;  // rows of 4094 bytes: row 1 starts off a 16-byte boundary
+  EXPECT_EQ(AbiFlags(odd, nullptr), KERNELEVAL_FLAG_INDEX32);
+  odd.dtype = DType::kFP32;
+  odd.hidden = 2044;  // 8176 bytes a row: a whole number of 16-byte vectors
+  EXPECT_EQ(AbiFlags(odd, nullptr), kBoth);
+
+  FusedAddRmsNormArgs output_only = a;
+  output_only.mode = Mode::kOutput;
+  output_only.residual_out = nullptr;
+  EXPECT_EQ(AbiFlags(output_only, nullptr), kBoth);
+
+  FusedAddRmsNormArgs big = a;
+  big.hidden = 65536;
+  big.batch = 32767;  // 2^31 - 65536 elements: the last offset still fits
+  EXPECT_EQ(AbiFlags(big, nullptr), kBoth);
+  big.batch = 32768;  // 2^31 elements
+  EXPECT_EQ(AbiFlags(big, nullptr), KERNELEVAL_FLAG_ROWS_ALIGNED16);
+}
 
 TEST(Includes, AbiAndCudaHeadersAllowed) {
   EXPECT_TRUE(CheckIncludes("#include <kerneleval/submission_abi.h>\n"

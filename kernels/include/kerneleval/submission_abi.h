@@ -12,25 +12,39 @@
  *   residual_out[b] = s                                           (rounded once; not in OUTPUT)
  *
  * Element (b, i) of a tensor is at `ptr + b * stride + i` in elements of the dtype. Pointers
- * are device memory of the device the kernel runs on, aligned to at least 16 bytes at row 0
- * (rows are contiguous today: every stride equals hidden; kernels must still use the strides).
+ * are device memory of the device the kernel runs on, aligned to at least 16 bytes at row 0.
+ * Kernels must use the strides unless `flags` promises what they may assume instead: the
+ * service sets KERNELEVAL_FLAG_ROWS_ALIGNED16 and KERNELEVAL_FLAG_INDEX32 for each call from
+ * that call's pointers and shapes, so one uniform branch on them can replace the per-thread
+ * checks a general kernel would make before its first load.
  * In OUTPUT mode the inputs must be left unchanged and residual_out is NULL; in IN_PLACE mode
  * output == hidden_states and residual_out == residual.
  *
  * Plain C, no includes: the same text compiles in NVRTC (served as a virtual include), in
  * nvcc and in a host C or C++ compiler. Field order and sizes are the contract: the layout
  * is fixed at KERNELEVAL_PARAMS_BYTES bytes, and a new field would bump KERNELEVAL_ABI_VERSION.
+ * Fields are only ever appended: a kernel built against version 1 (128 bytes, no `flags`)
+ * reads the same first 128 bytes and still loads.
  */
 #ifndef KERNELEVAL_SUBMISSION_ABI_H_
 #define KERNELEVAL_SUBMISSION_ABI_H_
 
-#define KERNELEVAL_ABI_VERSION 1
-#define KERNELEVAL_PARAMS_BYTES 128
+#define KERNELEVAL_ABI_VERSION 2
+#define KERNELEVAL_PARAMS_BYTES 136
+#define KERNELEVAL_PARAMS_BYTES_V1 128 /* version 1: everything before `flags` */
 
 /* Values of kerneleval_params.dtype: the storage type of every tensor. */
 #define KERNELEVAL_DTYPE_BF16 0 /* __nv_bfloat16 */
 #define KERNELEVAL_DTYPE_FP16 1 /* __half */
 #define KERNELEVAL_DTYPE_FP32 2 /* float */
+
+/* Bits of kerneleval_params.flags: promises about this call, set only where they hold. */
+/* Every stride equals hidden, and every row of every tensor (scratch included) starts on a
+ * 16-byte boundary: 16-byte vectors over hidden * sizeof(dtype) / 16 per row, at
+ * `ptr + b * hidden`, with no alignment or stride checks. */
+#define KERNELEVAL_FLAG_ROWS_ALIGNED16 0x1u
+/* batch * hidden < 2^31: every element offset fits in a signed 32-bit int. */
+#define KERNELEVAL_FLAG_INDEX32 0x2u
 
 /* Values of kerneleval_params.mode. */
 #define KERNELEVAL_MODE_OUTPUT 0              /* writes output only */
@@ -57,6 +71,9 @@ typedef struct kerneleval_params {
   int sm_count;     /* SMs of the device: persistent kernels size their loops with it */
   int kernel_index; /* which kernel of the launch plan this launch is, from 0 */
   int num_kernels;  /* kernels in the launch plan */
+  /* Version 2. */
+  unsigned int flags; /* KERNELEVAL_FLAG_* */
+  int abi_version;    /* KERNELEVAL_ABI_VERSION of the service that launched the kernel */
 } kerneleval_params;
 
 #ifdef __cplusplus

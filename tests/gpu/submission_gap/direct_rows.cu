@@ -10,7 +10,7 @@ __global__ void __maxnreg__(40) direct_rows(const kerneleval_params p) {
   const long long row = blockIdx.x;
   if (row >= p.batch) return;
   constexpr int kVec = 16 / sizeof(typename Traits<kDType>::Raw);
-  RegisterRow<kDType, kVec, 2>(p, row, static_cast<int>(p.hidden / kVec), partials);
+  RegisterRow<kDType, kVec, 2, false>(p, row, static_cast<int>(p.hidden / kVec), partials);
 }
 
 template __global__ void direct_rows<KERNELEVAL_DTYPE_BF16>(const kerneleval_params);
