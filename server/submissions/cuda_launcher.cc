@@ -150,8 +150,11 @@ absl::StatusOr<std::unique_ptr<SubmissionLauncher>> SubmissionLauncher::Load(
     KE_CU_RETURN_IF_ERROR(cu.ModuleGetFunction(&f, module, lowered.c_str()));
     std::size_t offset = 0, size = 0;
     KE_CU_RETURN_IF_ERROR(cu.FuncGetParamInfo(f, 0, &offset, &size));
-    // A version-1 kernel (compiled before `flags`) takes the first 128 bytes of the block.
-    if ((size != KERNELEVAL_PARAMS_BYTES && size != KERNELEVAL_PARAMS_BYTES_V1) ||
+    if (static_cast<long long>(size) == kAbiV1ParamsBytes) {
+      return absl::FailedPreconditionError(
+          AbiV1Refusal(absl::StrCat("launch_plan.kernels[", i, "].entry"), lowered));
+    }
+    if (size != KERNELEVAL_PARAMS_BYTES ||
         cu.FuncGetParamInfo(f, 1, &offset, &size) != CUDA_ERROR_INVALID_VALUE) {
       return absl::InvalidArgumentError(
           absl::StrCat("launch_plan.kernels[", i, "].entry: ", Quote(lowered),

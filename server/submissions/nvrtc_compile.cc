@@ -61,9 +61,10 @@ absl::Status CheckEntryParams(const std::string& ptx, const std::string& lowered
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": ", Quote(entry), " is not a __global__ function of the source"));
   }
-  // Version 1's block (no flags) is accepted too: its kernel reads the same first 128 bytes.
-  if (params->size() != 1 ||
-      ((*params)[0] != KERNELEVAL_PARAMS_BYTES && (*params)[0] != KERNELEVAL_PARAMS_BYTES_V1)) {
+  if (params->size() == 1 && (*params)[0] == kAbiV1ParamsBytes) {
+    return absl::InvalidArgumentError(AbiV1Refusal(field, entry));
+  }
+  if (params->size() != 1 || (*params)[0] != KERNELEVAL_PARAMS_BYTES) {
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": ", Quote(entry), " takes ", params->size(),
                      " parameter(s); the ABI passes exactly one, kerneleval_params by value (",

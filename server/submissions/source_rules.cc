@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "kerneleval/submission_abi.h"
 
 namespace kerneleval::server::submissions {
 namespace {
@@ -114,6 +115,14 @@ bool IsIdentifier(absl::string_view s) {
 }
 
 }  // namespace
+
+std::string AbiV1Refusal(absl::string_view field, absl::string_view entry) {
+  return absl::StrCat(field, ": ", Quote(entry), " takes kerneleval_params of ABI version 1 (",
+                      kAbiV1ParamsBytes, " bytes); this server speaks version ",
+                      KERNELEVAL_ABI_VERSION, " (", KERNELEVAL_PARAMS_BYTES,
+                      " bytes, fields reordered): build it against the current "
+                      "<kerneleval/submission_abi.h> and register it again");
+}
 
 std::string Quote(absl::string_view value, std::size_t max) {
   std::string shown;

@@ -17,6 +17,13 @@ inline constexpr char kAbiInclude[] = "kerneleval/submission_abi.h";
 // The name NVRTC gives the source in its log: "submission.cu(12): error: ...".
 inline constexpr char kSourceName[] = "submission.cu";
 
+// The size of kerneleval_params in ABI version 1, whose layout version 2 changed: a kernel
+// that takes a block of this size was compiled against the old header and would misread
+// every field after the pointers.
+inline constexpr long long kAbiV1ParamsBytes = 128;
+// Why such a kernel is refused, naming `field` and the entry: compile it again.
+std::string AbiV1Refusal(absl::string_view field, absl::string_view entry);
+
 // A bounded echo of a caller's value for an error message: the first `max` bytes, quoted,
 // with the full length when it was cut ("'abc...' (70000 bytes)").
 std::string Quote(absl::string_view value, std::size_t max = 48);

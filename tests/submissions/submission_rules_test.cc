@@ -1,4 +1,5 @@
 // The rules a submission is checked by, without NVRTC or a server.
+#include <cstddef>
 #include <filesystem>
 #include <string>
 
@@ -18,6 +19,24 @@ namespace kerneleval::server::submissions {
 namespace {
 
 using ::testing::HasSubstr;
+
+// The layout is the ABI: what a row kernel reads before its first load (the five tensor
+// pointers, flags, mode, batch, hidden) lies in the first 64 bytes.
+TEST(AbiLayout, WhatARowReadsFirstComesFirst) {
+  EXPECT_EQ(sizeof(kerneleval_params), 136u);
+  EXPECT_EQ(offsetof(kerneleval_params, hidden_states), 0u);
+  EXPECT_EQ(offsetof(kerneleval_params, residual_out), 32u);
+  EXPECT_EQ(offsetof(kerneleval_params, flags), 40u);
+  EXPECT_EQ(offsetof(kerneleval_params, mode), 44u);
+  EXPECT_EQ(offsetof(kerneleval_params, batch), 48u);
+  EXPECT_EQ(offsetof(kerneleval_params, hidden), 56u);
+  EXPECT_EQ(offsetof(kerneleval_params, eps), 64u);
+  EXPECT_EQ(offsetof(kerneleval_params, scratch), 72u);
+  EXPECT_EQ(offsetof(kerneleval_params, hidden_states_stride), 80u);
+  EXPECT_EQ(offsetof(kerneleval_params, abi_version), 132u);
+  EXPECT_NE(sizeof(kerneleval_params), static_cast<std::size_t>(kAbiV1ParamsBytes))
+      << "a version-1 kernel must be told apart by its block's size";
+}
 
 // The flags promise only what holds for the call: an offset, an odd row or a huge tensor
 // each withdraws the promise it breaks, and nothing else.

@@ -22,16 +22,15 @@
  *
  * Plain C, no includes: the same text compiles in NVRTC (served as a virtual include), in
  * nvcc and in a host C or C++ compiler. Field order and sizes are the contract: the layout
- * is fixed at KERNELEVAL_PARAMS_BYTES bytes, and a new field would bump KERNELEVAL_ABI_VERSION.
- * Fields are only ever appended: a kernel built against version 1 (128 bytes, no `flags`)
- * reads the same first 128 bytes and still loads.
+ * is fixed at KERNELEVAL_PARAMS_BYTES bytes, and a change bumps KERNELEVAL_ABI_VERSION and the
+ * size with it, so that a kernel compiled against another version is refused at load, never
+ * run on a block it misreads. Version 1 (128 bytes) had no flags and the strides first.
  */
 #ifndef KERNELEVAL_SUBMISSION_ABI_H_
 #define KERNELEVAL_SUBMISSION_ABI_H_
 
 #define KERNELEVAL_ABI_VERSION 2
 #define KERNELEVAL_PARAMS_BYTES 136
-#define KERNELEVAL_PARAMS_BYTES_V1 128 /* version 1: everything before `flags` */
 
 /* Values of kerneleval_params.dtype: the storage type of every tensor. */
 #define KERNELEVAL_DTYPE_BF16 0 /* __nv_bfloat16 */
@@ -52,28 +51,31 @@
 #define KERNELEVAL_MODE_IN_PLACE 2            /* residual <- s, hidden_states <- output */
 
 typedef struct kerneleval_params {
+  /* What a row kernel reads before its first load comes first, in the first 64 bytes: the
+   * load waits for every part of the parameter block read before it, and on an H200 one
+   * more field read from offset 128 cost ~0.05 us per call where offset 108 cost nothing
+   * measurable (docs/results/submissions-h200.md). */
   const void* hidden_states; /* [batch, hidden] */
   const void* residual;      /* [batch, hidden] */
   const void* weight;        /* [hidden] */
   void* output;              /* [batch, hidden]; == hidden_states in IN_PLACE */
   void* residual_out;        /* [batch, hidden]; NULL in OUTPUT; == residual in IN_PLACE */
-  void* scratch;             /* [batch, hidden] of the dtype when the plan asks; else NULL */
+  unsigned int flags;        /* KERNELEVAL_FLAG_*: what this call promises */
+  int mode;                  /* KERNELEVAL_MODE_* */
   long long batch;
   long long hidden;
+  float eps;
+  int dtype;     /* KERNELEVAL_DTYPE_* */
+  void* scratch; /* [batch, hidden] of the dtype when the plan asks; else NULL */
   long long hidden_states_stride; /* elements between rows */
   long long residual_stride;
   long long output_stride;
   long long residual_out_stride; /* 0 when residual_out is NULL */
   long long scratch_bytes;       /* 0 without scratch */
-  float eps;
-  int dtype;        /* KERNELEVAL_DTYPE_* */
-  int mode;         /* KERNELEVAL_MODE_* */
   int sm_count;     /* SMs of the device: persistent kernels size their loops with it */
   int kernel_index; /* which kernel of the launch plan this launch is, from 0 */
   int num_kernels;  /* kernels in the launch plan */
-  /* Version 2. */
-  unsigned int flags; /* KERNELEVAL_FLAG_* */
-  int abi_version;    /* KERNELEVAL_ABI_VERSION of the service that launched the kernel */
+  int abi_version;  /* KERNELEVAL_ABI_VERSION of the service that launched the kernel */
 } kerneleval_params;
 
 #ifdef __cplusplus

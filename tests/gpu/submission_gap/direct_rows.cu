@@ -18,11 +18,17 @@ template __global__ void direct_rows<KERNELEVAL_DTYPE_BF16>(const kerneleval_par
 // Leaner still, bf16 only: 32-bit row offsets from `hidden` alone (contiguous rows), the
 // fewest parameters read before the first load, and __launch_bounds__ instead of a register
 // cap. If the rest of the gap is the kernel's own arithmetic, this entry closes it; if it
-// does not, the rest is the launch path.
-__global__ void __launch_bounds__(128) lean_rows(const kerneleval_params p) {
+// does not, the rest is the launch path. kProbe reads one more parameter before the first
+// load: 1 `dtype`, 2 `flags`. In the block as first extended (flags appended) they were at
+// offsets 108 and 128, and only the second cost anything (~0.05 us); ABI version 2 moved
+// flags to offset 40, beside the pointers, and dtype to 68.
+template <int kProbe>
+__global__ void __launch_bounds__(128) lean_rows_probe(const kerneleval_params p) {
   __shared__ float partials[kMaxWarps];
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  if (kProbe == 1 && p.dtype != KERNELEVAL_DTYPE_BF16) return;
+  if (kProbe == 2 && (p.flags & KERNELEVAL_FLAG_ROWS_ALIGNED16) == 0) return;
   using T = Traits<KERNELEVAL_DTYPE_BF16>;
   using P = Pack<unsigned short, 8>;
   const unsigned row = blockIdx.x;
@@ -56,3 +62,38 @@ __global__ void __launch_bounds__(128) lean_rows(const kerneleval_params p) {
   if (i0 < units) out[i0] = o0;
   if (i1 < units) out[i1] = o1;
 }
+
+
+template __global__ void lean_rows_probe<0>(const kerneleval_params);
+template __global__ void lean_rows_probe<1>(const kerneleval_params);
+template __global__ void lean_rows_probe<2>(const kerneleval_params);
+
+// The example's fast path alone (no GeneralRow beside it), with the same register cap and
+// checks: if it matches lean_rows, what the example pays beyond it is the rest of its code.
+template <int kDType>
+__global__ void __maxnreg__(40) flat_rows(const kerneleval_params p) {
+  __shared__ float partials[kMaxWarps];
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  const long long row = blockIdx.x;
+  if (row >= p.batch || p.dtype != kDType) return;
+  constexpr int kVec = 16 / sizeof(typename Traits<kDType>::Raw);
+  RegisterRow<kDType, kVec, 2, true>(p, row, static_cast<int>(p.hidden) / kVec, partials);
+}
+
+template __global__ void flat_rows<KERNELEVAL_DTYPE_BF16>(const kerneleval_params);
+
+// The same with __launch_bounds__(128) instead of the register cap, as lean_rows has: if it
+// matches lean_rows and flat_rows does not, the cap of 40 registers is what costs.
+template <int kDType>
+__global__ void __launch_bounds__(128) flat_rows_lb(const kerneleval_params p) {
+  __shared__ float partials[kMaxWarps];
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  const long long row = blockIdx.x;
+  if (row >= p.batch || p.dtype != kDType) return;
+  constexpr int kVec = 16 / sizeof(typename Traits<kDType>::Raw);
+  RegisterRow<kDType, kVec, 2, true>(p, row, static_cast<int>(p.hidden) / kVec, partials);
+}
+
+template __global__ void flat_rows_lb<KERNELEVAL_DTYPE_BF16>(const kerneleval_params);
