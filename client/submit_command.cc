@@ -19,7 +19,8 @@ int PrintJson(std::ostream& out, std::ostream& err, const Message& message) {
   return kExitOk;
 }
 
-// bench --suite S --impl <every non-test built-in of the device> --impl <submission id>.
+// bench --suite S --impl <every non-test built-in of the device> --impl <submission id>
+// --check-every-call.
 int Benchmark(const CliConfig& config, const ClientOptions& options, const std::string& id,
               std::ostream& out, std::ostream& err) {
   std::unique_ptr<KernelEvalClient> client;
@@ -39,6 +40,9 @@ int Benchmark(const CliConfig& config, const ClientOptions& options, const std::
     }
   }
   bench.bench.implementations.push_back(id);
+  // The built-ins' calls checked as the submission's always are: both sides of the ranking
+  // with the same device work between calls (Protocol.check_every_call).
+  bench.bench.check_every_call = true;
   return RunCommand(bench, out, err);
 }
 

@@ -68,15 +68,14 @@ ex=examples/submissions/fused_rows_vec16.cu
 row=(--block 128 --rows-per-block 1 --dtype bf16)
 submit as_shipped "$ex" --entry 'fused_rows_vec16<0>' "${row[@]}" --pdl
 cat "$ex" tests/gpu/submission_gap/direct_rows.cu >"$out/direct_rows.cu"
-for entry in 'lean_rows_probe<0>' 'lean_rows_probe<1>' 'lean_rows_probe<2>' 'flat_rows<0>'; do
+for entry in 'lean_rows_probe<0>' 'lean_rows_probe<2>' 'flat_rows<0>'; do
   name=${entry//</_}
   submit "${name//>/}" "$out/direct_rows.cu" --entry "$entry" "${row[@]}" --pdl
 done
-# The example, the lean entry with and without a parameter read from a farther line of the
-# parameter block, the example's fast path alone; then the built-in's calls checked too.
+# The example, the lean entry without and with a read of `flags`, the example's fast path
+# alone; then the built-in's calls checked too (GAP_CHECKED, on unless set empty).
 gap=(--suite fused_add_rmsnorm_h2048 --impl cuda_fused --impl as_shipped
-     --impl lean_rows_probe_0 --impl lean_rows_probe_1 --impl lean_rows_probe_2
-     --impl flat_rows_0)
+     --impl lean_rows_probe_0 --impl lean_rows_probe_2 --impl flat_rows_0)
 reps=(--repetitions "${GAP_REPS:-100}")
 bench gap_graph "${gap[@]}" --graph --graph-calls 50 --hot "${reps[@]}"
 bench gap_cold "${gap[@]}" --cold "${reps[@]}"
