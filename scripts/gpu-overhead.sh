@@ -5,9 +5,10 @@
 #   2. rpc_overhead_bench: a B = 1 Run against a bare gRPC echo, hop by hop, and a 200 MB
 #      Run, with the device in the server process and in a device host.
 #   3. The built-in written as a submission (examples/submissions/fused_rows_vec16.cu, which
-#      takes the ABI's flags) and a leaner entry (tests/gpu/submission_gap) beside cuda_fused:
-#      h2048, graph replay and cold, then again with the built-in's calls checked too
-#      (--check-every-call). GAP_REPS timed calls per workload (default 100).
+#      takes the ABI's flags), a leaner entry with and without a read of `flags`, and the
+#      example's fast path alone (tests/gpu/submission_gap) beside cuda_fused: h2048, graph
+#      replay and cold, then again with the built-in's calls checked too (--check-every-call;
+#      GAP_CHECKED= skips that). GAP_REPS timed calls per workload (default 100).
 #   4. Three back-to-back cold runs of both suites (scripts/gpu-repeatability.sh).
 # OVERHEAD_STEPS="tests rpc gap repeat" (the default) picks steps; REPEATABILITY_REPS sets the
 # h2048 suite's timed calls per workload in step 4.

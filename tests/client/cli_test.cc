@@ -62,6 +62,8 @@ TEST(CliParse, BenchProtocolFlags) {
                      "--seed",
                      "7",
                      "--measure-copy",
+                     "--measure-dram-bytes",
+                     "--check-every-call",
                      "--all-devices"},
                     &config)
                   .ok());
@@ -76,6 +78,8 @@ TEST(CliParse, BenchProtocolFlags) {
   EXPECT_EQ(b.timer, "cupti");
   EXPECT_EQ(b.seed, 7u);
   EXPECT_TRUE(b.measure_copy);
+  EXPECT_TRUE(b.measure_dram_bytes);
+  EXPECT_TRUE(b.check_every_call);
   EXPECT_TRUE(b.all_devices);
 }
 
