@@ -112,9 +112,10 @@ struct RowPtrs {
                                    row * p.hidden_states_stride);
     r = reinterpret_cast<const P*>(static_cast<const Raw*>(p.residual) + row * p.residual_stride);
     out = reinterpret_cast<P*>(static_cast<Raw*>(p.output) + row * p.output_stride);
-    res = p.residual_out == nullptr ? nullptr
-                                    : reinterpret_cast<P*>(static_cast<Raw*>(p.residual_out) +
-                                                           row * p.residual_out_stride);
+    res =
+        p.residual_out == nullptr
+            ? nullptr
+            : reinterpret_cast<P*>(static_cast<Raw*>(p.residual_out) + row * p.residual_out_stride);
   }
 };
 

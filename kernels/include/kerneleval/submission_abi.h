@@ -65,8 +65,8 @@ typedef struct kerneleval_params {
   long long batch;
   long long hidden;
   float eps;
-  int dtype;     /* KERNELEVAL_DTYPE_* */
-  void* scratch; /* [batch, hidden] of the dtype when the plan asks; else NULL */
+  int dtype;                      /* KERNELEVAL_DTYPE_* */
+  void* scratch;                  /* [batch, hidden] of the dtype when the plan asks; else NULL */
   long long hidden_states_stride; /* elements between rows */
   long long residual_stride;
   long long output_stride;

@@ -63,7 +63,6 @@ __global__ void __launch_bounds__(128) lean_rows_probe(const kerneleval_params p
   if (i1 < units) out[i1] = o1;
 }
 
-
 template __global__ void lean_rows_probe<0>(const kerneleval_params);
 template __global__ void lean_rows_probe<1>(const kerneleval_params);
 template __global__ void lean_rows_probe<2>(const kerneleval_params);
