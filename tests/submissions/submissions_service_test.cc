@@ -350,9 +350,10 @@ TEST(Submissions, PtxIsAssembled) {
   // Written against ABI version 1 (a 128-byte block laid out otherwise): refused, saying so.
   v1::SubmissionSpec old = spec;
   old.set_name("ptx_v1");
-  old.set_source(".version 8.0\n.target sm_90a\n.address_size 64\n"
-                 ".visible .entry nothing(\n"
-                 "  .param .align 8 .b8 nothing_param_0[128]\n)\n{\n  ret;\n}\n");
+  old.set_source(
+      ".version 8.0\n.target sm_90a\n.address_size 64\n"
+      ".visible .entry nothing(\n"
+      "  .param .align 8 .b8 nothing_param_0[128]\n)\n{\n  ret;\n}\n");
   const grpc::Status refused = Register(f, old);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(refused.error_message(), HasSubstr("ABI version 1"));
