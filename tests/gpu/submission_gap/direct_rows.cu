@@ -81,18 +81,3 @@ __global__ void __maxnreg__(40) flat_rows(const kerneleval_params p) {
 }
 
 template __global__ void flat_rows<KERNELEVAL_DTYPE_BF16>(const kerneleval_params);
-
-// The same with __launch_bounds__(128) instead of the register cap, as lean_rows has: if it
-// matches lean_rows and flat_rows does not, the cap of 40 registers is what costs.
-template <int kDType>
-__global__ void __launch_bounds__(128) flat_rows_lb(const kerneleval_params p) {
-  __shared__ float partials[kMaxWarps];
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  const long long row = blockIdx.x;
-  if (row >= p.batch || p.dtype != kDType) return;
-  constexpr int kVec = 16 / sizeof(typename Traits<kDType>::Raw);
-  RegisterRow<kDType, kVec, 2, true>(p, row, static_cast<int>(p.hidden) / kVec, partials);
-}
-
-template __global__ void flat_rows_lb<KERNELEVAL_DTYPE_BF16>(const kerneleval_params);
