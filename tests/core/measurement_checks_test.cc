@@ -79,6 +79,19 @@ TEST(MeasurementChecks, AnHonestKernelWithWritesLeftInL2IsNotFlagged) {
   EXPECT_EQ(r.measured_as(), "cupti, cold");
 }
 
+// A measurement whose calls were checked on the device says so on the result: device work
+// ran between its calls, so it compares only with numbers measured the same way.
+TEST(MeasurementChecks, CheckedCallsAreNamedInMeasuredAs) {
+  const Problem p = H2048(16254);
+  const DeclaredBytes d = DeclaredReadWrite(p);
+  v1::WorkloadResult r;
+  v1::Environment env;
+  Measurement m = WithDram(d.read + 1e5, 45.0e6);
+  m.calls_checked = 60;
+  AnnotateMeasurement(m, p, H200(), Cold(), 44.5e-6, &r, &env);
+  EXPECT_EQ(r.measured_as(), "cupti, cold, calls checked");
+}
+
 TEST(MeasurementChecks, HalfTheRowsIsFlaggedAndSoIsATimeBelowTheFloor) {
   const Problem p = H2048(16254);
   const DeclaredBytes d = DeclaredReadWrite(p);
