@@ -9,9 +9,13 @@
 #      example's fast path alone (tests/gpu/submission_gap) beside cuda_fused: h2048, graph
 #      replay and cold, then again with the built-in's calls checked too (--check-every-call;
 #      GAP_CHECKED= skips that). GAP_REPS timed calls per workload (default 100).
-#   4. Three back-to-back cold runs of both suites (scripts/gpu-repeatability.sh).
-# OVERHEAD_STEPS="tests rpc gap repeat" (the default) picks steps; REPEATABILITY_REPS sets the
-# h2048 suite's timed calls per workload in step 4.
+#   4. launch_path_bench: the lean row kernel of step 3 built by nvcc or NVRTC, launched
+#      through the runtime, a module's CUfunction or a library's CUkernel, from the ABI's
+#      parameter block or a 56-byte one, beside cuda_fused in graph replay (LAUNCH_SAMPLES
+#      replays per variant, default 300): which part of the submission path costs time.
+#   5. Three back-to-back cold runs of both suites (scripts/gpu-repeatability.sh).
+# OVERHEAD_STEPS="tests rpc gap launch repeat" (the default) picks steps; REPEATABILITY_REPS
+# and LIGER_REPS set the suites' timed calls per workload in step 5.
 # overhead.md and repeatability.md in $OUT, the reports and logs in overhead-logs.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +25,7 @@ log="$out/overhead.md"
 
 machine_section
 # OVERHEAD_STEPS picks the steps (default: all of them).
-want() { [[ " ${OVERHEAD_STEPS:-tests rpc gap repeat} " == *" $1 "* ]]; }
+want() { [[ " ${OVERHEAD_STEPS:-tests rpc gap launch repeat} " == *" $1 "* ]]; }
 
 if want tests; then
 section "GPU tests"
@@ -69,14 +73,16 @@ ex=examples/submissions/fused_rows_vec16.cu
 row=(--block 128 --rows-per-block 1 --dtype bf16)
 submit as_shipped "$ex" --entry 'fused_rows_vec16<0>' "${row[@]}" --pdl
 cat "$ex" tests/gpu/submission_gap/direct_rows.cu >"$out/direct_rows.cu"
-for entry in 'lean_rows_probe<0>' 'lean_rows_probe<2>' 'flat_rows<0>'; do
+gap=(--suite fused_add_rmsnorm_h2048 --impl cuda_fused --impl as_shipped)
+# The lean entry without and with a read of `flags`, the example's fast path alone
+# (GAP_PROBES: these entries of direct_rows.cu; set empty for the example alone); then the
+# built-in's calls checked too (GAP_CHECKED, on unless set empty).
+for entry in ${GAP_PROBES-'lean_rows_probe<0>' 'lean_rows_probe<2>' 'flat_rows<0>'}; do
   name=${entry//</_}
-  submit "${name//>/}" "$out/direct_rows.cu" --entry "$entry" "${row[@]}" --pdl
+  name=${name//>/}
+  submit "$name" "$out/direct_rows.cu" --entry "$entry" "${row[@]}" --pdl
+  gap+=(--impl "$name")
 done
-# The example, the lean entry without and with a read of `flags`, the example's fast path
-# alone; then the built-in's calls checked too (GAP_CHECKED, on unless set empty).
-gap=(--suite fused_add_rmsnorm_h2048 --impl cuda_fused --impl as_shipped
-     --impl lean_rows_probe_0 --impl lean_rows_probe_2 --impl flat_rows_0)
 reps=(--repetitions "${GAP_REPS:-100}")
 bench gap_graph "${gap[@]}" --graph --graph-calls 50 --hot "${reps[@]}"
 bench gap_cold "${gap[@]}" --cold "${reps[@]}"
@@ -85,6 +91,20 @@ if [ -n "${GAP_CHECKED-1}" ]; then
   bench gap_cold_checked "${gap[@]}" --cold "${reps[@]}" --check-every-call
 fi
 stop_server
+fi
+
+if want launch; then
+section "A submitted row kernel's launch paths against cuda_fused (launch_path_bench)"
+say '```'
+"$bin/launch_path_bench" --source-dir . --samples "${LAUNCH_SAMPLES:-300}" \
+  --cubin-out "$out/launch_path_nvrtc.cubin" 2>&1 | tee -a "$log"
+say '```'
+# Both builds' machine code, where the GPU machine's toolkit can show it.
+if [ -x /usr/local/cuda/bin/cuobjdump ]; then
+  /usr/local/cuda/bin/cuobjdump -sass "$out/launch_path_nvrtc.cubin" >"$out/launch_path_nvrtc.sass" 2>&1
+  /usr/local/cuda/bin/cuobjdump -sass -arch sm_90a "$bin/launch_path_bench" \
+    >"$out/launch_path_nvcc.sass" 2>&1
+fi
 fi
 
 want repeat && REPEATABILITY_REPS=${REPEATABILITY_REPS:-100} bash scripts/gpu-repeatability.sh

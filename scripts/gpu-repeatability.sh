@@ -16,11 +16,12 @@ port=$(sed -E 's/.*"grpc_port": *([0-9]+).*/\1/' "$out/ports-rep.json")
 cli=("$bin/kerneleval" --target "127.0.0.1:$port" --deadline 600)
 for _ in $(seq 1 600); do "${cli[@]}" health --service readiness >/dev/null 2>&1 && break; sleep 0.2; done
 section "Three back-to-back cold runs (NVML read only before and after the timed samples)"
-# REPEATABILITY_REPS: the h2048 suite's timed calls per workload (default 100).
+# REPEATABILITY_REPS and LIGER_REPS: the timed calls per workload of the h2048 suite
+# (default 100) and of the Liger sweep (default 30).
 for i in 1 2 3; do
   bench "rep_h2048_$i" --suite fused_add_rmsnorm_h2048 --cold --repetitions "${REPEATABILITY_REPS:-100}"
 done
-for i in 1 2 3; do bench "rep_liger_$i" --suite liger_fused_add_rmsnorm --cold --repetitions 30; done
+for i in 1 2 3; do bench "rep_liger_$i" --suite liger_fused_add_rmsnorm --cold --repetitions "${LIGER_REPS:-30}"; done
 for suite in h2048 liger; do
   say ""
   say '```'

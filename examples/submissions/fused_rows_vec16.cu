@@ -1,10 +1,13 @@
 // The built-in cuda_fused kernel (kernels/cuda/rmsnorm_split_row_kernel.cuh, SplitRowKernel
 // with one CTA per row) written against the submission ABI: the row spread over the CTA's
 // threads with up to two 16-byte vectors each, x and r loaded at entry and kept as fp32 sums,
-// residual_out stored before the reduction, the weight loaded through the read-only path
-// while it runs, so that a row costs one DRAM round trip, one barrier and nothing in shared
-// memory but the warps' partial sums. Programmatic dependent launch: the wait comes before
-// any global access.
+// residual_out (where the call wants it) stored before the reduction, the weight loaded
+// through the read-only path while it runs, so that a row costs one DRAM round trip, one
+// barrier and nothing in shared memory but the warps' partial sums. Programmatic dependent
+// launch: the wait comes before any global access. As in the built-in, the mode is a
+// template parameter of the row (the OUTPUT row has no store before its weight loads),
+// 1 / hidden is multiplied rather than divided by, results are packed two at a time, and
+// the kernel is capped at 48 registers: at hidden 2048 bf16 the two agree bit for bit.
 //
 // At hidden 2048 bf16 a row is 256 vectors: 128 threads of two each (the built-in's choice;
 // on the H200 it measured ~5% faster than 256 threads of one at small batches). Rows longer
@@ -30,6 +33,10 @@ struct Traits<KERNELEVAL_DTYPE_BF16> {
   static __device__ __forceinline__ Raw FromFloat(float v) {
     return __bfloat16_as_ushort(__float2bfloat16_rn(v));
   }
+  static __device__ __forceinline__ unsigned Pack2(float lo, float hi) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const unsigned*>(&v);
+  }
 };
 template <>
 struct Traits<KERNELEVAL_DTYPE_FP16> {
@@ -39,6 +46,10 @@ struct Traits<KERNELEVAL_DTYPE_FP16> {
   }
   static __device__ __forceinline__ Raw FromFloat(float v) {
     return __half_as_ushort(__float2half_rn(v));
+  }
+  static __device__ __forceinline__ unsigned Pack2(float lo, float hi) {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const unsigned*>(&v);
   }
 };
 template <>
@@ -119,13 +130,40 @@ struct RowPtrs {
   }
 };
 
+// kElems fp32 values as one packed vector, each rounded once to nearest-even; 16-bit types
+// two at a time (one conversion instruction per pair, as the built-in packs them).
+template <int kDType, int kElems>
+__device__ __forceinline__ Pack<typename Traits<kDType>::Raw, kElems> MakePack(
+    const float (&f)[kElems]) {
+  using T = Traits<kDType>;
+  Pack<typename T::Raw, kElems> v;
+  if constexpr (sizeof(typename T::Raw) == 2 && kElems == 8) {
+    v.bits = make_uint4(T::Pack2(f[0], f[1]), T::Pack2(f[2], f[3]), T::Pack2(f[4], f[5]),
+                        T::Pack2(f[6], f[7]));
+  } else {
+#pragma unroll
+    for (int e = 0; e < kElems; ++e) v.e[e] = T::FromFloat(f[e]);
+  }
+  return v;
+}
+
+// 1 / rms from the row's sum of squares: a multiply by 1 / hidden (computed once per CTA,
+// before the PDL wait) instead of a division on the path after the reduction; the built-in
+// does the same, so the two agree bit for bit.
+__device__ __forceinline__ float InvRms(float sum_sq, float inv_hidden, float eps) {
+  return rsqrtf(sum_sq * inv_hidden + eps);
+}
+
 // The row in registers: kVecs units per thread, kept as the fp32 sums x + r (as many
-// registers as one packed input for 16-bit types), residual_out stored before the reduction,
-// the weight loaded while it runs. In place is safe: each element is read and written by
-// the same thread, and all of a thread's reads come before its writes.
-template <int kDType, int kElems, int kVecs, bool kFlat>
+// registers as one packed input for 16-bit types), the weight loaded while the reduction
+// runs. kStoreSum (residual_out wanted) is a template parameter, not a test of the pointer
+// per row: without the store in the code the weight's loads issue right behind x and r's, as
+// in the built-in (its OUTPUT kernel has no store either); with it, residual_out is stored
+// before the reduction. In place is safe: each element is read and written by the same
+// thread, and all of a thread's reads come before its writes.
+template <int kDType, int kElems, int kVecs, bool kFlat, bool kStoreSum>
 __device__ __forceinline__ void RegisterRow(const kerneleval_params& p, long long row, int units,
-                                            float* partials) {
+                                            float inv_hidden, float* partials) {
   using T = Traits<kDType>;
   const RowPtrs<kDType, kElems, kFlat> ptr(p, row);
   using P = typename RowPtrs<kDType, kElems, kFlat>::P;
@@ -149,14 +187,10 @@ __device__ __forceinline__ void RegisterRow(const kerneleval_params& p, long lon
       sum_sq += s[j][e] * s[j][e];
     }
   }
-  if (ptr.res != nullptr) {
+  if constexpr (kStoreSum) {
 #pragma unroll
     for (int j = 0; j < kVecs; ++j) {
-      if (first + j * stride >= units) continue;
-      P sum;
-#pragma unroll
-      for (int e = 0; e < kElems; ++e) sum.e[e] = T::FromFloat(s[j][e]);
-      ptr.res[first + j * stride] = sum;
+      if (first + j * stride < units) ptr.res[first + j * stride] = MakePack<kDType>(s[j]);
     }
   }
   P wv[kVecs];
@@ -164,15 +198,25 @@ __device__ __forceinline__ void RegisterRow(const kerneleval_params& p, long lon
   for (int j = 0; j < kVecs; ++j) {
     if (first + j * stride < units) wv[j] = LoadWeight(ptr.w + first + j * stride);
   }
-  const float inv_rms = rsqrtf(BlockSum(sum_sq, partials) / static_cast<float>(p.hidden) + p.eps);
+  const float inv_rms = InvRms(BlockSum(sum_sq, partials), inv_hidden, p.eps);
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) {
     if (first + j * stride >= units) continue;
-    P o;
+    float o[kElems];
 #pragma unroll
-    for (int e = 0; e < kElems; ++e)
-      o.e[e] = T::FromFloat(s[j][e] * inv_rms * T::ToFloat(wv[j].e[e]));
-    ptr.out[first + j * stride] = o;
+    for (int e = 0; e < kElems; ++e) o[e] = s[j][e] * inv_rms * T::ToFloat(wv[j].e[e]);
+    ptr.out[first + j * stride] = MakePack<kDType>(o);
+  }
+}
+
+// RegisterRow for whichever mode the call is in (one uniform branch).
+template <int kDType, int kElems, int kVecs, bool kFlat>
+__device__ __forceinline__ void RegisterRowAnyMode(const kerneleval_params& p, long long row,
+                                                   int units, float inv_hidden, float* partials) {
+  if (p.residual_out == nullptr) {
+    RegisterRow<kDType, kElems, kVecs, kFlat, false>(p, row, units, inv_hidden, partials);
+  } else {
+    RegisterRow<kDType, kElems, kVecs, kFlat, true>(p, row, units, inv_hidden, partials);
   }
 }
 
@@ -181,7 +225,7 @@ __device__ __forceinline__ void RegisterRow(const kerneleval_params& p, long lon
 // first pass's reads from the second pass's writes.
 template <int kDType, int kElems, bool kFlat>
 __device__ __forceinline__ void TwoPassRow(const kerneleval_params& p, long long row,
-                                           long long units, float* partials) {
+                                           long long units, float inv_hidden, float* partials) {
   using T = Traits<kDType>;
   const RowPtrs<kDType, kElems, kFlat> ptr(p, row);
   using P = typename RowPtrs<kDType, kElems, kFlat>::P;
@@ -194,7 +238,7 @@ __device__ __forceinline__ void TwoPassRow(const kerneleval_params& p, long long
       sum_sq += s * s;
     }
   }
-  const float inv_rms = rsqrtf(BlockSum(sum_sq, partials) / static_cast<float>(p.hidden) + p.eps);
+  const float inv_rms = InvRms(BlockSum(sum_sq, partials), inv_hidden, p.eps);
   for (long long u = threadIdx.x; u < units; u += blockDim.x) {
     const P xv = ptr.x[u], rv = ptr.r[u], wv = LoadWeight(ptr.w + u);
     P o, s;
@@ -214,15 +258,16 @@ __device__ __forceinline__ bool Aligned16(const void* ptr) {
 }
 
 // Any row the fast path below does not take: any alignment and strides (checked here, per
-// thread), rows of any length. (Kept out of line with __noinline__ it measured no faster on
-// the H200 and spilled 24 bytes.)
+// thread), rows of any length. Inlined: out of line (__noinline__) the kernel copied its
+// whole parameter block to local memory at entry to pass it by reference, and every call
+// ran 2.3x slower at large batches on the H200.
 template <int kDType>
 __device__ __forceinline__ void GeneralRow(const kerneleval_params& p, long long row,
-                                           float* partials) {
+                                           float inv_hidden, float* partials) {
   constexpr int kVec = 16 / sizeof(typename Traits<kDType>::Raw);
   constexpr unsigned kFlatRows = KERNELEVAL_FLAG_ROWS_ALIGNED16 | KERNELEVAL_FLAG_INDEX32;
   if ((p.flags & kFlatRows) == kFlatRows) {  // a row longer than two vectors per thread
-    TwoPassRow<kDType, kVec, true>(p, row, p.hidden / kVec, partials);
+    TwoPassRow<kDType, kVec, true>(p, row, p.hidden / kVec, inv_hidden, partials);
     return;
   }
   const bool vector = p.hidden % kVec == 0 && p.hidden_states_stride % kVec == 0 &&
@@ -232,23 +277,27 @@ __device__ __forceinline__ void GeneralRow(const kerneleval_params& p, long long
                       Aligned16(p.residual_out);
   const long long units = vector ? p.hidden / kVec : p.hidden;
   if (!vector) {
-    TwoPassRow<kDType, 1, false>(p, row, units, partials);
+    TwoPassRow<kDType, 1, false>(p, row, units, inv_hidden, partials);
   } else if (units <= blockDim.x) {
-    RegisterRow<kDType, kVec, 1, false>(p, row, static_cast<int>(units), partials);
+    RegisterRowAnyMode<kDType, kVec, 1, false>(p, row, static_cast<int>(units), inv_hidden,
+                                               partials);
   } else if (units <= 2ll * blockDim.x) {
-    RegisterRow<kDType, kVec, 2, false>(p, row, static_cast<int>(units), partials);
+    RegisterRowAnyMode<kDType, kVec, 2, false>(p, row, static_cast<int>(units), inv_hidden,
+                                               partials);
   } else {
-    TwoPassRow<kDType, kVec, false>(p, row, units, partials);
+    TwoPassRow<kDType, kVec, false>(p, row, units, inv_hidden, partials);
   }
 }
 
 // One instantiation per dtype (the entry names it: fused_rows_vec16<0> is bf16), so that
-// the kernel holds only its dtype's paths. Left alone, ptxas for sm_90a gave it 52
-// registers (the one-vector, two-vector and two-pass paths share the kernel); capped at 40
-// it spills nothing, and 40 lets 12 CTAs of 128 threads share an SM instead of 9.
+// the kernel holds only its dtype's paths. Capped at 48 registers like the built-in's row
+// kernel of two vectors per thread (10 CTAs of 128 threads per SM, no spills); left alone,
+// ptxas for sm_90a gave it 52, and at 40 the weight's loads waited for the sums.
 template <int kDType>
-__global__ void __maxnreg__(40) fused_rows_vec16(const kerneleval_params p) {
+__global__ void __maxnreg__(48) fused_rows_vec16(const kerneleval_params p) {
   __shared__ float partials[kMaxWarps];
+  // Parameters only, so it may run before the wait, while the kernel before this one ends.
+  const float inv_hidden = 1.f / static_cast<float>(p.hidden);
   // A kernel before this one in the stream may have written our inputs: wait for it before
   // any global access, then let the next kernel's CTAs start launching.
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -263,10 +312,14 @@ __global__ void __maxnreg__(40) fused_rows_vec16(const kerneleval_params p) {
   // the checks GeneralRow makes per thread on nine parameters before its first load.
   constexpr int kVec = 16 / sizeof(typename Traits<kDType>::Raw);
   constexpr unsigned kFlatRows = KERNELEVAL_FLAG_ROWS_ALIGNED16 | KERNELEVAL_FLAG_INDEX32;
+  // ptxas lays the general paths (~32 KB of code) out before this one, which a cold call
+  // (L2 flushed, instructions fetched from DRAM) pays for; __builtin_expect on this test
+  // left the layout as it was.
   if ((p.flags & kFlatRows) == kFlatRows && p.hidden <= 2ll * kVec * blockDim.x) {
-    RegisterRow<kDType, kVec, 2, true>(p, row, static_cast<int>(p.hidden) / kVec, partials);
+    RegisterRowAnyMode<kDType, kVec, 2, true>(p, row, static_cast<int>(p.hidden) / kVec, inv_hidden,
+                                              partials);
   } else {
-    GeneralRow<kDType>(p, row, partials);
+    GeneralRow<kDType>(p, row, inv_hidden, partials);
   }
 }
 

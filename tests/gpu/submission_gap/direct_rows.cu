@@ -10,7 +10,8 @@ __global__ void __maxnreg__(40) direct_rows(const kerneleval_params p) {
   const long long row = blockIdx.x;
   if (row >= p.batch) return;
   constexpr int kVec = 16 / sizeof(typename Traits<kDType>::Raw);
-  RegisterRow<kDType, kVec, 2, false>(p, row, static_cast<int>(p.hidden / kVec), partials);
+  RegisterRowAnyMode<kDType, kVec, 2, false>(p, row, static_cast<int>(p.hidden / kVec),
+                                             1.f / static_cast<float>(p.hidden), partials);
 }
 
 template __global__ void direct_rows<KERNELEVAL_DTYPE_BF16>(const kerneleval_params);
@@ -21,14 +22,19 @@ template __global__ void direct_rows<KERNELEVAL_DTYPE_BF16>(const kerneleval_par
 // does not, the rest is the launch path. kProbe reads one more parameter before the first
 // load: 1 `dtype`, 2 `flags`. In the block as first extended (flags appended) they were at
 // offsets 108 and 128, and only the second cost anything (~0.05 us); ABI version 2 moved
-// flags to offset 40, beside the pointers, and dtype to 68.
-template <int kProbe>
-__global__ void __launch_bounds__(128) lean_rows_probe(const kerneleval_params p) {
+// flags to offset 40, beside the pointers, and dtype to 68. The body takes any parameter
+// block with these fields: launch_path_bench also runs it from a smaller one.
+template <int kProbe, typename Params>
+__device__ __forceinline__ void LeanRow(const Params& p) {
   __shared__ float partials[kMaxWarps];
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  if (kProbe == 1 && p.dtype != KERNELEVAL_DTYPE_BF16) return;
-  if (kProbe == 2 && (p.flags & KERNELEVAL_FLAG_ROWS_ALIGNED16) == 0) return;
+  if constexpr (kProbe == 1) {
+    if (p.dtype != KERNELEVAL_DTYPE_BF16) return;
+  }
+  if constexpr (kProbe == 2) {
+    if ((p.flags & KERNELEVAL_FLAG_ROWS_ALIGNED16) == 0) return;
+  }
   using T = Traits<KERNELEVAL_DTYPE_BF16>;
   using P = Pack<unsigned short, 8>;
   const unsigned row = blockIdx.x;
@@ -63,6 +69,11 @@ __global__ void __launch_bounds__(128) lean_rows_probe(const kerneleval_params p
   if (i1 < units) out[i1] = o1;
 }
 
+template <int kProbe>
+__global__ void __launch_bounds__(128) lean_rows_probe(const kerneleval_params p) {
+  LeanRow<kProbe>(p);
+}
+
 template __global__ void lean_rows_probe<0>(const kerneleval_params);
 template __global__ void lean_rows_probe<1>(const kerneleval_params);
 template __global__ void lean_rows_probe<2>(const kerneleval_params);
@@ -77,7 +88,8 @@ __global__ void __maxnreg__(40) flat_rows(const kerneleval_params p) {
   const long long row = blockIdx.x;
   if (row >= p.batch || p.dtype != kDType) return;
   constexpr int kVec = 16 / sizeof(typename Traits<kDType>::Raw);
-  RegisterRow<kDType, kVec, 2, true>(p, row, static_cast<int>(p.hidden) / kVec, partials);
+  RegisterRowAnyMode<kDType, kVec, 2, true>(p, row, static_cast<int>(p.hidden) / kVec,
+                                            1.f / static_cast<float>(p.hidden), partials);
 }
 
 template __global__ void flat_rows<KERNELEVAL_DTYPE_BF16>(const kerneleval_params);
