@@ -155,13 +155,12 @@ __device__ __forceinline__ float InvRms(float sum_sq, float inv_hidden, float ep
 }
 
 // The row in registers: kVecs units per thread, kept as the fp32 sums x + r (as many
-// registers as one packed input for 16-bit types), the weight loaded while the reduction
-// runs. kStoreSum (residual_out wanted) is a template parameter, not a test of the pointer
-// per row: without the store in the code the weight's loads issue right behind x and r's, as
-// in the built-in (its OUTPUT kernel has no store either); with it, residual_out is stored
-// before the reduction. In place is safe: each element is read and written by the same
-// thread, and all of a thread's reads come before its writes.
-template <int kDType, int kElems, int kVecs, bool kFlat, bool kStoreSum>
+// registers as one packed input for 16-bit types). The weight's loads are issued right
+// behind x and r's, before residual_out (where the call wants it) is stored and the
+// reduction runs: with the store first, ptxas kept them behind it. In place is safe: each
+// element is read and written by the same thread, and all of a thread's reads come before
+// its writes.
+template <int kDType, int kElems, int kVecs, bool kFlat>
 __device__ __forceinline__ void RegisterRow(const kerneleval_params& p, long long row, int units,
                                             float inv_hidden, float* partials) {
   using T = Traits<kDType>;
@@ -187,16 +186,16 @@ __device__ __forceinline__ void RegisterRow(const kerneleval_params& p, long lon
       sum_sq += s[j][e] * s[j][e];
     }
   }
-  if constexpr (kStoreSum) {
-#pragma unroll
-    for (int j = 0; j < kVecs; ++j) {
-      if (first + j * stride < units) ptr.res[first + j * stride] = MakePack<kDType>(s[j]);
-    }
-  }
   P wv[kVecs];
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) {
     if (first + j * stride < units) wv[j] = LoadWeight(ptr.w + first + j * stride);
+  }
+  if (ptr.res != nullptr) {
+#pragma unroll
+    for (int j = 0; j < kVecs; ++j) {
+      if (first + j * stride < units) ptr.res[first + j * stride] = MakePack<kDType>(s[j]);
+    }
   }
   const float inv_rms = InvRms(BlockSum(sum_sq, partials), inv_hidden, p.eps);
 #pragma unroll
@@ -206,17 +205,6 @@ __device__ __forceinline__ void RegisterRow(const kerneleval_params& p, long lon
 #pragma unroll
     for (int e = 0; e < kElems; ++e) o[e] = s[j][e] * inv_rms * T::ToFloat(wv[j].e[e]);
     ptr.out[first + j * stride] = MakePack<kDType>(o);
-  }
-}
-
-// RegisterRow for whichever mode the call is in (one uniform branch).
-template <int kDType, int kElems, int kVecs, bool kFlat>
-__device__ __forceinline__ void RegisterRowAnyMode(const kerneleval_params& p, long long row,
-                                                   int units, float inv_hidden, float* partials) {
-  if (p.residual_out == nullptr) {
-    RegisterRow<kDType, kElems, kVecs, kFlat, false>(p, row, units, inv_hidden, partials);
-  } else {
-    RegisterRow<kDType, kElems, kVecs, kFlat, true>(p, row, units, inv_hidden, partials);
   }
 }
 
@@ -279,11 +267,9 @@ __device__ __forceinline__ void GeneralRow(const kerneleval_params& p, long long
   if (!vector) {
     TwoPassRow<kDType, 1, false>(p, row, units, inv_hidden, partials);
   } else if (units <= blockDim.x) {
-    RegisterRowAnyMode<kDType, kVec, 1, false>(p, row, static_cast<int>(units), inv_hidden,
-                                               partials);
+    RegisterRow<kDType, kVec, 1, false>(p, row, static_cast<int>(units), inv_hidden, partials);
   } else if (units <= 2ll * blockDim.x) {
-    RegisterRowAnyMode<kDType, kVec, 2, false>(p, row, static_cast<int>(units), inv_hidden,
-                                               partials);
+    RegisterRow<kDType, kVec, 2, false>(p, row, static_cast<int>(units), inv_hidden, partials);
   } else {
     TwoPassRow<kDType, kVec, false>(p, row, units, inv_hidden, partials);
   }
@@ -312,15 +298,15 @@ __global__ void __maxnreg__(48) fused_rows_vec16(const kerneleval_params p) {
   // the checks GeneralRow makes per thread on nine parameters before its first load.
   constexpr int kVec = 16 / sizeof(typename Traits<kDType>::Raw);
   constexpr unsigned kFlatRows = KERNELEVAL_FLAG_ROWS_ALIGNED16 | KERNELEVAL_FLAG_INDEX32;
-  // ptxas lays the general paths (~32 KB of code) out before this one, which a cold call
-  // (L2 flushed, instructions fetched from DRAM) pays for; __builtin_expect on this test
-  // left the layout as it was.
-  if ((p.flags & kFlatRows) == kFlatRows && p.hidden <= 2ll * kVec * blockDim.x) {
-    RegisterRowAnyMode<kDType, kVec, 2, true>(p, row, static_cast<int>(p.hidden) / kVec, inv_hidden,
-                                              partials);
-  } else {
+  // Any other row goes the general way. Written as an early exit, so that ptxas lays the
+  // fast path out right behind the entry: as an if / else it put the general paths (~32 KB
+  // of code) first, which a cold call (L2 flushed, instructions fetched from DRAM) paid for.
+  if ((p.flags & kFlatRows) != kFlatRows || p.hidden > 2ll * kVec * blockDim.x) {
     GeneralRow<kDType>(p, row, inv_hidden, partials);
+    return;
   }
+  RegisterRow<kDType, kVec, 2, true>(p, row, static_cast<int>(p.hidden) / kVec, inv_hidden,
+                                     partials);
 }
 
 template __global__ void fused_rows_vec16<KERNELEVAL_DTYPE_BF16>(const kerneleval_params);
