@@ -1,13 +1,13 @@
 // The built-in cuda_fused kernel (kernels/cuda/rmsnorm_split_row_kernel.cuh, SplitRowKernel
 // with one CTA per row) written against the submission ABI: the row spread over the CTA's
-// threads with up to two 16-byte vectors each, x and r loaded at entry and kept as fp32 sums,
-// residual_out (where the call wants it) stored before the reduction, the weight loaded
-// through the read-only path while it runs, so that a row costs one DRAM round trip, one
-// barrier and nothing in shared memory but the warps' partial sums. Programmatic dependent
-// launch: the wait comes before any global access. As in the built-in, the mode is a
-// template parameter of the row (the OUTPUT row has no store before its weight loads),
-// 1 / hidden is multiplied rather than divided by, results are packed two at a time, and
-// the kernel is capped at 48 registers: at hidden 2048 bf16 the two agree bit for bit.
+// threads with up to two 16-byte vectors each, x, r and the weight (through the read-only
+// path) loaded at entry, x + r kept as fp32 sums, residual_out (where the call wants it)
+// stored before the reduction, so that a row costs one DRAM round trip, one barrier and
+// nothing in shared memory but the warps' partial sums. Programmatic dependent launch: the
+// wait comes before any global access. As in the built-in, 1 / hidden is multiplied rather
+// than divided by, results are packed two at a time and the kernel is capped at 48
+// registers: at hidden 2048 bf16 the two agree bit for bit. The fast path is the code right
+// behind the entry (docs/results/submissions-h200.md has what each choice measured).
 //
 // At hidden 2048 bf16 a row is 256 vectors: 128 threads of two each (the built-in's choice;
 // on the H200 it measured ~5% faster than 256 threads of one at small batches). Rows longer
