@@ -221,26 +221,46 @@ TEST(Admission, WorkWhoseDeadlinePassesInTheQueueIsNeverStarted) {
   TestServer& t = held.t;
 
   auto stub = t.NewRawStub();
-  const auto short_deadline = [] {
-    return std::chrono::system_clock::now() + std::chrono::milliseconds(300);
-  };
-  v1::BenchmarkRequest bench;
-  bench.set_suite("fused_add_rmsnorm_h2048");
-  bench.add_implementations("gated");
-  grpc::ClientContext bench_context;
-  bench_context.set_deadline(short_deadline());
-  auto reader = stub->Benchmark(&bench_context, bench);
+  // Long enough to reach the server on a loaded machine (a call that expires before the
+  // server sees it is never counted there), then passed while both calls wait in the queue.
+  const auto deadline = std::chrono::system_clock::now() + std::chrono::seconds(5);
+  grpc::Status bench_status, run_status;
   int events = 0;
-  for (v1::BenchmarkEvent e; reader->Read(&e);) ++events;
-  const grpc::Status bench_status = reader->Finish();
+  std::thread bench_caller([&] {
+    v1::BenchmarkRequest bench;
+    bench.set_suite("fused_add_rmsnorm_h2048");
+    bench.add_implementations("gated");
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    auto reader = stub->Benchmark(&context, bench);
+    for (v1::BenchmarkEvent e; reader->Read(&e);) ++events;
+    bench_status = reader->Finish();
+  });
+  std::thread run_caller([&] {
+    grpc::ClientContext context;
+    context.set_deadline(deadline);
+    v1::RunResponse response;
+    run_status = stub->Run(&context, SmallRun(1, 4), &response);
+  });
+  // Both calls are in the server (the holder's Run is the other one in flight) before their
+  // deadline passes.
+  auto inflight = [](const std::string& metrics, const char* method) {
+    return MetricValue(metrics, "kerneleval_inflight_requests", {{"method", method}});
+  };
+  for (int i = 0; i < 1000; ++i) {
+    const std::string metrics = ScrapeMetrics(t.server->metrics_port());
+    if (inflight(metrics, "Run") >= 2 && inflight(metrics, "Benchmark") >= 1) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  bench_caller.join();
+  run_caller.join();
+  // The server's deadline for a call is its receipt time plus the time the client had left,
+  // so it passes a little after the client's; released before it, the queue would find the
+  // calls cancelled by the client instead.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
   EXPECT_EQ(bench_status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
       << bench_status.error_message();
   EXPECT_EQ(events, 0);
-
-  grpc::ClientContext run_context;
-  run_context.set_deadline(short_deadline());
-  v1::RunResponse run_response;
-  const grpc::Status run_status = stub->Run(&run_context, SmallRun(1, 4), &run_response);
   EXPECT_EQ(run_status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
       << run_status.error_message();
 
