@@ -4,10 +4,11 @@
 // path) loaded at entry, x + r kept as fp32 sums, residual_out (where the call wants it)
 // stored before the reduction, so that a row costs one DRAM round trip, one barrier and
 // nothing in shared memory but the warps' partial sums. Programmatic dependent launch: the
-// wait comes before any global access. As in the built-in, 1 / hidden is multiplied rather
-// than divided by, results are packed two at a time and the kernel is capped at 48
-// registers: at hidden 2048 bf16 the two agree bit for bit. The fast path is the code right
-// behind the entry (docs/results/submissions-h200.md has what each choice measured).
+// wait comes before any global access. As in the built-in, the sum of squares is multiplied
+// by 1 / hidden (the block's inv_hidden) rather than divided, results are packed two at a
+// time and the kernel is capped at 48 registers: at hidden 2048 bf16 the two agree bit for
+// bit. The fast path is the code right behind the entry (docs/results/submissions-h200.md
+// has what each choice measured).
 //
 // At hidden 2048 bf16 a row is 256 vectors: 128 threads of two each (the built-in's choice;
 // on the H200 it measured ~5% faster than 256 threads of one at small batches). Rows longer
@@ -147,11 +148,11 @@ __device__ __forceinline__ Pack<typename Traits<kDType>::Raw, kElems> MakePack(
   return v;
 }
 
-// 1 / rms from the row's sum of squares: a multiply by 1 / hidden (computed once per CTA,
-// before the PDL wait) instead of a division on the path after the reduction; the built-in
-// does the same, so the two agree bit for bit.
-__device__ __forceinline__ float InvRms(float sum_sq, float inv_hidden, float eps) {
-  return rsqrtf(sum_sq * inv_hidden + eps);
+// 1 / rms from the row's sum of squares: a multiply by the block's 1 / hidden, not a
+// division on the path after the reduction; the built-in does the same, so the two agree bit
+// for bit.
+__device__ __forceinline__ float InvRms(float sum_sq, const kerneleval_params& p) {
+  return rsqrtf(sum_sq * p.inv_hidden + p.eps);
 }
 
 // The row in registers: kVecs units per thread, kept as the fp32 sums x + r (as many
@@ -162,7 +163,7 @@ __device__ __forceinline__ float InvRms(float sum_sq, float inv_hidden, float ep
 // its writes.
 template <int kDType, int kElems, int kVecs, bool kFlat>
 __device__ __forceinline__ void RegisterRow(const kerneleval_params& p, long long row, int units,
-                                            float inv_hidden, float* partials) {
+                                            float* partials) {
   using T = Traits<kDType>;
   const RowPtrs<kDType, kElems, kFlat> ptr(p, row);
   using P = typename RowPtrs<kDType, kElems, kFlat>::P;
@@ -197,7 +198,7 @@ __device__ __forceinline__ void RegisterRow(const kerneleval_params& p, long lon
       if (first + j * stride < units) ptr.res[first + j * stride] = MakePack<kDType>(s[j]);
     }
   }
-  const float inv_rms = InvRms(BlockSum(sum_sq, partials), inv_hidden, p.eps);
+  const float inv_rms = InvRms(BlockSum(sum_sq, partials), p);
 #pragma unroll
   for (int j = 0; j < kVecs; ++j) {
     if (first + j * stride >= units) continue;
@@ -213,7 +214,7 @@ __device__ __forceinline__ void RegisterRow(const kerneleval_params& p, long lon
 // first pass's reads from the second pass's writes.
 template <int kDType, int kElems, bool kFlat>
 __device__ __forceinline__ void TwoPassRow(const kerneleval_params& p, long long row,
-                                           long long units, float inv_hidden, float* partials) {
+                                           long long units, float* partials) {
   using T = Traits<kDType>;
   const RowPtrs<kDType, kElems, kFlat> ptr(p, row);
   using P = typename RowPtrs<kDType, kElems, kFlat>::P;
@@ -226,7 +227,7 @@ __device__ __forceinline__ void TwoPassRow(const kerneleval_params& p, long long
       sum_sq += s * s;
     }
   }
-  const float inv_rms = InvRms(BlockSum(sum_sq, partials), inv_hidden, p.eps);
+  const float inv_rms = InvRms(BlockSum(sum_sq, partials), p);
   for (long long u = threadIdx.x; u < units; u += blockDim.x) {
     const P xv = ptr.x[u], rv = ptr.r[u], wv = LoadWeight(ptr.w + u);
     P o, s;
@@ -251,11 +252,11 @@ __device__ __forceinline__ bool Aligned16(const void* ptr) {
 // ran 2.3x slower at large batches on the H200.
 template <int kDType>
 __device__ __forceinline__ void GeneralRow(const kerneleval_params& p, long long row,
-                                           float inv_hidden, float* partials) {
+                                           float* partials) {
   constexpr int kVec = 16 / sizeof(typename Traits<kDType>::Raw);
   constexpr unsigned kFlatRows = KERNELEVAL_FLAG_ROWS_ALIGNED16 | KERNELEVAL_FLAG_INDEX32;
   if ((p.flags & kFlatRows) == kFlatRows) {  // a row longer than two vectors per thread
-    TwoPassRow<kDType, kVec, true>(p, row, p.hidden / kVec, inv_hidden, partials);
+    TwoPassRow<kDType, kVec, true>(p, row, p.hidden / kVec, partials);
     return;
   }
   const bool vector = p.hidden % kVec == 0 && p.hidden_states_stride % kVec == 0 &&
@@ -265,13 +266,13 @@ __device__ __forceinline__ void GeneralRow(const kerneleval_params& p, long long
                       Aligned16(p.residual_out);
   const long long units = vector ? p.hidden / kVec : p.hidden;
   if (!vector) {
-    TwoPassRow<kDType, 1, false>(p, row, units, inv_hidden, partials);
+    TwoPassRow<kDType, 1, false>(p, row, units, partials);
   } else if (units <= blockDim.x) {
-    RegisterRow<kDType, kVec, 1, false>(p, row, static_cast<int>(units), inv_hidden, partials);
+    RegisterRow<kDType, kVec, 1, false>(p, row, static_cast<int>(units), partials);
   } else if (units <= 2ll * blockDim.x) {
-    RegisterRow<kDType, kVec, 2, false>(p, row, static_cast<int>(units), inv_hidden, partials);
+    RegisterRow<kDType, kVec, 2, false>(p, row, static_cast<int>(units), partials);
   } else {
-    TwoPassRow<kDType, kVec, false>(p, row, units, inv_hidden, partials);
+    TwoPassRow<kDType, kVec, false>(p, row, units, partials);
   }
 }
 
@@ -282,8 +283,6 @@ __device__ __forceinline__ void GeneralRow(const kerneleval_params& p, long long
 template <int kDType>
 __global__ void __maxnreg__(48) fused_rows_vec16(const kerneleval_params p) {
   __shared__ float partials[kMaxWarps];
-  // Parameters only, so it may run before the wait, while the kernel before this one ends.
-  const float inv_hidden = 1.f / static_cast<float>(p.hidden);
   // A kernel before this one in the stream may have written our inputs: wait for it before
   // any global access, then let the next kernel's CTAs start launching.
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -291,7 +290,7 @@ __global__ void __maxnreg__(48) fused_rows_vec16(const kerneleval_params p) {
   const long long row = blockIdx.x;
   // The whole CTA leaves together. No dtype check: the service launches a submission only
   // for the dtype it was registered for, and every field read before the first load is in
-  // the parameter block's first 64 bytes (pointers, flags, batch, hidden).
+  // the parameter block's first 48 bytes (pointers, batch, hidden, flags).
   if (row >= p.batch) return;
   // Where the service vouches for 16-byte rows and 32-bit offsets (every call it makes but
   // odd row lengths) and the row fits two vectors per thread, one uniform branch replaces
@@ -302,11 +301,10 @@ __global__ void __maxnreg__(48) fused_rows_vec16(const kerneleval_params p) {
   // fast path out right behind the entry: as an if / else it put the general paths (~32 KB
   // of code) first, which a cold call (L2 flushed, instructions fetched from DRAM) paid for.
   if ((p.flags & kFlatRows) != kFlatRows || p.hidden > 2ll * kVec * blockDim.x) {
-    GeneralRow<kDType>(p, row, inv_hidden, partials);
+    GeneralRow<kDType>(p, row, partials);
     return;
   }
-  RegisterRow<kDType, kVec, 2, true>(p, row, static_cast<int>(p.hidden) / kVec, inv_hidden,
-                                     partials);
+  RegisterRow<kDType, kVec, 2, true>(p, row, static_cast<int>(p.hidden) / kVec, partials);
 }
 
 template __global__ void fused_rows_vec16<KERNELEVAL_DTYPE_BF16>(const kerneleval_params);

@@ -16,6 +16,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "kerneleval/submission_abi.h"
 
 namespace kerneleval::server::submissions {
 namespace {
@@ -93,6 +94,9 @@ std::string Compiler::CacheKey(const internal::CompileRequest& request) {
   auto add = [&canon](absl::string_view field) {
     absl::StrAppend(&canon, field.size(), ":", field);
   };
+  // The ABI header is part of every compile: a cubin built against another version of it
+  // is never reused.
+  add(absl::StrCat("abi", KERNELEVAL_ABI_VERSION));
   add(absl::StrCat(static_cast<int>(request.language())));
   add(request.arch());
   add(request.fast_math() ? "fast_math" : "");

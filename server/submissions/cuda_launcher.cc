@@ -80,6 +80,8 @@ kerneleval_params MakeParams(const FusedAddRmsNormArgs& a, void* scratch,
   p.residual_out_stride = p.residual_out != nullptr ? a.hidden : 0;
   p.scratch_bytes = scratch != nullptr ? scratch_bytes : 0;
   p.eps = a.eps;
+  // As the built-in's launcher computes it (kernels/cuda/fused_add_rmsnorm.cu).
+  p.inv_hidden = 1.0f / static_cast<float>(a.hidden);
   p.dtype = static_cast<int>(a.dtype);  // DType and the ABI share 0, 1, 2
   p.mode = static_cast<int>(a.mode);
   p.sm_count = sm_count;
@@ -150,9 +152,9 @@ absl::StatusOr<std::unique_ptr<SubmissionLauncher>> SubmissionLauncher::Load(
     KE_CU_RETURN_IF_ERROR(cu.ModuleGetFunction(&f, module, lowered.c_str()));
     std::size_t offset = 0, size = 0;
     KE_CU_RETURN_IF_ERROR(cu.FuncGetParamInfo(f, 0, &offset, &size));
-    if (static_cast<long long>(size) == kAbiV1ParamsBytes) {
+    if (const int old = OldAbiVersion(static_cast<long long>(size)); old != 0) {
       return absl::FailedPreconditionError(
-          AbiV1Refusal(absl::StrCat("launch_plan.kernels[", i, "].entry"), lowered));
+          OldAbiRefusal(absl::StrCat("launch_plan.kernels[", i, "].entry"), lowered, old));
     }
     if (size != KERNELEVAL_PARAMS_BYTES ||
         cu.FuncGetParamInfo(f, 1, &offset, &size) != CUDA_ERROR_INVALID_VALUE) {

@@ -61,8 +61,8 @@ absl::Status CheckEntryParams(const std::string& ptx, const std::string& lowered
     return absl::InvalidArgumentError(
         absl::StrCat(field, ": ", Quote(entry), " is not a __global__ function of the source"));
   }
-  if (params->size() == 1 && (*params)[0] == kAbiV1ParamsBytes) {
-    return absl::InvalidArgumentError(AbiV1Refusal(field, entry));
+  if (params->size() == 1 && OldAbiVersion((*params)[0]) != 0) {
+    return absl::InvalidArgumentError(OldAbiRefusal(field, entry, OldAbiVersion((*params)[0])));
   }
   if (params->size() != 1 || (*params)[0] != KERNELEVAL_PARAMS_BYTES) {
     return absl::InvalidArgumentError(

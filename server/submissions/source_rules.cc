@@ -116,10 +116,21 @@ bool IsIdentifier(absl::string_view s) {
 
 }  // namespace
 
-std::string AbiV1Refusal(absl::string_view field, absl::string_view entry) {
-  return absl::StrCat(field, ": ", Quote(entry), " takes kerneleval_params of ABI version 1 (",
-                      kAbiV1ParamsBytes, " bytes); this server speaks version ",
-                      KERNELEVAL_ABI_VERSION, " (", KERNELEVAL_PARAMS_BYTES,
+int OldAbiVersion(long long bytes) {
+  switch (bytes) {
+    case 128:
+      return 1;
+    case 136:
+      return 2;
+    default:
+      return 0;
+  }
+}
+
+std::string OldAbiRefusal(absl::string_view field, absl::string_view entry, int version) {
+  return absl::StrCat(field, ": ", Quote(entry), " takes kerneleval_params of ABI version ",
+                      version, "; this server speaks version ", KERNELEVAL_ABI_VERSION, " (",
+                      KERNELEVAL_PARAMS_BYTES,
                       " bytes, fields reordered): build it against the current "
                       "<kerneleval/submission_abi.h> and register it again");
 }

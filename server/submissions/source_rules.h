@@ -17,12 +17,12 @@ inline constexpr char kAbiInclude[] = "kerneleval/submission_abi.h";
 // The name NVRTC gives the source in its log: "submission.cu(12): error: ...".
 inline constexpr char kSourceName[] = "submission.cu";
 
-// The size of kerneleval_params in ABI version 1, whose layout version 2 changed: a kernel
-// that takes a block of this size was compiled against the old header and would misread
-// every field after the pointers.
-inline constexpr long long kAbiV1ParamsBytes = 128;
-// Why such a kernel is refused, naming `field` and the entry: compile it again.
-std::string AbiV1Refusal(absl::string_view field, absl::string_view entry);
+// The ABI version whose kerneleval_params has `bytes` bytes, for the versions before this
+// server's (1: 128 bytes, 2: 136); 0 for any other size. A kernel that takes such a block was
+// compiled against an old header and would misread the fields the layout moved.
+int OldAbiVersion(long long bytes);
+// Why such a kernel is refused, naming `field`, the entry and its version: compile it again.
+std::string OldAbiRefusal(absl::string_view field, absl::string_view entry, int version);
 
 // A bounded echo of a caller's value for an error message: the first `max` bytes, quoted,
 // with the full length when it was cut ("'abc...' (70000 bytes)").

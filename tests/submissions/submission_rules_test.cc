@@ -20,22 +20,30 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// The layout is the ABI: what a row kernel reads before its first load (the five tensor
-// pointers, flags, mode, batch, hidden) lies in the first 64 bytes.
+// The layout is the ABI: what a row kernel reads before its first load (the row pointers,
+// batch, hidden, flags) and right after its reduction (eps, inv_hidden) lies in the first 48
+// bytes, the constant-bank line every kernel has fetched when it starts.
 TEST(AbiLayout, WhatARowReadsFirstComesFirst) {
-  EXPECT_EQ(sizeof(kerneleval_params), 136u);
+  EXPECT_EQ(sizeof(kerneleval_params), 144u);
   EXPECT_EQ(offsetof(kerneleval_params, hidden_states), 0u);
-  EXPECT_EQ(offsetof(kerneleval_params, residual_out), 32u);
-  EXPECT_EQ(offsetof(kerneleval_params, flags), 40u);
+  EXPECT_EQ(offsetof(kerneleval_params, residual), 8u);
+  EXPECT_EQ(offsetof(kerneleval_params, batch), 16u);
+  EXPECT_EQ(offsetof(kerneleval_params, hidden), 24u);
+  EXPECT_EQ(offsetof(kerneleval_params, flags), 32u);
+  EXPECT_EQ(offsetof(kerneleval_params, eps), 36u);
+  EXPECT_EQ(offsetof(kerneleval_params, inv_hidden), 40u);
   EXPECT_EQ(offsetof(kerneleval_params, mode), 44u);
-  EXPECT_EQ(offsetof(kerneleval_params, batch), 48u);
-  EXPECT_EQ(offsetof(kerneleval_params, hidden), 56u);
-  EXPECT_EQ(offsetof(kerneleval_params, eps), 64u);
-  EXPECT_EQ(offsetof(kerneleval_params, scratch), 72u);
-  EXPECT_EQ(offsetof(kerneleval_params, hidden_states_stride), 80u);
-  EXPECT_EQ(offsetof(kerneleval_params, abi_version), 132u);
-  EXPECT_NE(sizeof(kerneleval_params), static_cast<std::size_t>(kAbiV1ParamsBytes))
-      << "a version-1 kernel must be told apart by its block's size";
+  EXPECT_EQ(offsetof(kerneleval_params, weight), 48u);
+  EXPECT_EQ(offsetof(kerneleval_params, residual_out), 64u);
+  EXPECT_EQ(offsetof(kerneleval_params, scratch), 80u);
+  EXPECT_EQ(offsetof(kerneleval_params, hidden_states_stride), 88u);
+  EXPECT_EQ(offsetof(kerneleval_params, abi_version), 136u);
+  for (long long old : {128, 136}) {
+    EXPECT_NE(OldAbiVersion(old), 0) << old;
+    EXPECT_NE(sizeof(kerneleval_params), static_cast<std::size_t>(old))
+        << "a kernel of an older version must be told apart by its block's size";
+  }
+  EXPECT_EQ(OldAbiVersion(KERNELEVAL_PARAMS_BYTES), 0);
 }
 
 // The flags promise only what holds for the call: an offset, an odd row or a huge tensor

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -340,24 +341,27 @@ TEST(Submissions, PtxIsAssembled) {
   v1::SubmissionSpec spec = Spec("ptx",
                                  ".version 8.0\n.target sm_90a\n.address_size 64\n"
                                  ".visible .entry nothing(\n"
-                                 "  .param .align 8 .b8 nothing_param_0[136]\n)\n{\n  ret;\n}\n",
+                                 "  .param .align 8 .b8 nothing_param_0[144]\n)\n{\n  ret;\n}\n",
                                  "nothing");
   spec.set_language(v1::SOURCE_LANGUAGE_PTX);
   v1::RegisterSubmissionResponse r;
   const grpc::Status s = Register(f, spec, &r);
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(r.submission().diagnostics().kernels(0).lowered_name(), "nothing");
-  // Written against ABI version 1 (a 128-byte block laid out otherwise): refused, saying so.
-  v1::SubmissionSpec old = spec;
-  old.set_name("ptx_v1");
-  old.set_source(
-      ".version 8.0\n.target sm_90a\n.address_size 64\n"
-      ".visible .entry nothing(\n"
-      "  .param .align 8 .b8 nothing_param_0[128]\n)\n{\n  ret;\n}\n");
-  const grpc::Status refused = Register(f, old);
-  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(refused.error_message(), HasSubstr("ABI version 1"));
-  EXPECT_THAT(refused.error_message(), HasSubstr("kernels[0].entry"));
+  // Written against ABI version 1 (a 128-byte block laid out otherwise) or 2 (136 bytes):
+  // refused, saying which.
+  for (const auto& [bytes, version] : {std::pair{128, 1}, std::pair{136, 2}}) {
+    v1::SubmissionSpec old = spec;
+    old.set_name(absl::StrCat("ptx_v", version));
+    old.set_source(absl::StrCat(".version 8.0\n.target sm_90a\n.address_size 64\n"
+                                ".visible .entry nothing(\n"
+                                "  .param .align 8 .b8 nothing_param_0[",
+                                bytes, "]\n)\n{\n  ret;\n}\n"));
+    const grpc::Status refused = Register(f, old);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << version;
+    EXPECT_THAT(refused.error_message(), HasSubstr(absl::StrCat("ABI version ", version, ";")));
+    EXPECT_THAT(refused.error_message(), HasSubstr("kernels[0].entry"));
+  }
   spec.set_source(".version 8.0\n.target sm_90a\nthis is not ptx\n");
   EXPECT_EQ(Register(f, spec).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
 }

@@ -24,13 +24,17 @@
  * nvcc and in a host C or C++ compiler. Field order and sizes are the contract: the layout
  * is fixed at KERNELEVAL_PARAMS_BYTES bytes, and a change bumps KERNELEVAL_ABI_VERSION and the
  * size with it, so that a kernel compiled against another version is refused at load, never
- * run on a block it misreads. Version 1 (128 bytes) had no flags and the strides first.
+ * run on a block it misreads. Version 1 (128 bytes) had no flags and the strides first;
+ * version 2 (136 bytes) had batch and hidden at offsets 48 and 56, which cost every call
+ * ~0.03 us on an H200 (below); version 3 (144 bytes) moved them, flags and eps into the
+ * first 48 bytes and added inv_hidden there. The field names and types are those of version
+ * 2: a kernel written for it compiles unchanged.
  */
 #ifndef KERNELEVAL_SUBMISSION_ABI_H_
 #define KERNELEVAL_SUBMISSION_ABI_H_
 
-#define KERNELEVAL_ABI_VERSION 2
-#define KERNELEVAL_PARAMS_BYTES 136
+#define KERNELEVAL_ABI_VERSION 3
+#define KERNELEVAL_PARAMS_BYTES 144
 
 /* Values of kerneleval_params.dtype: the storage type of every tensor. */
 #define KERNELEVAL_DTYPE_BF16 0 /* __nv_bfloat16 */
@@ -51,31 +55,37 @@
 #define KERNELEVAL_MODE_IN_PLACE 2            /* residual <- s, hidden_states <- output */
 
 typedef struct kerneleval_params {
-  /* What a row kernel reads before its first load comes first, in the first 64 bytes: the
-   * load waits for every part of the parameter block read before it, and on an H200 one
-   * more field read from offset 128 cost ~0.05 us per call where offset 108 cost nothing
-   * measurable (docs/results/submissions-h200.md). */
+  /* What a row kernel reads before its first load, and what it needs the moment its
+   * reduction ends, comes first, in the first 48 bytes. A kernel's parameters live in its
+   * constant bank from offset 0x210, and every kernel reads the memory descriptor at 0x208
+   * first: the 64-byte line 0x200-0x23f, the block's first 48 bytes, is in the constant cache
+   * when the kernel starts. A field beyond it costs one more line's fetch where it is first
+   * read: ~0.03 us per call on an H200 when that is before the first load or right after the
+   * reduction (docs/results/submissions-h200.md). */
   const void* hidden_states; /* [batch, hidden] */
   const void* residual;      /* [batch, hidden] */
-  const void* weight;        /* [hidden] */
-  void* output;              /* [batch, hidden]; == hidden_states in IN_PLACE */
-  void* residual_out;        /* [batch, hidden]; NULL in OUTPUT; == residual in IN_PLACE */
-  unsigned int flags;        /* KERNELEVAL_FLAG_*: what this call promises */
-  int mode;                  /* KERNELEVAL_MODE_* */
   long long batch;
   long long hidden;
+  unsigned int flags; /* KERNELEVAL_FLAG_*: what this call promises */
   float eps;
-  int dtype;                      /* KERNELEVAL_DTYPE_* */
-  void* scratch;                  /* [batch, hidden] of the dtype when the plan asks; else NULL */
+  float inv_hidden; /* 1.0f / hidden, rounded once, as the built-in kernels use it */
+  int mode;         /* KERNELEVAL_MODE_* */
+  /* Read while loads are in flight, or at the stores. */
+  const void* weight; /* [hidden] */
+  void* output;       /* [batch, hidden]; == hidden_states in IN_PLACE */
+  void* residual_out; /* [batch, hidden]; NULL in OUTPUT; == residual in IN_PLACE */
+  int dtype;          /* KERNELEVAL_DTYPE_* */
+  int sm_count;       /* SMs of the device: persistent kernels size their loops with it */
+  void* scratch;      /* [batch, hidden] of the dtype when the plan asks; else NULL */
   long long hidden_states_stride; /* elements between rows */
   long long residual_stride;
   long long output_stride;
   long long residual_out_stride; /* 0 when residual_out is NULL */
   long long scratch_bytes;       /* 0 without scratch */
-  int sm_count;     /* SMs of the device: persistent kernels size their loops with it */
-  int kernel_index; /* which kernel of the launch plan this launch is, from 0 */
-  int num_kernels;  /* kernels in the launch plan */
-  int abi_version;  /* KERNELEVAL_ABI_VERSION of the service that launched the kernel */
+  int kernel_index;              /* which kernel of the launch plan this launch is, from 0 */
+  int num_kernels;               /* kernels in the launch plan */
+  int abi_version; /* KERNELEVAL_ABI_VERSION of the service that launched the kernel */
+  int reserved;    /* 0 */
 } kerneleval_params;
 
 #ifdef __cplusplus

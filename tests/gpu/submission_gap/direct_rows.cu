@@ -10,8 +10,7 @@ __global__ void __maxnreg__(40) direct_rows(const kerneleval_params p) {
   const long long row = blockIdx.x;
   if (row >= p.batch) return;
   constexpr int kVec = 16 / sizeof(typename Traits<kDType>::Raw);
-  RegisterRow<kDType, kVec, 2, false>(p, row, static_cast<int>(p.hidden / kVec),
-                                      1.f / static_cast<float>(p.hidden), partials);
+  RegisterRow<kDType, kVec, 2, false>(p, row, static_cast<int>(p.hidden / kVec), partials);
 }
 
 template __global__ void direct_rows<KERNELEVAL_DTYPE_BF16>(const kerneleval_params);
@@ -88,8 +87,7 @@ __global__ void __maxnreg__(40) flat_rows(const kerneleval_params p) {
   const long long row = blockIdx.x;
   if (row >= p.batch || p.dtype != kDType) return;
   constexpr int kVec = 16 / sizeof(typename Traits<kDType>::Raw);
-  RegisterRow<kDType, kVec, 2, true>(p, row, static_cast<int>(p.hidden) / kVec,
-                                     1.f / static_cast<float>(p.hidden), partials);
+  RegisterRow<kDType, kVec, 2, true>(p, row, static_cast<int>(p.hidden) / kVec, partials);
 }
 
 template __global__ void flat_rows<KERNELEVAL_DTYPE_BF16>(const kerneleval_params);

@@ -9,9 +9,9 @@
 //                   CUfunction of a module (cuModuleLoadData: the service's
 //                   SubmissionLauncher) or on the CUkernel of a library (cuLibraryLoadData:
 //                   how the runtime loads its own kernels);
-//   parameters      kerneleval_params (136 bytes, the ABI), the 56 bytes the row reads,
+//   parameters      kerneleval_params (144 bytes, the ABI), the 56 bytes the row reads,
 //                   those 56 padded to 64-256 bytes (the block's size alone), or the same
-//                   fields at their ABI offsets in 72 bytes (where the fields lie).
+//                   fields at their offsets in ABI version 2 in 72 bytes (where they lie).
 // The example submission (fused_rows_vec16<0>) runs both ways too. Protocol: the service's
 // graph replay, hot: --graph-calls launches captured once, each sample one replay between
 // two events behind a device spin (so that the host's cudaGraphLaunch is not in the window),
@@ -317,7 +317,7 @@ int main(int argc, char** argv) {
       {"lean, nvcc, runtime, 256 B", PaddedLaunch<256>},
   };
   variants.insert(variants.end(), padded.begin(), padded.end());
-  variants.push_back({"lean, nvcc, runtime, 72 B, fields at the ABI's offsets",
+  variants.push_back({"lean, nvcc, runtime, 72 B, fields at ABI 2's offsets",
                       [](const FusedAddRmsNormArgs& a, cudaStream_t s) {
                         lean_params_abi_offsets p = {};
                         p.hidden_states = a.hidden_states;
