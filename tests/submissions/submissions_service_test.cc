@@ -353,10 +353,11 @@ TEST(Submissions, PtxIsAssembled) {
   for (const auto& [bytes, version] : {std::pair{128, 1}, std::pair{136, 2}}) {
     v1::SubmissionSpec old = spec;
     old.set_name(absl::StrCat("ptx_v", version));
-    old.set_source(absl::StrCat(".version 8.0\n.target sm_90a\n.address_size 64\n"
-                                ".visible .entry nothing(\n"
-                                "  .param .align 8 .b8 nothing_param_0[",
-                                bytes, "]\n)\n{\n  ret;\n}\n"));
+    old.set_source(
+        absl::StrCat(".version 8.0\n.target sm_90a\n.address_size 64\n"
+                     ".visible .entry nothing(\n"
+                     "  .param .align 8 .b8 nothing_param_0[",
+                     bytes, "]\n)\n{\n  ret;\n}\n"));
     const grpc::Status refused = Register(f, old);
     EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << version;
     EXPECT_THAT(refused.error_message(), HasSubstr(absl::StrCat("ABI version ", version, ";")));
