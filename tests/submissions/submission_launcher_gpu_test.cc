@@ -187,5 +187,54 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(info.param.file).substr(0, std::string(info.param.file).find('.'));
     });
 
+// What a launch gets, field by field, from one call (host code only: runs without a GPU).
+// inv_hidden is the built-in launcher's 1.0f / hidden, rounded once.
+TEST(MakeParams, EveryFieldFromTheCall) {
+  alignas(16) static unsigned char memory[16384];
+  FusedAddRmsNormArgs a;
+  a.dtype = DType::kFP16;
+  a.mode = Mode::kOutputAndResidual;
+  a.batch = 3;
+  a.hidden = 768;
+  a.eps = 1e-5f;
+  a.hidden_states = memory;
+  a.residual = memory + 1536 * 3;
+  a.weight = memory + 2 * 1536 * 3;
+  a.output = memory + 2 * 1536 * 3 + 1536;
+  a.residual_out = memory + 3 * 1536 * 3;
+  void* scratch = memory + 4096;
+  const kerneleval_params p = MakeParams(a, scratch, 4608, 132, 1, 2);
+  EXPECT_EQ(p.hidden_states, a.hidden_states);
+  EXPECT_EQ(p.residual, a.residual);
+  EXPECT_EQ(p.weight, a.weight);
+  EXPECT_EQ(p.output, a.output);
+  EXPECT_EQ(p.residual_out, a.residual_out);
+  EXPECT_EQ(p.scratch, scratch);
+  EXPECT_EQ(p.batch, 3);
+  EXPECT_EQ(p.hidden, 768);
+  EXPECT_EQ(p.eps, 1e-5f);
+  EXPECT_EQ(p.inv_hidden, 1.0f / 768.0f);
+  EXPECT_EQ(p.dtype, KERNELEVAL_DTYPE_FP16);
+  EXPECT_EQ(p.mode, KERNELEVAL_MODE_OUTPUT_AND_RESIDUAL);
+  for (long long stride :
+       {p.hidden_states_stride, p.residual_stride, p.output_stride, p.residual_out_stride}) {
+    EXPECT_EQ(stride, 768);
+  }
+  EXPECT_EQ(p.scratch_bytes, 4608);
+  EXPECT_EQ(p.sm_count, 132);
+  EXPECT_EQ(p.kernel_index, 1);
+  EXPECT_EQ(p.num_kernels, 2);
+  EXPECT_EQ(p.abi_version, KERNELEVAL_ABI_VERSION);
+  EXPECT_EQ(p.reserved, 0);
+
+  // OUTPUT mode: no residual_out, and its stride says so.
+  a.mode = Mode::kOutput;
+  const kerneleval_params out_only = MakeParams(a, nullptr, 0, 132, 0, 1);
+  EXPECT_EQ(out_only.residual_out, nullptr);
+  EXPECT_EQ(out_only.residual_out_stride, 0);
+  EXPECT_EQ(out_only.scratch, nullptr);
+  EXPECT_EQ(out_only.scratch_bytes, 0);
+}
+
 }  // namespace
 }  // namespace kerneleval::server::submissions
