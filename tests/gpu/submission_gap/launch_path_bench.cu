@@ -110,6 +110,9 @@ __global__ void Spin(unsigned long long ns) {
   } while (now - start < ns);
 }
 
+// The driver calls, resolved here rather than through server/cuda_driver.h: that header
+// brings Abseil into this nvcc-compiled file, and it lacks the cuLibrary* calls compared
+// below. Same entry points and versions as the service's CudaDriver.
 template <typename Fn>
 Fn ResolveDriver(const char* symbol, unsigned version) {
   void* fn = nullptr;
