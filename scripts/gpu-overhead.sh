@@ -72,14 +72,17 @@ submit() {  # name, source, then submit flags
 ex=examples/submissions/fused_rows_vec16.cu
 row=(--block 128 --rows-per-block 1 --dtype bf16)
 submit as_shipped "$ex" --entry 'fused_rows_vec16<0>' "${row[@]}" --pdl
-cat "$ex" tests/gpu/submission_gap/direct_rows.cu >"$out/direct_rows.cu"
+cat "$ex" tests/gpu/submission_gap/direct_rows.cu tests/gpu/submission_gap/early_prologue_rows.cu \
+  >"$out/direct_rows.cu"
 gap=(--suite fused_add_rmsnorm_h2048 --impl cuda_fused --impl as_shipped)
 # The lean entry without and with a read of `flags`, the example's fast path alone
-# (GAP_PROBES: these entries of direct_rows.cu; set empty for the example alone); then the
+# (GAP_PROBES: these entries of direct_rows.cu or early_prologue_rows.cu, no spaces in a
+# name, e.g. 'early_rows<0,2>'; set empty for the example alone); then the
 # built-in's calls checked too (GAP_CHECKED, on unless set empty).
 for entry in ${GAP_PROBES-'lean_rows_probe<0>' 'lean_rows_probe<2>' 'flat_rows<0>'}; do
   name=${entry//</_}
   name=${name//>/}
+  name=${name//,/_}
   submit "$name" "$out/direct_rows.cu" --entry "$entry" "${row[@]}" --pdl
   gap+=(--impl "$name")
 done

@@ -283,15 +283,18 @@ __device__ __forceinline__ void GeneralRow(const kerneleval_params& p, long long
 template <int kDType>
 __global__ void __maxnreg__(48) fused_rows_vec16(const kerneleval_params p) {
   __shared__ float partials[kMaxWarps];
+  const long long row = blockIdx.x;
+  // The whole CTA leaves together. Tested before the PDL wait: reading the parameter block
+  // is no global access, and this first read of it then overlaps the kernel before this one
+  // instead of following it (0.03-0.07 us per call at small batches on the H200). No dtype
+  // check: the service launches a submission only for the dtype it was registered for, and
+  // every field read before the first load is in the parameter block's first 48 bytes
+  // (pointers, batch, hidden, flags).
+  if (row >= p.batch) return;
   // A kernel before this one in the stream may have written our inputs: wait for it before
   // any global access, then let the next kernel's CTAs start launching.
   asm volatile("griddepcontrol.wait;" ::: "memory");
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  const long long row = blockIdx.x;
-  // The whole CTA leaves together. No dtype check: the service launches a submission only
-  // for the dtype it was registered for, and every field read before the first load is in
-  // the parameter block's first 48 bytes (pointers, batch, hidden, flags).
-  if (row >= p.batch) return;
   // Where the service vouches for 16-byte rows and 32-bit offsets (every call it makes but
   // odd row lengths) and the row fits two vectors per thread, one uniform branch replaces
   // the checks GeneralRow makes per thread on nine parameters before its first load.

@@ -45,6 +45,7 @@
 #include "../../../examples/submissions/fused_rows_vec16.cu"
 #include "direct_rows.cu"
 #include "small_params_rows.cu"
+#include "early_prologue_rows.cu"
 
 namespace {
 
@@ -233,10 +234,14 @@ int main(int argc, char** argv) {
   const std::string gap_dir = source_dir + "/tests/gpu/submission_gap/";
   const std::string source = ReadFile(source_dir + "/examples/submissions/fused_rows_vec16.cu") +
                              ReadFile(gap_dir + "direct_rows.cu") +
-                             ReadFile(gap_dir + "small_params_rows.cu");
+                             ReadFile(gap_dir + "small_params_rows.cu") +
+                             ReadFile(gap_dir + "early_prologue_rows.cu");
+  const std::vector<std::string> entries = {"lean_rows_probe<0>", "lean_rows_small",
+                                            "fused_rows_vec16<0>", "early_rows<0, 1>",
+                                            "early_rows<0, 2>",   "early_rows<0, 3>",
+                                            "lean_rows_early"};
   const kerneleval::launch_path::NvrtcBuild nvrtc = kerneleval::launch_path::CompileLikeTheService(
-      source, {"lean_rows_probe<0>", "lean_rows_small", "fused_rows_vec16<0>"}, major, minor,
-      cuda_include, source_dir + "/kernels/include");
+      source, entries, major, minor, cuda_include, source_dir + "/kernels/include");
   std::printf("NVRTC:\n%s", nvrtc.resources.c_str());
   if (!cubin_out.empty()) std::ofstream(cubin_out, std::ios::binary) << nvrtc.cubin;
   const auto module_load = ResolveDriver<PFN_cuModuleLoadData_v2000>("cuModuleLoadData", 2000);
@@ -244,8 +249,8 @@ int main(int argc, char** argv) {
       ResolveDriver<PFN_cuModuleGetFunction_v2000>("cuModuleGetFunction", 2000);
   CUmodule module = nullptr;
   CheckCu(module_load(&module, nvrtc.cubin.data()), "cuModuleLoadData");
-  CUfunction module_fn[3] = {};
-  for (int i = 0; i < 3; ++i) {
+  std::vector<CUfunction> module_fn(entries.size());
+  for (std::size_t i = 0; i < entries.size(); ++i) {
     CheckCu(module_function(&module_fn[i], module, nvrtc.lowered[i].c_str()),
             "cuModuleGetFunction");
   }
@@ -309,6 +314,33 @@ int main(int argc, char** argv) {
          DriverLaunch(f, &p, a.batch, s);
        }},
   };
+  // The example with its prologue before the PDL wait (early_prologue_rows.cu), both builds.
+  const std::vector<Variant> early = {
+      {"example, step 1 (bound before the wait), nvcc",
+       [sms](const FusedAddRmsNormArgs& a, cudaStream_t s) {
+         RuntimeLaunch(early_rows<KERNELEVAL_DTYPE_BF16, 1>, AbiParams(a, sms), a.batch, s);
+       }},
+      {"example, step 2 (+ thread 0 prefetches w), nvcc",
+       [sms](const FusedAddRmsNormArgs& a, cudaStream_t s) {
+         RuntimeLaunch(early_rows<KERNELEVAL_DTYPE_BF16, 2>, AbiParams(a, sms), a.batch, s);
+       }},
+      {"example, step 3 (every thread prefetches w), nvcc",
+       [sms](const FusedAddRmsNormArgs& a, cudaStream_t s) {
+         RuntimeLaunch(early_rows<KERNELEVAL_DTYPE_BF16, 3>, AbiParams(a, sms), a.batch, s);
+       }},
+      {"lean, step 2's prologue, nvcc",
+       [sms](const FusedAddRmsNormArgs& a, cudaStream_t s) {
+         RuntimeLaunch(lean_rows_early, AbiParams(a, sms), a.batch, s);
+       }},
+  };
+  variants.insert(variants.end(), early.begin(), early.end());
+  for (std::size_t i = 3; i < entries.size(); ++i) {
+    variants.push_back({entries[i] + ", NVRTC, module (the service)",
+                        [sms, f = module_fn[i]](const FusedAddRmsNormArgs& a, cudaStream_t s) {
+                          kerneleval_params p = AbiParams(a, sms);
+                          DriverLaunch(f, &p, a.batch, s);
+                        }});
+  }
   const std::vector<Variant> padded = {
       {"lean, nvcc, runtime, 64 B", PaddedLaunch<64>},
       {"lean, nvcc, runtime, 72 B", PaddedLaunch<72>},
