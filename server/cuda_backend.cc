@@ -57,16 +57,11 @@ bool IsStickyError(cudaError_t e) {
   }
 }
 
-// Makes `b` hold at least `bytes`; keeps it when it already does and is not much larger. A
-// small call in the first bytes of a large kept buffer lands on other pages than the same
-// call in a buffer of its own size, and so would time differently after a large workload
-// than after a small one: the slack is at most one 2 MiB page.
-absl::Status Reserve(DeviceBuffer* b, std::size_t bytes) {
-  constexpr std::size_t kSlack = 2 << 20;
-  if (bytes == 0 || (b->bytes() >= bytes && b->bytes() - bytes <= kSlack)) {
-    return absl::OkStatus();
-  }
-  *b = DeviceBuffer();  // freed first: the old and the new need not fit together
+// The roles of KeptBuffers (server/kept_buffers.h): which tensor a kept buffer held.
+enum BufferRole : int { kWeightRole, kXRole, kRRole, kOutRole, kResRole, kScratchRole };
+
+// A rotation set's buffer: new for each measurement.
+absl::Status Allocate(DeviceBuffer* b, std::size_t bytes) {
   ASSIGN_OR_RETURN(*b, DeviceBuffer::Allocate(bytes));
   return absl::OkStatus();
 }
@@ -147,6 +142,8 @@ CudaBackend::CudaBackend(int ordinal, std::vector<CudaImplementation> impls)
     d.set_uuid(UuidString(prop.uuid));
     d.set_sm_count(prop.multiProcessorCount);
     d.set_memory_bytes(prop.totalGlobalMem);
+    // Every workload of the shipped suites together needs under 3 GB.
+    kept_buffers_.set_budget_bytes(prop.totalGlobalMem / 8);
     d.set_l2_cache_bytes(static_cast<std::uint64_t>(prop.l2CacheSize));
     d.set_compute_capability(absl::StrCat(prop.major, ".", prop.minor));
   }
@@ -297,6 +294,7 @@ absl::StatusOr<Measurement> CudaBackend::Measure(const Problem& problem, const H
 absl::Status CudaBackend::Recover() {
   kept_weight_ = DeviceBuffer();
   kept_set_ = BufferSet();
+  kept_buffers_.Clear();
   stream_.Reset();
   flush_ = DeviceBuffer();
   flush_sink_ = DeviceBuffer();
@@ -536,7 +534,7 @@ absl::Status CudaBackend::PrepareInputs(const Problem& problem, const HostInputs
     w->checks.seed = SecretSeed();
   }
   const std::size_t guard = w->checks.on ? w->checks.plan.guard_bytes : 0;
-  RETURN_IF_ERROR(Reserve(&kept_weight_, problem.WeightBytes() + guard));
+  RETURN_IF_ERROR(kept_buffers_.Fit(kWeightRole, problem.WeightBytes() + guard, &kept_weight_));
   KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(kept_weight_.get(), inputs.weight, problem.WeightBytes(),
                                           cudaMemcpyHostToDevice, stream));
   if (w->checks.on) {
@@ -552,11 +550,18 @@ absl::Status CudaBackend::PrepareInputs(const Problem& problem, const HostInputs
   w->sets = {&kept_set_};
   for (BufferSet& s : w->rotation) w->sets.push_back(&s);
   for (BufferSet* s : w->sets) {
-    RETURN_IF_ERROR(Reserve(&s->x, row_bytes + guard));
-    RETURN_IF_ERROR(Reserve(&s->r, row_bytes + guard));
-    if (!w->in_place) RETURN_IF_ERROR(Reserve(&s->out, row_bytes + guard));
-    if (w->writes_residual && !w->in_place) RETURN_IF_ERROR(Reserve(&s->res, row_bytes + guard));
-    if (impl.needs_scratch) RETURN_IF_ERROR(Reserve(&s->scratch, row_bytes));
+    // The kept set's buffers come back for each later call of their size; a rotation set's
+    // are this measurement's only.
+    auto fit = [&](BufferRole role, DeviceBuffer* b, std::size_t bytes) {
+      return s == &kept_set_ ? kept_buffers_.Fit(role, bytes, b) : Allocate(b, bytes);
+    };
+    RETURN_IF_ERROR(fit(kXRole, &s->x, row_bytes + guard));
+    RETURN_IF_ERROR(fit(kRRole, &s->r, row_bytes + guard));
+    if (!w->in_place) RETURN_IF_ERROR(fit(kOutRole, &s->out, row_bytes + guard));
+    if (w->writes_residual && !w->in_place) {
+      RETURN_IF_ERROR(fit(kResRole, &s->res, row_bytes + guard));
+    }
+    if (impl.needs_scratch) RETURN_IF_ERROR(fit(kScratchRole, &s->scratch, row_bytes));
     KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(s->x.get(), inputs.hidden_states, row_bytes,
                                             cudaMemcpyHostToDevice, stream));
     KE_CUDA_RETURN_IF_ERROR(

@@ -13,6 +13,7 @@
 #include "server/backend.h"
 #include "server/cuda_resources.h"
 #include "server/cupti_timer.h"
+#include "server/kept_buffers.h"
 
 namespace kerneleval::server {
 
@@ -127,9 +128,12 @@ class CudaBackend final : public Backend {
   PinnedBuffer staging_;
   // The weight and first input set of the last call, kept for the next one where they are
   // large enough: cudaMalloc and cudaFree (which waits for the device) cost several times a
-  // small kernel, on the path of every Run.
+  // small kernel, on the path of every Run. Where a call needs other sizes, the buffers it
+  // does not use wait in kept_buffers_ for the next call of their size, so that a workload
+  // measured again runs on the buffers it ran on before (server/kept_buffers.h).
   DeviceBuffer kept_weight_;
   BufferSet kept_set_;
+  KeptBuffers<DeviceBuffer> kept_buffers_;
 };
 
 }  // namespace kerneleval::server

@@ -67,7 +67,12 @@ using CudaGraph = CudaHandle<cudaGraph_t, cudaGraphDestroy>;
 using CudaGraphExec = CudaHandle<cudaGraphExec_t, cudaGraphExecDestroy>;
 
 namespace cuda_memory {
-inline cudaError_t AllocateDevice(void** p, std::size_t bytes) { return cudaMalloc(p, bytes); }
+// Out of memory is not sticky: cleared, so that the next launch's error check does not see it.
+inline cudaError_t AllocateDevice(void** p, std::size_t bytes) {
+  const cudaError_t e = cudaMalloc(p, bytes);
+  if (e == cudaErrorMemoryAllocation) cudaGetLastError();
+  return e;
+}
 inline cudaError_t AllocatePinned(void** p, std::size_t bytes) { return cudaMallocHost(p, bytes); }
 }  // namespace cuda_memory
 
