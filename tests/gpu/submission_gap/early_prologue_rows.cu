@@ -1,10 +1,11 @@
-// Appended after small_params_rows.cu by launch_path_bench: the example's entry with its
-// prologue moved before the PDL wait, one step at a time. Reading the parameter block is not
-// a global access, so it may run while the kernel before this one still runs; what a kernel
-// reads of its block only after griddepcontrol.wait is on the critical path of every call
-// in a stream or graph. The built-in does the first of these without saying so: it reads
-// ctas_per_row (its block's second 64-byte line) to decide on a cluster arrive before its
-// wait, so that line is cached by the time the row needs `units`, `inv_hidden` and `eps`.
+// Appended after direct_rows.cu by launch_path_bench and scripts/gpu-overhead.sh (step gap):
+// the example's entry with its prologue moved before the PDL wait, one step at a time.
+// Reading the parameter block is not a global access, so it may run while the kernel before
+// this one still runs; what a kernel reads of its block only after griddepcontrol.wait is on
+// the critical path of every call in a stream or graph. The built-in does the first of these
+// without saying so: it reads ctas_per_row (its block's second 64-byte line) to decide on a
+// cluster arrive before its wait, so that line is cached by the time the row needs `units`,
+// `inv_hidden` and `eps`. Step 1 is what the example does now (docs/results/submissions-h200.md).
 //   kStep 1: the row's bound tested before the wait (the block's first line);
 //   kStep 2: and thread 0 prefetches the weight into L2 before the wait, which reads the
 //            weight pointer (the second line) there. L2 is where the previous kernel's

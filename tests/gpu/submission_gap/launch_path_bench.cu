@@ -44,8 +44,8 @@
 // The kernels as nvcc builds them, from the same files NVRTC compiles below.
 #include "../../../examples/submissions/fused_rows_vec16.cu"
 #include "direct_rows.cu"
-#include "small_params_rows.cu"
 #include "early_prologue_rows.cu"
+#include "small_params_rows.cu"
 
 namespace {
 
@@ -236,10 +236,9 @@ int main(int argc, char** argv) {
                              ReadFile(gap_dir + "direct_rows.cu") +
                              ReadFile(gap_dir + "small_params_rows.cu") +
                              ReadFile(gap_dir + "early_prologue_rows.cu");
-  const std::vector<std::string> entries = {"lean_rows_probe<0>", "lean_rows_small",
-                                            "fused_rows_vec16<0>", "early_rows<0, 1>",
-                                            "early_rows<0, 2>",   "early_rows<0, 3>",
-                                            "lean_rows_early"};
+  const std::vector<std::string> entries = {
+      "lean_rows_probe<0>", "lean_rows_small",  "fused_rows_vec16<0>", "early_rows<0, 1>",
+      "early_rows<0, 2>",   "early_rows<0, 3>", "lean_rows_early"};
   const kerneleval::launch_path::NvrtcBuild nvrtc = kerneleval::launch_path::CompileLikeTheService(
       source, entries, major, minor, cuda_include, source_dir + "/kernels/include");
   std::printf("NVRTC:\n%s", nvrtc.resources.c_str());
