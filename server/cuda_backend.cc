@@ -561,7 +561,15 @@ absl::Status CudaBackend::PrepareInputs(const Problem& problem, const HostInputs
     if (w->writes_residual && !w->in_place) {
       RETURN_IF_ERROR(fit(kResRole, &s->res, row_bytes + guard));
     }
-    if (impl.needs_scratch) RETURN_IF_ERROR(fit(kScratchRole, &s->scratch, row_bytes));
+    if (impl.needs_scratch) {
+      RETURN_IF_ERROR(fit(kScratchRole, &s->scratch, row_bytes));
+      // Kept buffers hold what an earlier call left, perhaps another caller's sums: checked
+      // code (every submission) starts from zeros. Inputs are copied in below; outputs are
+      // poisoned before each checked call.
+      if (w->checks.on) {
+        KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s->scratch.get(), 0, s->scratch.bytes(), stream));
+      }
+    }
     KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(s->x.get(), inputs.hidden_states, row_bytes,
                                             cudaMemcpyHostToDevice, stream));
     KE_CUDA_RETURN_IF_ERROR(

@@ -6,8 +6,10 @@
 // on the same buffers, and 1.5-2.7% apart over five runs that each allocated them anew
 // (docs/results/measurement-h200.md). A suite's workloads run small to large, so without
 // keeping them every run of a suite re-allocated every workload's buffers, and back-to-back
-// runs differed by that much. With them kept, a run measures what the previous one measured;
-// what placement is worth across server processes is reported, not hidden.
+// runs differed by that much. With them kept, a run measures what the previous one measured.
+// Another server process gets other buffers, so its numbers may differ by what placement is
+// worth; the README says so. A kept buffer holds what its last call left: callers overwrite
+// or clear what untrusted code could read.
 //
 // `Buffer` is DeviceBuffer in the service (any type with a static Allocate(bytes) returning
 // absl::StatusOr<Buffer>, bytes(), and move semantics where a moved-from buffer is empty).
