@@ -13,7 +13,8 @@
 #      through the runtime, a module's CUfunction or a library's CUkernel, from the ABI's
 #      parameter block or a 56-byte one, beside cuda_fused in graph replay (LAUNCH_SAMPLES
 #      replays per variant, default 300): which part of the submission path costs time.
-#   5. Three back-to-back cold runs of both suites (scripts/gpu-repeatability.sh).
+#   5. Three back-to-back cold runs of both suites (scripts/gpu-repeatability.sh; with
+#      PLACEMENT_RUNS, also its runs that tell placement from what ran before).
 # OVERHEAD_STEPS="tests rpc gap launch repeat" (the default) picks steps; REPEATABILITY_REPS
 # and LIGER_REPS set the suites' timed calls per workload in step 5.
 # overhead.md and repeatability.md in $OUT, the reports and logs in overhead-logs.tgz.
