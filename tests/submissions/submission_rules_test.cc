@@ -22,7 +22,7 @@ using ::testing::HasSubstr;
 
 // The layout is the ABI: what a row kernel reads before its first load (the row pointers,
 // batch, hidden, flags) and right after its reduction (eps, inv_hidden) lies in the first 48
-// bytes, the constant-bank line every kernel has fetched when it starts.
+// bytes, the constant-bank line that also holds the memory descriptor: one fetch for all.
 TEST(AbiLayout, WhatARowReadsFirstComesFirst) {
   EXPECT_EQ(sizeof(kerneleval_params), 144u);
   EXPECT_EQ(offsetof(kerneleval_params, hidden_states), 0u);

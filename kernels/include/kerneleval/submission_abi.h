@@ -57,11 +57,11 @@
 typedef struct kerneleval_params {
   /* What a row kernel reads before its first load, and what it needs the moment its
    * reduction ends, comes first, in the first 48 bytes. A kernel's parameters live in its
-   * constant bank from offset 0x210, and every kernel reads the memory descriptor at 0x208
-   * first: the 64-byte line 0x200-0x23f, the block's first 48 bytes, is in the constant cache
-   * when the kernel starts. A field beyond it costs one more line's fetch where it is first
-   * read: ~0.03 us per call on an H200 when that is before the first load or right after the
-   * reduction (docs/results/submissions-h200.md). */
+   * constant bank from offset 0x210; each 64-byte line is fetched at its first read, and
+   * 0x200-0x23f holds the memory descriptor every load uses (0x208) and these 48 bytes, so
+   * one fetch serves them all. A line's first read costs ~0.03 us per call on an H200 where
+   * the kernel waits for it; read before griddepcontrol.wait, it overlaps the kernel before
+   * (docs/submissions.md, docs/results/submissions-h200.md). */
   const void* hidden_states; /* [batch, hidden] */
   const void* residual;      /* [batch, hidden] */
   long long batch;
