@@ -16,9 +16,7 @@
 // Not thread-safe: one per backend, used by its worker.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
-#include <cstdint>
 #include <list>
 #include <utility>
 
