@@ -7,7 +7,9 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "client/report_format.h"
 #include "client/text_table.h"
 #include "common/conversions.h"
@@ -159,6 +161,27 @@ std::string DramText(const v1::DramTraffic& d) {
   if (d.bytes_per_second() > 0) absl::StrAppend(&text, ", ", FormatBandwidth(d.bytes_per_second()));
   absl::StrAppend(&text, ", median of ", d.windows(), d.cold() ? " cold" : " hot", " windows");
   return text;
+}
+
+std::string KernelsText(const google::protobuf::RepeatedPtrField<v1::KernelTiming>& kernels) {
+  if (kernels.size() < 2) return "";
+  std::vector<std::string> parts;
+  for (const v1::KernelTiming& k : kernels) {
+    if (k.has_gap_before()) {
+      // In us whatever its size, and signed: kernels launched with PDL overlap.
+      parts.push_back(absl::StrFormat("gap %.2f us", k.gap_before().median_seconds() * 1e6));
+    }
+    // "void ns::(anonymous namespace)::AddKernel<bf16, 8>(const void*, ...)" reads as
+    // "ns::AddKernel".
+    std::string name = absl::StrReplaceAll(k.name(), {{"(anonymous namespace)::", ""}});
+    name = name.substr(0, name.find_first_of("<("));
+    if (const std::size_t space = name.rfind(' '); space != std::string::npos) {
+      name = name.substr(space + 1);
+    }
+    parts.push_back(absl::StrCat(name.empty() ? k.name() : name, " ",
+                                 FormatSeconds(k.duration().median_seconds())));
+  }
+  return absl::StrCat("kernels (medians): ", absl::StrJoin(parts, ", "));
 }
 
 std::string ClockSummaryText(const v1::ClockSummary& c) {

@@ -53,6 +53,10 @@ std::string MeasuredAsText(const v1::BenchmarkReport& report, const v1::Workload
 // "read 101.5 MB (declared 101.4), write 29.9 MB (declared 50.7), 4.43 TB/s", or the
 // reason the counters could not be read; empty when DRAM bytes were not asked for.
 std::string DramText(const v1::DramTraffic& dram);
+// "kernels (medians): AddKernel 2.02 us, gap 0.83 us, RowKernel 1.21 us" for a call of
+// several kernels (names without template arguments or parameters); empty for one kernel
+// or none (events).
+std::string KernelsText(const google::protobuf::RepeatedPtrField<v1::KernelTiming>& kernels);
 // "SM 1980 MHz (1965-1980), memory 3201 MHz, 52 C, 420 W" over the samples; "-" without.
 std::string ClockSummaryText(const v1::ClockSummary& clocks);
 // "2.514 s for 4 workloads (0.001 s after the first), 3 prepared ahead": how long the device

@@ -131,6 +131,9 @@ std::string FormatReportTable(const v1::BenchmarkReport& report) {
       if (const std::string dram = DramText(r->dram()); !dram.empty()) {
         notes.push_back(absl::StrCat(who, dram));
       }
+      if (const std::string kernels = KernelsText(r->kernels()); !kernels.empty()) {
+        notes.push_back(absl::StrCat(who, kernels));
+      }
       if (r->calls_checked() > 0) {
         notes.push_back(absl::StrCat(who, r->calls_checked(),
                                      " calls checked on the device (output, inputs, guards)"));

@@ -100,6 +100,8 @@ struct Measurement {
   // the first failed check naming its call, empty when all passed.
   std::uint32_t calls_checked = 0;
   std::string call_check_failure;
+  // With the CUPTI timer: the timed samples' kernels by their place in the call.
+  std::vector<v1::KernelTiming> kernels;
 };
 
 // A registered submission ready to load: its record (id, launch plan, dtype, mode) and the

@@ -263,6 +263,8 @@ DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
         result.mutable_samples_seconds()->Assign(e->measurement.samples_seconds.begin(),
                                                  e->measurement.samples_seconds.end());
         result.set_calls_checked(e->measurement.calls_checked);
+        result.mutable_kernels()->Assign(e->measurement.kernels.begin(),
+                                         e->measurement.kernels.end());
         const bool too_good = AnnotateMeasurement(e->measurement, problem, device, options,
                                                   e->stats.median, &result, &env);
         if (e->measurement.stopped_early && e->measurement.samples_seconds.empty()) {

@@ -21,6 +21,7 @@
 #include "server/clock_sampler.h"
 #include "server/cupti_timer.h"
 #include "server/dram_counters.h"
+#include "server/kernel_breakdown.h"
 #include "server/nvml.h"
 #include "server/sample_loop.h"
 #include "server/sol.h"
@@ -327,6 +328,8 @@ struct CudaBackend::Workspace {
   CudaGraphExec graph;
   std::uint32_t calls = 1;  // per sample: graph_calls in graph replay
   std::size_t next = 0;     // the set of the next timed call
+  // The CUPTI timer's kernels of each window, warm-up included (WorkloadResult.kernels).
+  std::vector<std::vector<TimedKernel>> kernel_windows;
 
   // Submitted kernels: every call checked (call_checks.h). Inputs are generated on the
   // device from seeds (their pristine values are recomputed, never stored), the weight is
@@ -413,6 +416,11 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
     m.samples_seconds = std::move(timed.samples_seconds);
     m.stopped_early = timed.stopped_early;
   }
+  // The timed samples are the last windows; the warm-up's go first.
+  const std::size_t warmup_windows =
+      w.kernel_windows.size() - std::min(w.kernel_windows.size(), m.samples_seconds.size());
+  w.kernel_windows.erase(w.kernel_windows.begin(), w.kernel_windows.begin() + warmup_windows);
+  m.kernels = SummarizeKernels(w.kernel_windows, w.calls);
   RETURN_IF_ERROR(FinishCheckedCalls(options, &w, &m));
   if (options.measure_dram_bytes && !m.stopped_early) {
     m.dram = CountDramBytes(options, &lease, &w);
@@ -889,6 +897,7 @@ absl::StatusOr<double> CudaBackend::TimeOneCall(const MeasureOptions& options, v
     // otherwise included the host's gap between its launches and varied 6-31% from run to
     // run (H200, docs/results/measurement-h200.md).
     KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    std::vector<TimedKernel> kernels;
     ASSIGN_OR_RETURN(double span, CuptiKernelTimer::TimeKernels(
                                       lease, ordinal_,
                                       [&]() -> absl::Status {
@@ -899,7 +908,10 @@ absl::StatusOr<double> CudaBackend::TimeOneCall(const MeasureOptions& options, v
                                         KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
                                         return absl::OkStatus();
                                       },
-                                      /*skip_first=*/true));
+                                      /*skip_first=*/true, &kernels));
+    // One call per window only: a graph's window holds up to 1000 calls' records, too many
+    // to keep for every sample.
+    if (w->calls == 1) w->kernel_windows.push_back(std::move(kernels));
     return span / w->calls;
   }
   // Events: cold, the flush kernel runs ahead of the start event, so the host has queued

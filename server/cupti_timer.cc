@@ -15,14 +15,9 @@ namespace {
 constexpr std::size_t kBufferBytes = 1 << 20;
 constexpr std::size_t kAlign = 8;
 
-struct KernelSpan {
-  std::uint64_t start;
-  std::uint64_t end;
-};
-
 struct Collector {
   std::mutex mu;
-  std::map<std::uint32_t, std::vector<KernelSpan>> by_device;
+  std::map<std::uint32_t, std::vector<TimedKernel>> by_device;
 };
 
 Collector& collector() {
@@ -53,7 +48,9 @@ void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
     if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
         record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      c.by_device[k->deviceId].push_back({k->start, k->end});
+      // Named here, outside every timed window (records arrive at End's flush): CUPTI's
+      // name string is shared by the kernel's records and is not ours to keep.
+      c.by_device[k->deviceId].push_back({k->start, k->end, KernelDisplayName(k->name)});
     }
   }
   std::free(buffer);
@@ -162,7 +159,7 @@ std::string CuptiKernelTimer::StatusText() {
 
 absl::StatusOr<double> CuptiKernelTimer::TimeKernels(
     const CuptiLease& lease, int device, const std::function<absl::Status()>& launch_and_sync,
-    bool skip_first, int* kernels) {
+    bool skip_first, std::vector<TimedKernel>* kernels) {
   if (!lease.attached() || lease.kind() != CuptiLease::Kind::kActivity) {
     return absl::FailedPreconditionError("CUPTI window opened without an attached lease");
   }
@@ -188,25 +185,24 @@ void CuptiKernelTimer::Begin(int device) {
   c.by_device[static_cast<std::uint32_t>(device)].clear();
 }
 
-absl::StatusOr<double> CuptiKernelTimer::End(int device, bool skip_first, int* kernels) {
+absl::StatusOr<double> CuptiKernelTimer::End(int device, bool skip_first,
+                                             std::vector<TimedKernel>* kernels) {
   // A forced flush also hands over records of the buffer still being filled.
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   Collector& c = collector();
   std::lock_guard<std::mutex> lock(c.mu);
-  std::vector<KernelSpan>& spans = c.by_device[static_cast<std::uint32_t>(device)];
-  if (skip_first && !spans.empty()) {
-    spans.erase(std::min_element(
-        spans.begin(), spans.end(),
-        [](const KernelSpan& a, const KernelSpan& b) { return a.start < b.start; }));
-  }
-  if (kernels != nullptr) *kernels = static_cast<int>(spans.size());
+  std::vector<TimedKernel>& spans = c.by_device[static_cast<std::uint32_t>(device)];
+  std::sort(spans.begin(), spans.end(),
+            [](const TimedKernel& a, const TimedKernel& b) { return a.start < b.start; });
+  if (skip_first && !spans.empty()) spans.erase(spans.begin());
   if (spans.empty()) {
     return absl::FailedPreconditionError("CUPTI recorded no kernel for the timed call");
   }
-  std::uint64_t first = spans.front().start, last = spans.front().end;
-  for (const KernelSpan& s : spans) {
-    first = std::min(first, s.start);
-    last = std::max(last, s.end);
+  const std::uint64_t first = spans.front().start;
+  std::uint64_t last = spans.front().end;
+  for (const TimedKernel& s : spans) last = std::max(last, s.end);
+  if (kernels != nullptr) {
+    *kernels = std::move(spans);
   }
   spans.clear();
   return static_cast<double>(last - first) * 1e-9;

@@ -19,8 +19,10 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/kernel_breakdown.h"
 
 namespace kerneleval::server {
 
@@ -67,15 +69,17 @@ class CuptiKernelTimer {
   // Runs `launch_and_sync` (which must synchronize its stream) inside a measurement window
   // and returns the span of the kernels it ran on `device` (the ordinal), in seconds. With
   // `skip_first`, the earliest kernel (a stream gate holding the rest until they are all
-  // queued) is left out of the span. The caller holds an attached lease.
+  // queued) is left out of the span. `kernels`, when given, receives the spanned kernels in
+  // the order they started. The caller holds an attached lease.
   // FAILED_PRECONDITION if no kernel was recorded.
   static absl::StatusOr<double> TimeKernels(const CuptiLease& lease, int device,
                                             const std::function<absl::Status()>& launch_and_sync,
-                                            bool skip_first = false, int* kernels = nullptr);
+                                            bool skip_first = false,
+                                            std::vector<TimedKernel>* kernels = nullptr);
 
  private:
   static void Begin(int device);
-  static absl::StatusOr<double> End(int device, bool skip_first, int* kernels);
+  static absl::StatusOr<double> End(int device, bool skip_first, std::vector<TimedKernel>* kernels);
 };
 
 }  // namespace kerneleval::server

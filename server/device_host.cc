@@ -111,6 +111,7 @@ int ServeDeviceHost(Backend& backend, int channel_fd, int region_fd) {
       reply.set_device_to_host_seconds(m->device_to_host_seconds);
       reply.set_calls_checked(m->calls_checked);
       reply.set_call_check_failure(m->call_check_failure);
+      reply.mutable_kernels()->Assign(m->kernels.begin(), m->kernels.end());
     }
     reply.set_healthy(backend.Healthy());
     if (!channel.Send(reply).ok()) return 1;

@@ -349,6 +349,7 @@ absl::StatusOr<Measurement> ProcessBackend::Measure(const Problem& problem,
                         reply.device_seconds() - reply.device_to_host_seconds());
   m.calls_checked = reply.calls_checked();
   m.call_check_failure = reply.call_check_failure();
+  m.kernels.assign(reply.kernels().begin(), reply.kernels().end());
   return m;
 }
 

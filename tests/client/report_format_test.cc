@@ -143,6 +143,32 @@ TEST(ReportTable, SaysHowManyCallsOfASubmissionWereChecked) {
   EXPECT_EQ(table.substr(line, 9), "  fused (") << table;
 }
 
+TEST(ReportTable, SplitsACallOfSeveralKernelsIntoKernelsAndGaps) {
+  v1::BenchmarkReport report = MakeReport();
+  v1::WorkloadResult* unfused = report.mutable_results(1);
+  v1::KernelTiming* add = unfused->add_kernels();
+  add->set_name(
+      "void kerneleval::(anonymous namespace)::AddKernel<__nv_bfloat16, 8>(const void*, long)");
+  add->mutable_duration()->set_median_seconds(2.02e-6);
+  v1::KernelTiming* norm = unfused->add_kernels();
+  norm->set_index(1);
+  norm->set_name("void kerneleval::cuda_detail::RowKernel<float, 4>(RowParams)");
+  norm->mutable_duration()->set_median_seconds(1.21e-6);
+  norm->mutable_gap_before()->set_median_seconds(0.83e-6);
+  // One kernel says nothing the row does not: no note.
+  v1::KernelTiming* only = report.mutable_results(0)->add_kernels();
+  only->set_name("fused_rows");
+  only->mutable_duration()->set_median_seconds(1e-6);
+  const std::string table = FormatReportTable(report);
+  const std::string note =
+      "kernels (medians): kerneleval::AddKernel 2.02 us, gap 0.83 us, "
+      "kerneleval::cuda_detail::RowKernel 1.21 us";
+  const size_t at = table.find(note);
+  ASSERT_NE(at, std::string::npos) << table;
+  EXPECT_EQ(table.find("kernels (medians)", at + note.size()), std::string::npos) << table;
+  EXPECT_EQ(table.find("fused_rows"), std::string::npos) << table;
+}
+
 TEST(ReportCsv, HasHeaderAndOneRowPerWorkloadAndImplementation) {
   const std::string csv = FormatReportCsv(MakeReport());
   std::istringstream lines(csv);

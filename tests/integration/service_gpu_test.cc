@@ -213,6 +213,52 @@ TEST_P(ServiceGpuTest, CuptiWindowsInGraphReplayLeaveTheDeviceHealthy) {
   EXPECT_TRUE(resp.correctness().passed()) << resp.correctness().detail();
 }
 
+// With the CUPTI timer, each result splits its calls into their kernels: the two-kernel
+// baseline into its add, the gap and its norm, whose means add up to the mean of the
+// samples (a span is its first kernel's start to its last's end), the fused kernel into one.
+TEST_P(ServiceGpuTest, CuptiResultsSplitEachCallIntoItsKernels) {
+  v1::BenchmarkRequest req;
+  *req.mutable_custom_suite() = SmallSuite(v1::DTYPE_BF16, {1, 79}, 2048);
+  req.add_implementations("cuda_fused");
+  req.add_implementations("cuda_unfused");
+  req.mutable_protocol()->set_repetitions(20);
+  req.mutable_protocol()->set_warmup(3);
+  req.mutable_protocol()->set_timer(v1::TIMER_CUPTI);
+  v1::BenchmarkReport report;
+  const grpc::Status s = client().Benchmark(req, [&](const v1::BenchmarkEvent& e) {
+    if (e.has_report()) report = e.report();
+  });
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(report.results_size(), 4);
+  for (const v1::WorkloadResult& r : report.results()) {
+    SCOPED_TRACE(r.workload() + " " + r.implementation());
+    ASSERT_EQ(r.status(), v1::RESULT_STATUS_PASSED) << r.error();
+    const bool unfused = r.implementation() == "cuda_unfused";
+    ASSERT_EQ(r.kernels_size(), unfused ? 2 : 1);
+    double mean_sum = 0;
+    for (const v1::KernelTiming& k : r.kernels()) {
+      EXPECT_EQ(k.duration().samples(), 20u);  // the timed calls, no warm-up
+      EXPECT_GT(k.duration().min_seconds(), 0);
+      mean_sum += k.duration().mean_seconds() + k.gap_before().mean_seconds();
+    }
+    EXPECT_NEAR(mean_sum, r.latency().mean_seconds(), 1e-12);
+    if (unfused) {
+      EXPECT_NE(r.kernels(0).name().find("AddKernel"), std::string::npos) << r.kernels(0).name();
+      EXPECT_NE(r.kernels(1).name().find("RowKernel"), std::string::npos) << r.kernels(1).name();
+      EXPECT_EQ(r.kernels(1).gap_before().samples(), 20u);
+    } else {
+      EXPECT_FALSE(r.kernels(0).has_gap_before());
+    }
+  }
+  // Events time whole windows: no breakdown.
+  req.mutable_protocol()->set_timer(v1::TIMER_CUDA_EVENTS);
+  const grpc::Status e = client().Benchmark(req, [&](const v1::BenchmarkEvent& ev) {
+    if (ev.has_report()) report = ev.report();
+  });
+  ASSERT_TRUE(e.ok()) << e.error_message();
+  for (const v1::WorkloadResult& r : report.results()) EXPECT_EQ(r.kernels_size(), 0);
+}
+
 // DRAM bytes beside the declared ones: the fused kernel reads what the definition needs,
 // and the lazy implementation (half the rows after its first call) passes the correctness
 // check but is flagged for moving too few bytes, and so rejected. Where the counters cannot be read
