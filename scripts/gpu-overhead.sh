@@ -111,7 +111,7 @@ if [ -x /usr/local/cuda/bin/cuobjdump ]; then
 fi
 fi
 
-want repeat && REPEATABILITY_REPS=${REPEATABILITY_REPS:-100} bash scripts/gpu-repeatability.sh
+want repeat && bash scripts/gpu-repeatability.sh
 
 tar -C "$out" -czf "$out/overhead-logs.tgz" --exclude=overhead-logs.tgz --exclude=overhead.md \
   --exclude=repeatability.md .

@@ -16,12 +16,13 @@ port=$(sed -E 's/.*"grpc_port": *([0-9]+).*/\1/' "$out/ports-rep.json")
 cli=("$bin/kerneleval" --target "127.0.0.1:$port" --deadline 600)
 for _ in $(seq 1 600); do "${cli[@]}" health --service readiness >/dev/null 2>&1 && break; sleep 0.2; done
 section "Three back-to-back cold runs (NVML read only before and after the timed samples)"
-# REPEATABILITY_REPS and LIGER_REPS: the timed calls per workload of the h2048 suite
-# (default 100) and of the Liger sweep (default 30).
+# REPEATABILITY_REPS and LIGER_REPS: the timed calls per workload of the h2048 suite and of
+# the Liger sweep (default 1000 each: with 300, the median of a 1.6 us kernel moves by a 32 ns
+# step between runs; docs/results/measurement-h200.md).
 for i in 1 2 3; do
-  bench "rep_h2048_$i" --suite fused_add_rmsnorm_h2048 --cold --repetitions "${REPEATABILITY_REPS:-100}"
+  bench "rep_h2048_$i" --suite fused_add_rmsnorm_h2048 --cold --repetitions "${REPEATABILITY_REPS:-1000}"
 done
-for i in 1 2 3; do bench "rep_liger_$i" --suite liger_fused_add_rmsnorm --cold --repetitions "${LIGER_REPS:-30}"; done
+for i in 1 2 3; do bench "rep_liger_$i" --suite liger_fused_add_rmsnorm --cold --repetitions "${LIGER_REPS:-1000}"; done
 compare() {  # title, then compare_reports.py arguments
   say ""
   say "#### $1"
@@ -63,7 +64,7 @@ PY
     shift
     "${cli[@]}" bench "$@" --format json --out "$out/$name.json" >/dev/null 2>"$out/$name.err"
   }
-  h1024=(--suite-file "$out/liger_h1024.json" --cold --repetitions "${LIGER_REPS:-30}")
+  h1024=(--suite-file "$out/liger_h1024.json" --cold --repetitions "${LIGER_REPS:-1000}")
   before_run() {  # arm, run
     case $1 in
       heavy) "$bin/kerneleval-kernel-bench" --dtype=fp32 --mode=output_and_residual --hidden=16384 \

@@ -719,9 +719,18 @@ absl::Status CudaBackend::Enqueue(const MeasureOptions& options, Workspace* w, s
 
 absl::Status CudaBackend::FlushL2(const MeasureOptions& options) {
   if (options.cold && flush_.bytes() > 0) {
+    // The flush's grid grows by one CTA per call, cycling over the SM count. With the same
+    // grid every call, the calls of a measurement all started from one state of the CTA
+    // scheduler (their CTAs on the same SMs), apparently set by what ran before it: the
+    // two-kernel baseline's second kernel, which reads what the first left in L2, ran 1408
+    // ns in some measurements and 1536-1600 in others (B = 34 / 64, H200), its mean 9%
+    // apart over four runs of one server. Cycled: 0.7-2.0%, and three runs of both suites
+    // within 1.9% at every workload (docs/results/measurement-h200.md).
+    const int sms = static_info_.sm_count();
+    const int extra = sms > 0 ? static_cast<int>(flush_calls_++ % static_cast<unsigned>(sms)) : 0;
     KE_CUDA_RETURN_IF_ERROR(LaunchL2Flush(flush_.get(), flush_.bytes(),
-                                          static_cast<unsigned*>(flush_sink_.get()),
-                                          static_info_.sm_count(), stream_.get()));
+                                          static_cast<unsigned*>(flush_sink_.get()), sms,
+                                          stream_.get(), extra));
   }
   return absl::OkStatus();
 }

@@ -121,6 +121,7 @@ class CudaBackend final : public Backend {
   CudaStream stream_;
   DeviceBuffer flush_;                // 2 x L2, read before cold calls
   DeviceBuffer flush_sink_;           // the flush kernel's never-taken store
+  unsigned flush_calls_ = 0;          // FlushL2 cycles the flush's grid with it
   DeviceBuffer gate_flag_;            // the stream gate of hot event-timed calls ...
   CudaStream gate_stream_;            // ... and the stream that opens it
   std::uint8_t gate_generation_ = 0;  // the last gate's; each waits for its own value

@@ -20,8 +20,10 @@ __global__ void ReadFlush(const uint4* data, std::size_t n, unsigned* sink) {
 }  // namespace
 
 cudaError_t LaunchL2Flush(const void* buffer, std::size_t bytes, unsigned* sink, int sm_count,
-                          cudaStream_t stream) {
-  ReadFlush<<<sm_count * 4, 512, 0, stream>>>(static_cast<const uint4*>(buffer), bytes / 16, sink);
+                          cudaStream_t stream, int extra_ctas) {
+  if (sm_count < 1 || extra_ctas < 0) return cudaErrorInvalidValue;
+  ReadFlush<<<sm_count * 4 + extra_ctas, 512, 0, stream>>>(static_cast<const uint4*>(buffer),
+                                                           bytes / 16, sink);
   return cudaGetLastError();
 }
 

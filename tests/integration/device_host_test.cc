@@ -90,6 +90,21 @@ void ExpectRunMatchesReference(const client::KernelEvalClient& client, v1::Mode 
   EXPECT_EQ(resp.residual_out().data(), res);
 }
 
+// Queued plus running jobs of the server's only device, once it reaches `depth`; false after
+// a minute.
+bool WaitForQueueDepth(const client::KernelEvalClient& client, std::uint32_t depth) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    v1::ListDevicesResponse devices;
+    if (client.ListDevices(&devices).ok() && devices.devices_size() == 1 &&
+        devices.devices(0).queue_depth() >= depth) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
 // No child of this process is left: every host was reaped.
 void ExpectNoChildProcesses() {
   int status = 0;
@@ -139,17 +154,32 @@ TEST(DeviceHost, CrashedHostIsReplacedAndQueuedWorkRuns) {
     TestServer t = StartServer(IsolatedOptions());
     ASSERT_NE(t.client, nullptr);
     const v1::RunRequest crash = FaultRun("fault_crash");
-    // The crash and, queued behind it, valid work that must not be lost.
+    // The crash and, queued behind it, valid work that must not be lost. A long valid call
+    // holds the device until all four are queued, in that order: sent together, the valid
+    // calls could arrive after the crash had already taken the device down (and be refused
+    // as UNAVAILABLE, never accepted) on a busy machine.
+    v1::RunRequest hold = RandomRun(64, 8192, v1::MODE_OUTPUT, 1);
+    hold.set_repetitions(10000);
+    auto held = std::async(std::launch::async, [&] {
+      v1::RunResponse resp;
+      return t.client->Run(hold, &resp);
+    });
+    ASSERT_TRUE(WaitForQueueDepth(*t.client, 1));
     auto crashed = std::async(std::launch::async, [&] {
       v1::RunResponse resp;
       return t.client->Run(crash, &resp);
     });
+    ASSERT_TRUE(WaitForQueueDepth(*t.client, 2));
     std::vector<std::future<void>> queued;
     for (unsigned i = 0; i < 3; ++i) {
       queued.push_back(std::async(std::launch::async, [&t, i] {
         ExpectRunMatchesReference(*t.client, v1::MODE_OUTPUT, 100 + i);
       }));
     }
+    ASSERT_TRUE(WaitForQueueDepth(*t.client, 5));
+    EXPECT_EQ(held.wait_for(std::chrono::seconds(0)), std::future_status::timeout)
+        << "the holding call ended before the others were queued";
+    EXPECT_TRUE(held.get().ok());
     const grpc::Status s = crashed.get();
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
     EXPECT_NE(s.error_message().find("killed by signal"), std::string::npos) << s.error_message();
