@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -15,12 +16,26 @@
 namespace kerneleval::server {
 namespace {
 
+// Test only: its output is whatever its scratch buffer holds when it is called, so that a
+// test sees what a submission would find there.
+CudaImplementation ScratchCopyImplementation() {
+  return {"scratch_copy", "Test only: copies its scratch buffer into the output", true,
+          [](const FusedAddRmsNormArgs& a, void* scratch, cudaStream_t s) {
+            return cudaMemcpyAsync(
+                a.output, scratch,
+                static_cast<std::size_t>(a.batch * a.hidden) * ElementSize(a.dtype),
+                cudaMemcpyDeviceToDevice, s);
+          },
+          /*test_only=*/true};
+}
+
 class CallChecksGpu : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (CudaBackend::DeviceCount() == 0) return;
     std::vector<CudaImplementation> impls = BuiltinCudaImplementations();
     impls.push_back(LazyHalfRowsImplementation());
+    impls.push_back(ScratchCopyImplementation());
     backend_ = new CudaBackend(0, std::move(impls));
     warm_ = backend_->WarmUp();
   }
@@ -124,6 +139,44 @@ TEST_F(CallChecksGpu, SkippedRowsAreCaughtAtTheFirstCheckedCall) {
       MeasureChecked(p, Protocol(false, true, false, v1::TIMER_CUDA_EVENTS), "lazy_half_rows");
   EXPECT_EQ(graph.call_check_failure.rfind("the last call into input set 1 of 1", 0), 0u)
       << graph.call_check_failure;
+}
+
+// Scratch buffers are kept from one measurement to the next, so the two-kernel baseline's
+// sums of one caller's inputs would still be there for the next kernel given a scratch
+// buffer of that size. Checked code (every submission) must find zeros instead.
+TEST_F(CallChecksGpu, CheckedCallsFindAZeroedScratchBuffer) {
+  const Problem p{DType::kBF16, Mode::kOutput, 64, 2048, 1e-6f};
+  const auto x = RandomTensor(p.dtype, p.TensorElements(), 11);
+  const auto r = RandomTensor(p.dtype, p.TensorElements(), 12);
+  const auto w = RandomTensor(p.dtype, 2048, 13);
+  std::vector<unsigned char> out(p.TensorBytes());
+  ASSERT_TRUE(backend_
+                  ->Measure(p, {x.data(), r.data(), w.data()}, {out.data(), nullptr},
+                            "cuda_unfused", Protocol(true, false, false, v1::TIMER_CUDA_EVENTS))
+                  .ok());
+  // Unchecked, scratch_copy shows the baseline's sums: the buffer is the same one.
+  std::vector<unsigned char> seen(p.TensorBytes(), 0);
+  ASSERT_TRUE(backend_
+                  ->Measure(p, {x.data(), r.data(), w.data()}, {seen.data(), nullptr},
+                            "scratch_copy", Protocol(true, false, false, v1::TIMER_CUDA_EVENTS))
+                  .ok());
+  EXPECT_NE(std::count(seen.begin(), seen.end(), 0), static_cast<std::ptrdiff_t>(seen.size()))
+      << "the scratch buffer was not kept: this test no longer tests anything";
+  // The baseline again, then the same copy checked: zeros, and the check fails the output.
+  ASSERT_TRUE(backend_
+                  ->Measure(p, {x.data(), r.data(), w.data()}, {out.data(), nullptr},
+                            "cuda_unfused", Protocol(true, false, false, v1::TIMER_CUDA_EVENTS))
+                  .ok());
+  std::vector<unsigned char> checked(p.TensorBytes(), 0xff);
+  MeasureOptions o = Protocol(true, false, false, v1::TIMER_CUDA_EVENTS);
+  o.check_calls = true;
+  o.check_tolerance = DefaultTolerance(p.dtype);
+  absl::StatusOr<Measurement> m = backend_->Measure(p, {x.data(), r.data(), w.data()},
+                                                    {checked.data(), nullptr}, "scratch_copy", o);
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(std::count(checked.begin(), checked.end(), 0),
+            static_cast<std::ptrdiff_t>(checked.size()));
+  EXPECT_NE(m->call_check_failure, "");
 }
 
 TEST_F(CallChecksGpu, BuiltinsAreNotCheckedUnlessAsked) {
