@@ -45,8 +45,10 @@ start_server default --enable-fault-injection --telemetry-seconds 1
 bench h2048_graph "${h2048[@]}" "${graph[@]}"
 # An idle spell first, so that the first workload's admission starts from a resting clock.
 sleep 20
-for i in 1 2 3; do bench "h2048_cold_$i" "${h2048[@]}" --cold --repetitions 100; done
-for i in 1 2 3; do bench "liger_cold_$i" "${liger[@]}" --cold --repetitions 30; done
+# 1000 calls: with fewer, the median of a 1.6 us kernel moves by a 32 ns step (2%) between
+# runs (docs/results/measurement-h200.md).
+for i in 1 2 3; do bench "h2048_cold_$i" "${h2048[@]}" --cold --repetitions 1000; done
+for i in 1 2 3; do bench "liger_cold_$i" "${liger[@]}" --cold --repetitions 1000; done
 bench h2048_dram "${h2048[@]}" --cold --repetitions 30 --measure-dram-bytes \
   --impl cuda_fused --impl lazy_half_rows
 bench liger_dram "${liger[@]}" --cold --repetitions 10 --measure-dram-bytes
@@ -77,7 +79,7 @@ stop_server
 
 section "The same binary, NVML read only before and after each measurement (KERNELEVAL_CLOCK_SAMPLE_MS=0)"
 KERNELEVAL_CLOCK_SAMPLE_MS=0 start_server nosample
-bench h2048_cold_nosample "${h2048[@]}" --cold --repetitions 100
+bench h2048_cold_nosample "${h2048[@]}" --cold --repetitions 1000
 stop_server
 
 section "Comparisons"

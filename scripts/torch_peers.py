@@ -8,8 +8,11 @@ input <- output; PDL on), the last two where installed / built.
 
 Protocols, the same for every peer:
 
-  cold-read   L2 flushed before every call by READING 2x the L2 size (a sum over a buffer,
-              as kerneleval's flush kernel reads), outside the window.
+  cold-read   L2 flushed before every call by READING 2x the L2 size, outside the window,
+              as kerneleval's flush kernel reads it: a grid-stride read by 4 CTAs per SM
+              plus one more each call, cycling over the SM count, so that the calls of a
+              measurement do not all land their CTAs on the same SMs (a Triton kernel;
+              torch's sum over the buffer where Triton is missing, and the output says so).
   cold-write  the same with a WRITE flush (zeroing the buffer, as triton.testing.do_bench).
   graph       --graph-calls calls captured in one torch.cuda.CUDAGraph, events around the
               replay, per-call time = replay / calls; inputs rotate over copies when one
@@ -32,6 +35,53 @@ import statistics
 import sys
 
 import torch
+
+try:
+    import triton
+    import triton.language as tl
+except Exception:  # no Triton: the read flush falls back to torch's sum
+    triton = None
+
+if triton is not None:
+    @triton.jit
+    def _read_flush_kernel(src, n, sink, BLOCK: tl.constexpr):
+        step = tl.num_programs(0) * BLOCK
+        acc = tl.zeros([BLOCK], dtype=tl.int32)
+        for start in range(tl.program_id(0) * BLOCK, n, step):
+            offs = start + tl.arange(0, BLOCK)
+            acc += tl.load(src + offs, mask=offs < n, other=0)
+        total = tl.sum(acc, axis=0)
+        if total == 0x5EED:  # never taken (the buffer holds ones): keeps the reads
+            tl.store(sink, total)
+
+
+class ReadFlush:
+    """kerneleval's cold flush: reads the whole buffer, by a grid one CTA larger each call."""
+
+    def __init__(self, buf, sms):
+        self.buf, self.sms, self.calls = buf, sms, 0
+        self.words = buf.view(torch.int32)
+        self.sink = torch.zeros(1, dtype=torch.int32, device=buf.device)
+        self.triton = triton is not None
+        self.note = "Triton grid-stride read, 4 CTAs per SM + 0..SMs-1 cycling"
+        if self.triton:
+            try:
+                self()
+                torch.cuda.synchronize()
+            except Exception as e:  # say so, and fall back
+                self.triton = False
+                self.note = f"torch sum over the buffer (Triton flush failed: {e})"
+        else:
+            self.note = "torch sum over the buffer (no Triton)"
+
+    def __call__(self):
+        if not self.triton:
+            self.buf.sum(dtype=torch.int32)
+            return
+        grid = 4 * self.sms + self.calls % self.sms
+        self.calls += 1
+        _read_flush_kernel[(grid,)](self.words, self.words.numel(), self.sink, BLOCK=1024)
+
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 TOLERANCE = {"bf16": 1e-2, "fp16": 2e-3, "fp32": 1e-5}
@@ -122,9 +172,9 @@ def time_cold(peer, args, flush, write_flush, reps, spin, warmup=5):
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
     for i in range(-warmup, reps):
         if write_flush:
-            flush.zero_()
+            flush.buf.zero_()
         else:
-            flush.sum(dtype=torch.int32)  # reads 2x L2
+            flush()  # reads 2x L2
         torch.cuda._sleep(spin)
         if i >= 0:
             starts[i].record()
@@ -238,8 +288,10 @@ def main():
     for n in notes:
         print(n)
 
-    flush = torch.empty(2 * l2, dtype=torch.int8, device="cuda")
-    flush.fill_(1)
+    flush_buf = torch.empty(2 * l2, dtype=torch.int8, device="cuda")
+    flush_buf.fill_(1)
+    flush = ReadFlush(flush_buf, props.multi_processor_count)
+    print(f"cold-read flush: {flush.note}")
     gen = torch.Generator(device="cuda").manual_seed(0)
     results = []
     print(f"\n{'impl':<14} {'hidden':>6} {'batch':>7} {'cold_rd':>9} {'min':>8} {'cold_wr':>9} "

@@ -1,7 +1,8 @@
 // Kernel microbenchmark for tuning: the fused kernel (and, with --sweep, its tuning variants)
 // and the unfused two-kernel baseline on one device, under two protocols:
-//   cold   L2 flushed before every call (cudaMemsetAsync of 2x the L2 size, or a read of it
-//          with --flush=read), CUDA events around the single call, median of --reps.
+//   cold   L2 flushed before every call (cudaMemsetAsync of 2x the L2 size, or with
+//          --flush=read the service's read flush, its grid cycled per call), CUDA events
+//          around the single call, median of --reps.
 //   graph  --graph-calls calls captured in one CUDA graph, replayed; per-call time, median of
 //          the replays. Inputs rotate over enough copies to exceed the L2 when one call's
 //          bytes are over half of it; smaller batches stay in L2, as in a model's graph.
@@ -26,6 +27,7 @@
 #include "kerneleval/kernels/fused_add_rmsnorm.h"
 #include "kerneleval/kernels/fused_add_rmsnorm_cuda.h"
 #include "kerneleval/kernels/half_types.h"
+#include "kerneleval/kernels/l2_flush_cuda.h"
 
 namespace kerneleval {
 namespace {
@@ -185,18 +187,6 @@ void Fill(void* data, std::int64_t n, DType dtype, std::uint64_t seed, cudaStrea
   BENCH_CHECK(cudaGetLastError());
 }
 
-// Reads the whole buffer, leaving clean lines in L2 (the memset flush leaves dirty ones that
-// the timed kernel then has to write back). The store never happens for memset-zero data.
-__global__ void ReadFlush(const uint4* data, std::size_t n, unsigned* sink) {
-  unsigned acc = 0;
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    const uint4 v = data[i];
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x12345678u) *sink = acc;
-}
-
 // One input set: what a single call touches.
 struct Set {
   DeviceBuffer x, r, out, res;
@@ -251,10 +241,10 @@ Timing Measure(const Options& o, const Device& dev, const Workload& w, const Lau
   std::vector<Event> start(o.reps), stop(o.reps);
   for (int i = -kWarmup; i < o.reps; ++i) {
     if (o.read_flush) {
-      ReadFlush<<<dev.sms * 4, 512, 0, stream>>>(static_cast<const uint4*>(flush.get()),
-                                                 flush_bytes / 16,
-                                                 static_cast<unsigned*>(sink.get()));
-      BENCH_CHECK(cudaGetLastError());
+      // The service's flush, its grid cycled from call to call as the service cycles it, so
+      // that the calls do not all land their CTAs on the same SMs (l2_flush_cuda.h).
+      BENCH_CHECK(LaunchL2Flush(flush.get(), flush_bytes, static_cast<unsigned*>(sink.get()),
+                                dev.sms, stream, (i + kWarmup) % dev.sms));
     } else {
       BENCH_CHECK(cudaMemsetAsync(flush.get(), i & 0xff, flush_bytes, stream));
     }
@@ -433,8 +423,8 @@ int Main(int argc, char** argv) {
       "events around one call, median (and min) of %d after 5 warm-ups. graph: %d calls in "
       "one CUDA graph, median per-call time over %d replays; inputs rotated over copies when "
       "one call's bytes exceed L2/2.\n",
-      o.read_flush ? "a read kernel" : "cudaMemsetAsync", 2.0 * dev.l2_bytes / 1048576.0, o.reps,
-      o.graph_calls, o.graph_replays);
+      o.read_flush ? "the service's read kernel (grid cycled per call)" : "cudaMemsetAsync",
+      2.0 * dev.l2_bytes / 1048576.0, o.reps, o.graph_calls, o.graph_replays);
 
   std::vector<Impl> impls;
   impls.push_back({"fused", [](const FusedAddRmsNormArgs& a, cudaStream_t s) {
