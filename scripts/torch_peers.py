@@ -51,7 +51,7 @@ if triton is not None:
             offs = start + tl.arange(0, BLOCK)
             acc += tl.load(src + offs, mask=offs < n, other=0)
         total = tl.sum(acc, axis=0)
-        if total == 0x5EED:  # never taken (the buffer holds ones): keeps the reads
+        if total == 0x5EED:  # never taken (the buffer holds ones or zeros): keeps the reads
             tl.store(sink, total)
 
 
