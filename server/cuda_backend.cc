@@ -917,7 +917,7 @@ absl::StatusOr<double> CudaBackend::TimeOneCall(const MeasureOptions& options, v
                                         KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
                                         return absl::OkStatus();
                                       },
-                                      /*skip_first=*/true, &kernels));
+                                      /*skip_first=*/true, w->calls == 1 ? &kernels : nullptr));
     // One call per window only: a graph's window holds up to 1000 calls' records, too many
     // to keep for every sample.
     if (w->calls == 1) w->kernel_windows.push_back(std::move(kernels));

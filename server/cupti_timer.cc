@@ -48,9 +48,10 @@ void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
     if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ||
         record->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-      // Named here, outside every timed window (records arrive at End's flush): CUPTI's
-      // name string is shared by the kernel's records and is not ours to keep.
-      c.by_device[k->deviceId].push_back({k->start, k->end, KernelDisplayName(k->name)});
+      // CUPTI's name string is shared by the kernel's records and is not ours to keep: a
+      // copy, demangled only once per measurement (SummarizeKernels).
+      c.by_device[k->deviceId].push_back(
+          {k->start, k->end, k->name != nullptr ? std::string(k->name) : std::string()});
     }
   }
   std::free(buffer);

@@ -37,7 +37,7 @@ std::vector<v1::KernelTiming> SummarizeKernels(const std::vector<std::vector<Tim
     }
     v1::KernelTiming& t = out[k];
     t.set_index(static_cast<std::uint32_t>(k));
-    t.set_name(first[k].name);
+    t.set_name(KernelDisplayName(first[k].name.c_str()));
     ToProto(ComputeStats(std::move(durations)), t.mutable_duration());
     if (k > 0) ToProto(ComputeStats(std::move(gaps)), t.mutable_gap_before());
   }

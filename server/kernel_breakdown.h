@@ -16,7 +16,7 @@ namespace kerneleval::server {
 struct TimedKernel {
   std::uint64_t start = 0;
   std::uint64_t end = 0;
-  std::string name;  // demangled
+  std::string name;  // as CUPTI names it (mangled for C++ kernels)
 };
 
 // `windows`: each timed window's kernels in the order they started; every window ran

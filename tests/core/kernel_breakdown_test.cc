@@ -78,6 +78,16 @@ TEST(SummarizeKernels, WindowsThatDisagreeGiveNoBreakdown) {
   EXPECT_TRUE(SummarizeKernels({two}, 0).empty());
 }
 
+TEST(SummarizeKernels, NamesKernelsDemangled) {
+  // Records carry CUPTI's (mangled) name; the summary names each kernel once, demangled.
+  const std::vector<std::vector<TimedKernel>> windows = {{{0, 100, "_Z3addPfi"}},
+                                                         {{500, 610, "_Z3addPfi"}}};
+  const std::vector<v1::KernelTiming> k = SummarizeKernels(windows, 1);
+  ASSERT_EQ(k.size(), 1u);
+  EXPECT_EQ(k[0].name(), "add(float*, int)");
+  EXPECT_NEAR(k[0].duration().max_seconds(), 110e-9, 1e-15);
+}
+
 TEST(KernelDisplayName, DemanglesAndBoundsTheName) {
   EXPECT_EQ(KernelDisplayName("_Z3addPfi"), "add(float*, int)");
   EXPECT_EQ(KernelDisplayName("fused_rows_vec16"), "fused_rows_vec16");  // extern "C"
