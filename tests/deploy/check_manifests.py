@@ -18,6 +18,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import tempfile
 
 import yaml
 
@@ -56,6 +57,20 @@ def recorded_h200_name():
     return match.group(1) if match else None
 
 
+# name[:tag][@sha256:<64 hex>]; the tag's colon is the last one after the last slash.
+IMAGE_REFERENCE = re.compile(r"^(?P<name>[^@\s]+?)(?::(?P<tag>[\w][\w.-]{0,127}))?"
+                             r"(?:@(?P<digest>[a-z0-9]+:[0-9a-fA-F]+))?$")
+DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def image_reference(image):
+    """{'name', 'tag', 'digest'} of an image reference (missing parts None)."""
+    match = IMAGE_REFERENCE.match(image)
+    if not match or "/" in (match["tag"] or ""):
+        return {"name": image, "tag": None, "digest": None}
+    return match.groupdict()
+
+
 def registry_host(image):
     """The registry of an image reference, or None for a Docker Hub short name."""
     first = image.split("/", 1)[0] if "/" in image else ""
@@ -65,6 +80,7 @@ CLI_GLOBAL_OPTIONS = {"--target", "--deadline", "--token", "--tls-ca", "--tls-ce
                       "--tls-server-name", "--max-message-mib"}
 CLI_GLOBAL_FLAGS = {"--json", "--tls"}
 CLI_SUBCOMMANDS = {"devices", "suites", "health", "run", "bench"}
+CLUSTER_KINDS = {"Namespace", "PriorityClass", "ClusterRole", "ClusterRoleBinding"}
 # kubectl apply (client side) keeps a copy in an annotation limited to 256 KiB.
 ANNOTATION_LIMIT = 262144
 
@@ -88,6 +104,8 @@ class Checker:
         self.directory = pathlib.Path(directory)
         self.docs = documents
         self.mode = mode
+        # deploy/k8s/overlays/* are what a cluster applies; the base is their development form.
+        self.production = self.directory.resolve().parent.name == "overlays"
         self.problems = []
 
     def fail(self, message):
@@ -253,11 +271,17 @@ class Checker:
             if headless["spec"].get("clusterIP") != "None" or ports.get("grpc") != GRPC_PORT:
                 self.fail("Service kerneleval-headless must be headless with port grpc 50051")
 
+        pushgateway = []
         for monitor in self.of_kind("ServiceMonitor"):
             if monitor.get("apiVersion") != "monitoring.coreos.com/v1":
                 self.fail(f"ServiceMonitor apiVersion {monitor.get('apiVersion')}")
             selector = monitor["spec"].get("selector", {}).get("matchLabels", {})
             namespace = monitor["metadata"].get("namespace")
+            elsewhere = monitor["spec"].get("namespaceSelector", {}).get("matchNames")
+            if elsewhere and namespace not in elsewhere:
+                # A Service of another release (the Pushgateway in monitoring).
+                pushgateway.append(monitor)
+                continue
             chosen = [s for s in services if selects(selector, s["metadata"].get("labels", {}))
                       and s["metadata"].get("namespace") == namespace]
             if len(chosen) != 1:
@@ -270,6 +294,24 @@ class Checker:
                                   f"Service {service['metadata']['name']}")
         if not self.of_kind("ServiceMonitor"):
             self.fail("no ServiceMonitor")
+        # Fleet-validation results reach Prometheus only through the Pushgateway, and only
+        # with the pushed job / node / uuid labels kept (honorLabels).
+        if len(pushgateway) != 1:
+            self.fail(f"expected one ServiceMonitor of the Pushgateway, found {len(pushgateway)}")
+        for monitor in pushgateway:
+            if monitor["spec"]["selector"].get("matchLabels", {}).get("app.kubernetes.io/name") != \
+                    "prometheus-pushgateway":
+                self.fail("the Pushgateway ServiceMonitor must select app.kubernetes.io/name="
+                          "prometheus-pushgateway (the chart's Service)")
+            if not all(e.get("honorLabels") is True for e in monitor["spec"].get("endpoints", [])):
+                self.fail("the Pushgateway ServiceMonitor needs honorLabels: true")
+        # kube-prometheus-stack selects monitoring objects by its `release` label.
+        if self.production:
+            for doc in self.docs:
+                if doc.get("apiVersion", "").startswith("monitoring.coreos.com/") and \
+                        not doc["metadata"].get("labels", {}).get("release"):
+                    self.fail(f"{doc['kind']} {doc['metadata']['name']} lacks the `release` label "
+                              "kube-prometheus-stack selects")
 
         # `kubectl drain --ignore-daemonsets` never evicts DaemonSet pods, so a budget on them
         # protects nothing and only blocks eviction-based maintenance tools.
@@ -278,7 +320,7 @@ class Checker:
 
     # --- the scheduled benchmark ----------------------------------------------
     def check_cronjob(self, workload):
-        cronjob = self.one("CronJob")
+        cronjob = self.one("CronJob", "kerneleval-benchmark")
         if cronjob is None:
             return
         spec = cronjob["spec"]
@@ -304,7 +346,13 @@ class Checker:
         image = container.get("image", "")
         if image.split("/")[-1].split(":")[0].split("@")[0] != "kerneleval-cli":
             self.fail(f"CronJob image {image!r}: the CPU-only kerneleval-cli image, not the CUDA one")
-        if self.mode == "kustomize" and image.rsplit(":", 1)[-1] != server_image.rsplit(":", 1)[-1]:
+        # Two images of one release share a tag; pinned by digest they differ by nature
+        # (different contents), so then both must be pinned.
+        server_ref, cli_ref = image_reference(server_image), image_reference(image)
+        if self.mode == "kustomize" and (server_ref["digest"] is None) != (cli_ref["digest"] is None):
+            self.fail(f"CronJob image {image} and server image {server_image}: pin both by digest or "
+                      "neither")
+        elif self.mode == "kustomize" and server_ref["digest"] is None and server_ref["tag"] != cli_ref["tag"]:
             self.fail(f"CronJob image {image} and server image {server_image} are different releases")
         if any("nvidia.com/gpu" in (container.get("resources", {}).get(k) or {}) for k in ("limits", "requests")):
             self.fail("the CronJob's client must not take a GPU")
@@ -359,6 +407,72 @@ class Checker:
         if deadline is None or (isinstance(active, int) and not float(deadline) < active):
             self.fail(f"--deadline {deadline} must be set and below activeDeadlineSeconds {active}")
 
+    # --- in-cluster fleet validation -------------------------------------------
+    def check_fleet_cronjob(self):
+        """The overlays run fleet validation in the cluster: a CronJob with a low, non-preempting
+        priority class, rights to list nodes and create Jobs, the script and template of this
+        repository, and Jobs restricted to the supported products on amd64."""
+        cronjob = [c for c in self.of_kind("CronJob") if c["metadata"]["name"] == "kerneleval-fleet-validation"]
+        if not cronjob:
+            if self.production:
+                self.fail("no CronJob kerneleval-fleet-validation: fleet validation must run in the cluster")
+            return
+        spec = cronjob[0]["spec"]
+        if spec.get("concurrencyPolicy") != "Forbid":
+            self.fail("fleet-validation CronJob needs concurrencyPolicy Forbid")
+        pod = spec["jobTemplate"]["spec"]["template"]["spec"]
+        classes = {c["metadata"]["name"]: c for c in self.of_kind("PriorityClass")}
+        if pod.get("priorityClassName") not in classes:
+            self.fail(f"fleet-validation CronJob priorityClassName {pod.get('priorityClassName')!r} "
+                      "is not shipped")
+        for name, cls in classes.items():
+            if not cls.get("value", 0) < 0 or cls.get("preemptionPolicy") != "Never" or cls.get("globalDefault"):
+                self.fail(f"PriorityClass {name}: want a negative value, preemptionPolicy Never, not default")
+        account = pod.get("serviceAccountName")
+        if not pod.get("automountServiceAccountToken", True) or account in (None, "kerneleval"):
+            self.fail("the fleet-validation CronJob needs its own ServiceAccount with a token")
+        granted = set()
+        roles = {(r["kind"], r["metadata"]["name"]): r for r in self.of_kind("Role") + self.of_kind("ClusterRole")}
+        for binding in self.of_kind("RoleBinding") + self.of_kind("ClusterRoleBinding"):
+            if any(s.get("kind") == "ServiceAccount" and s.get("name") == account for s in binding["subjects"]):
+                role = roles.get((binding["roleRef"]["kind"], binding["roleRef"]["name"]), {})
+                for rule in role.get("rules", []):
+                    for resource in rule["resources"]:
+                        granted.update((resource, verb) for verb in rule["verbs"])
+        for need in (("nodes", "list"), ("jobs", "create"), ("jobs", "list"), ("daemonsets", "get")):
+            if need not in granted:
+                self.fail(f"the fleet-validation ServiceAccount may not {need[1]} {need[0]}")
+        if ("*" in {v for _, v in granted}) or ("secrets", "get") in granted:
+            self.fail("the fleet-validation ServiceAccount has more rights than it needs")
+        volumes = {v["name"]: v for v in pod.get("volumes", [])}
+        container = pod["containers"][0]
+        mounted = [volumes[m["name"]]["configMap"]["name"] for m in container.get("volumeMounts", [])
+                   if "configMap" in volumes.get(m["name"], {})]
+        configmap = self.one("ConfigMap", mounted[0]) if mounted else None
+        if configmap is None:
+            self.fail("the fleet-validation CronJob mounts no ConfigMap with its script")
+            return
+        here = REPO / "deploy/k8s/fleet-validation"
+        for name in ("fleet-validate.py", "job-template.yaml"):
+            if configmap.get("data", {}).get(name) != (here / name).read_text(encoding="utf-8"):
+                self.fail(f"fleet-validation ConfigMap's {name} differs from the repository's")
+        env = {e["name"] for e in container.get("env", [])}
+        if "KUEUE_QUEUE_NAME" not in env:
+            self.fail("fleet-validation CronJob needs KUEUE_QUEUE_NAME (empty: no Kueue queue)")
+        job = yaml.safe_load(configmap["data"].get("job-template.yaml", "{}"))
+        job_pod = job["spec"]["template"]["spec"]
+        if job_pod.get("priorityClassName") not in classes:
+            self.fail(f"fleet-validation Jobs' priorityClassName {job_pod.get('priorityClassName')!r} "
+                      "is not shipped")
+        expressions = {e["key"]: e for term in job_pod.get("affinity", {}).get("nodeAffinity", {})
+                       .get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", [])
+                       for e in term.get("matchExpressions", [])}
+        if sorted(expressions.get("nvidia.com/gpu.product", {}).get("values", [])) != sorted(PRODUCTS.values()):
+            self.fail("fleet-validation Jobs must require the supported GPU products "
+                      f"{sorted(PRODUCTS.values())} (the binaries carry sm_90a / sm_100a only)")
+        if expressions.get("kubernetes.io/arch", {}).get("values") != ["amd64"]:
+            self.fail("fleet-validation Jobs must require kubernetes.io/arch amd64")
+
     # --- NetworkPolicies and images ------------------------------------------
     def check_network(self, workload):
         policies = self.of_kind("NetworkPolicy")
@@ -396,6 +510,12 @@ class Checker:
                 if self.mode == "kustomize" and registry_host(image) is None:
                     self.fail(f"{doc['kind']} {doc['metadata']['name']} image {image!r} would be pulled "
                               "from Docker Hub's library namespace; name a registry")
+                # An overlay is what a cluster runs: a tag can be re-pushed under it.
+                reference = image_reference(image)
+                if self.production and self.mode == "kustomize" and not DIGEST.match(
+                        reference["digest"] or ""):
+                    self.fail(f"{doc['kind']} {doc['metadata']['name']} image {image!r} is not pinned "
+                              "by digest (name@sha256:<64 hex>)")
 
     # --- packaged Grafana dashboard and Prometheus rules -----------------------
     def check_packaged(self):
@@ -421,7 +541,7 @@ class Checker:
             if rule["spec"].get("groups") != groups:
                 self.fail("PrometheusRule groups differ from deploy/prometheus/rules/*.yml")
 
-        namespaces = {d["metadata"].get("namespace") for d in self.docs if d.get("kind") != "Namespace"}
+        namespaces = {d["metadata"].get("namespace") for d in self.docs if d.get("kind") not in CLUSTER_KINDS}
         if len(namespaces) != 1 or None in namespaces:
             self.fail(f"objects span namespaces {namespaces}")
 
@@ -431,6 +551,8 @@ class Checker:
             self.check_services(workload)
             self.check_cronjob(workload)
             self.check_network(workload)
+        if self.mode == "kustomize":
+            self.check_fleet_cronjob()
         self.check_images()
         self.check_packaged()
         return self.problems
@@ -481,6 +603,47 @@ def check_fleet_validation():
             problems.append("a fleet-validation Job retries at most once")
         if any(len(v) > 63 for v in job["metadata"]["labels"].values()):
             problems.append("fleet-validation label values must fit 63 characters")
+    return problems + check_unhealthy_gpus(script)
+
+
+def check_unhealthy_gpus(script):
+    """A node whose device plugin withholds a GPU: its Job asks for the healthy GPUs (not all 8,
+    which would stay Pending and read as "never free"), the report names the unhealthy count, a
+    node without a healthy GPU gets no Job, and --queue-name labels the Jobs for Kueue."""
+    def node(name, capacity, allocatable, cordoned=False):
+        return {"metadata": {"name": name}, "spec": {"unschedulable": cordoned},
+                "status": {"capacity": {"nvidia.com/gpu": str(capacity)},
+                           "allocatable": {"nvidia.com/gpu": str(allocatable)}}}
+    nodes = {"kind": "NodeList", "items": [node("gpu-ok", 8, 8), node("gpu-one-bad", 8, 7),
+                                           node("gpu-all-bad", 8, 0), node("gpu-cordoned", 8, 8, True)]}
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as listing:
+        json.dump(nodes, listing)
+        listing.flush()
+        result = subprocess.run([sys.executable, str(script), "--image", "registry.example/kerneleval@sha256:"
+                                 + "0" * 64, "--run", "202612010000", "--queue-name", "gpu-batch",
+                                 "--render-nodes", listing.name], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        return [f"fleet-validate.py --render-nodes failed: {result.stderr.strip()}"]
+    text, _, table = result.stdout.partition("\nnode ")
+    jobs = {j["spec"]["template"]["spec"]["nodeSelector"]["kubernetes.io/hostname"]: j
+            for j in yaml.safe_load_all(text) if j}
+    problems = []
+    if sorted(jobs) != ["gpu-ok", "gpu-one-bad"]:
+        problems.append(f"fleet-validate.py made Jobs for {sorted(jobs)}, want the schedulable nodes "
+                        "with a healthy GPU")
+    gpus = {n: j["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"]
+            for n, j in jobs.items()}
+    if gpus != {"gpu-ok": 8, "gpu-one-bad": 7}:
+        problems.append(f"fleet-validation Jobs ask for {gpus} GPUs, want each node's allocatable")
+    if any(j["metadata"]["labels"].get("kueue.x-k8s.io/queue-name") != "gpu-batch" for j in jobs.values()):
+        problems.append("--queue-name must label every Job kueue.x-k8s.io/queue-name")
+    lines = {line.split()[0]: line for line in table.splitlines()[1:] if line.strip()}
+    if "UNHEALTHY GPUs: 1 of 8" not in lines.get("gpu-one-bad", ""):
+        problems.append(f"the report must name gpu-one-bad's unhealthy GPU: {lines.get('gpu-one-bad')!r}")
+    if "UNHEALTHY GPUs: all 8" not in lines.get("gpu-all-bad", ""):
+        problems.append(f"the report must name gpu-all-bad's GPUs as unhealthy: {lines.get('gpu-all-bad')!r}")
+    if "cordoned" not in lines.get("gpu-cordoned", ""):
+        problems.append("the report must name the cordoned node")
     return problems
 
 
