@@ -23,7 +23,8 @@ from k8s_render import RenderError, render
 
 def cronjob_args(directory):
     documents, mode = render(directory)
-    cronjobs = [d for d in documents if d.get("kind") == "CronJob"]
+    cronjobs = [d for d in documents if d.get("kind") == "CronJob"
+                and d["metadata"]["name"] == "kerneleval-benchmark"]
     if len(cronjobs) != 1:
         raise RenderError(f"{directory}: expected one CronJob, found {len(cronjobs)}")
     spec = cronjobs[0]["spec"]["jobTemplate"]["spec"]["template"]["spec"]

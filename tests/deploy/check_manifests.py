@@ -185,6 +185,7 @@ class Checker:
         if (env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
                 != "spec.nodeName"):
             self.fail("server needs NODE_NAME from the downward API (spec.nodeName): the node label")
+        self.check_results_store(args, env)
         strategy = workload["spec"].get("updateStrategy", {}).get("rollingUpdate", {})
         if workload["kind"] == "DaemonSet" and not str(strategy.get("maxUnavailable", "")).endswith("%"):
             self.fail(f"DaemonSet maxUnavailable {strategy.get('maxUnavailable')!r}: a percentage, so that "
@@ -245,6 +246,23 @@ class Checker:
             if configmap is not None and sorted(configmap.get("data", {})) != suites:
                 self.fail(f"suites ConfigMap holds {sorted(configmap.get('data', {}))}, suites/ has {suites}")
         return workload
+
+    def check_results_store(self, args, env):
+        """Benchmark reports kept in PostgreSQL (URL from a Secret), with retention on."""
+        main_cc = (REPO / "server/main.cc").read_text(encoding="utf-8")
+        for flag in ("--results-db", "--results-max-age-days", "--results-raw-sample-runs"):
+            if f'"{flag}"' not in main_cc:
+                self.fail(f"server/main.cc has no {flag}; the manifests pass it")
+        url = arg_value(args, "--results-db") or ""
+        match = re.fullmatch(r"\$\((\w+)\)", url)
+        secret = env.get(match.group(1), {}) if match else {}
+        if not secret.get("valueFrom", {}).get("secretKeyRef", {}).get("name"):
+            self.fail(f"server --results-db {url!r} must be $(VAR) of an env var from a Secret (the "
+                      "URL holds a password); without it results live in memory only")
+        for flag in ("--results-max-age-days", "--results-raw-sample-runs"):
+            value = arg_value(args, flag)
+            if value is None or not float(value) > 0:
+                self.fail(f"server {flag} {value!r}: retention must be on by default")
 
     # --- Services, ServiceMonitor, PodDisruptionBudget ------------------------
     def check_services(self, workload):
@@ -499,6 +517,10 @@ class Checker:
             self.fail("the gRPC port must be open only to pods labelled kerneleval.io/client=true")
         if not allowed.get(METRICS_PORT):
             self.fail("the metrics port must be open only to the monitoring namespace, not to all")
+        egress_ports = {p.get("port") for rule in server[0]["spec"].get("egress", [])
+                        for p in rule.get("ports", [])}
+        if "Egress" not in server[0]["spec"].get("policyTypes", []) or 5432 not in egress_ports:
+            self.fail("the server NetworkPolicy must let the server reach PostgreSQL (5432) for --results-db")
 
     def check_images(self):
         for doc in self.docs:

@@ -24,7 +24,8 @@ def main(argv):
         return 1
     if mode != "kustomize":
         print("note: kubectl not found; args read from the kustomization's sources", file=sys.stderr)
-    cronjobs = [d for d in documents if d.get("kind") == "CronJob"]
+    cronjobs = [d for d in documents if d.get("kind") == "CronJob"
+                and d["metadata"]["name"] == "kerneleval-benchmark"]
     if len(cronjobs) != 1:
         print(f"error: expected one CronJob, found {len(cronjobs)}", file=sys.stderr)
         return 1
