@@ -60,17 +60,61 @@ const char* StatusWord(v1::ResultStatus s) {
   }
 }
 
-const char* VerdictWord(v1::Verdict v) {
-  switch (v) {
+std::string ThresholdText(double threshold) {
+  return absl::StrCat("+-", absl::StrFormat("%g", threshold * 100), "%");
+}
+
+std::string VerdictText(const v1::SampleComparison& c) {
+  switch (c.verdict()) {
     case v1::VERDICT_SAME:
-      return "same";
+      return absl::StrCat("same (within ", ThresholdText(c.threshold()), ")");
     case v1::VERDICT_FASTER:
       return "FASTER";
     case v1::VERDICT_SLOWER:
       return "SLOWER";
+    case v1::VERDICT_INCONCLUSIVE:
+      return "inconclusive";
     default:
-      return "incomparable";
+      return absl::StrCat("not comparable: ", c.incomparable_reason());
   }
+}
+
+// The --fail-on word of a verdict ("slower", "inconclusive", "incomparable"); empty for the
+// verdicts that never fail a job.
+std::string FailWord(v1::Verdict v) {
+  switch (v) {
+    case v1::VERDICT_SLOWER:
+      return "slower";
+    case v1::VERDICT_INCONCLUSIVE:
+      return "inconclusive";
+    case v1::VERDICT_INCOMPARABLE:
+      return "incomparable";
+    default:
+      return "";
+  }
+}
+
+// kExitRpcError (1), after a line on `err` per verdict word counted, when a row's verdict is
+// one of `fail_on`; kExitOk otherwise.
+int FailOn(const std::vector<std::string>& fail_on,
+           const google::protobuf::RepeatedPtrField<v1::SampleComparison>& rows,
+           std::ostream& err) {
+  int rc = kExitOk;
+  for (const std::string& word : fail_on) {
+    int n = 0;
+    for (const v1::SampleComparison& c : rows) n += FailWord(c.verdict()) == word ? 1 : 0;
+    if (n == 0) continue;
+    err << "error: --fail-on " << word << ": " << n << (n == 1 ? " comparison " : " comparisons ")
+        << (word == "incomparable" ? "not comparable" : word) << "\n";
+    rc = kExitRpcError;
+  }
+  return rc;
+}
+
+// A side's spread: its interquartile range relative to its median.
+std::string Spread(double iqr, double median) {
+  if (median <= 0) return "-";
+  return absl::StrCat(Fixed(iqr / median * 100, 1), "%");
 }
 
 std::string Percent(double ratio) {
@@ -79,19 +123,26 @@ std::string Percent(double ratio) {
 }
 
 void AddComparisonRow(TextTable* table, const v1::SampleComparison& c) {
-  table->AddRow({c.workload(), c.implementation(), FormatSeconds(c.baseline_median_seconds()),
-                 FormatSeconds(c.candidate_median_seconds()), Percent(c.ratio()),
-                 c.ratio() > 0 ? absl::StrCat("[", Fixed(c.ratio_ci_low(), 4), ", ",
-                                              Fixed(c.ratio_ci_high(), 4), "]")
-                               : "-",
-                 c.ratio() > 0 ? absl::StrFormat("%.3g", c.p_value()) : "-",
-                 absl::StrCat(VerdictWord(c.verdict()),
-                              c.correctness_changed() ? " (correctness changed)" : "")});
+  const bool measured = c.ratio() > 0;
+  table->AddRow(
+      {c.workload(), c.implementation(),
+       measured ? FormatSeconds(c.baseline_median_seconds()) : "-",
+       std::to_string(c.baseline_samples()),
+       Spread(c.baseline_iqr_seconds(), c.baseline_median_seconds()),
+       measured ? FormatSeconds(c.candidate_median_seconds()) : "-",
+       std::to_string(c.candidate_samples()),
+       Spread(c.candidate_iqr_seconds(), c.candidate_median_seconds()), Percent(c.ratio()),
+       c.ratio() > 0
+           ? absl::StrCat("[", Fixed(c.ratio_ci_low(), 4), ", ", Fixed(c.ratio_ci_high(), 4), "]")
+           : "-",
+       c.ratio() > 0 ? absl::StrFormat("%.3g", c.p_value()) : "-",
+       absl::StrCat(VerdictText(c), c.correctness_changed() ? " (correctness changed)" : "")});
 }
 
+// Each side's median, sample count and IQR (relative to the median), then the change.
 TextTable ComparisonTable() {
-  return TextTable({"workload", "implementation", "baseline", "candidate", "change", "ratio 95% CI",
-                    "p", "verdict"});
+  return TextTable({"workload", "implementation", "baseline", "n", "IQR", "candidate", "n", "IQR",
+                    "change", "ratio 95% CI", "p", "verdict"});
 }
 
 absl::StatusOr<v1::ResultFilter> Filter(const ResultsFlags& f) {
@@ -205,15 +256,21 @@ int Compare(const ResultsClient& client, const CliConfig& config, const ResultsF
     request.mutable_candidate_window()->set_until_unix_seconds(*cu);
   }
   request.set_alpha(f.alpha);
+  request.set_min_relative_difference(f.threshold);
   v1::CompareResponse response;
   if (grpc::Status s = client.Compare(request, &response); !s.ok()) return RpcError(err, s);
-  if (config.global.json) return PrintJson(out, err, response);
+  if (config.global.json) {
+    if (int rc = PrintJson(out, err, response); rc != kExitOk) return rc;
+    return FailOn(f.fail_on, response.comparisons(), err);
+  }
   TextTable table = ComparisonTable();
   for (const v1::SampleComparison& c : response.comparisons()) AddComparisonRow(&table, c);
   out << table.Render() << response.faster() << " faster, " << response.slower() << " slower, "
-      << response.same() << " no significant difference (Mann-Whitney U, alpha " << f.alpha
-      << "; 95% bootstrap CI of the ratio of medians)\n";
-  return kExitOk;
+      << response.same() << " no significant difference (within " << ThresholdText(f.threshold)
+      << "), " << response.inconclusive() << " inconclusive, " << response.incomparable()
+      << " not comparable (Mann-Whitney U at alpha " << f.alpha
+      << " and the 95% bootstrap CI of the ratio of medians against the threshold)\n";
+  return FailOn(f.fail_on, response.comparisons(), err);
 }
 
 int Reproduce(const ResultsClient& client, const CliConfig& config, const ResultsFlags& f,
@@ -224,7 +281,12 @@ int Reproduce(const ResultsClient& client, const CliConfig& config, const Result
   request.set_alpha(f.alpha);
   v1::ReproduceResponse response;
   if (grpc::Status s = client.Reproduce(request, &response); !s.ok()) return RpcError(err, s);
-  if (config.global.json) return PrintJson(out, err, response);
+  google::protobuf::RepeatedPtrField<v1::SampleComparison> rows;
+  *rows.Add() = response.comparison();
+  if (config.global.json) {
+    if (int rc = PrintJson(out, err, response); rc != kExitOk) return rc;
+    return FailOn(f.fail_on, rows, err);
+  }
   const v1::Receipt& receipt = response.original().receipt();
   out << "reproduced " << response.original().id() << ": suite " << response.original().suite()
       << " (" << receipt.suite_hash().substr(0, 12) << "), seed " << receipt.seed() << ", "
@@ -232,7 +294,7 @@ int Reproduce(const ResultsClient& client, const CliConfig& config, const Result
   TextTable table = ComparisonTable();
   AddComparisonRow(&table, response.comparison());
   out << table.Render();
-  return kExitOk;
+  return FailOn(f.fail_on, rows, err);
 }
 
 int Export(const ResultsClient& client, const ResultsFlags& f, std::ostream& out,
@@ -250,6 +312,10 @@ int Export(const ResultsClient& client, const ResultsFlags& f, std::ostream& out
   request.set_limit(f.page_size);
   v1::ExportResponse response;
   if (grpc::Status s = client.Export(request, &response); !s.ok()) return RpcError(err, s);
+  if (response.truncated()) {
+    err << "export: truncated: more results match than --limit " << response.rows()
+        << "; the newest " << response.rows() << " are exported\n";
+  }
   if (f.out.empty()) {
     out << response.data();
     return kExitOk;
@@ -298,6 +364,18 @@ void AddResultsCommands(CLI::App* app, ResultsFlags* f) {
   compare->add_option("--alpha", f->alpha, "Significance level")
       ->check(CLI::Range(0.0001, 0.5))
       ->capture_default_str();
+  compare
+      ->add_option("--threshold", f->threshold,
+                   "Practical threshold t: a change is called only when its 95% CI lies beyond "
+                   "1 +- t, 'same' only when within")
+      ->check(CLI::Range(0.0001, 0.5))
+      ->capture_default_str();
+  compare
+      ->add_option("--fail-on", f->fail_on,
+                   "Exit with code 1 when any comparison is slower (or inconclusive, or not "
+                   "comparable): slower[,inconclusive][,incomparable]")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"slower", "inconclusive", "incomparable"}));
 
   CLI::App* reproduce = app->add_subcommand(
       "reproduce", "Re-run a stored result's receipt on this server and compare");
@@ -306,6 +384,12 @@ void AddResultsCommands(CLI::App* app, ResultsFlags* f) {
   reproduce->add_option("--alpha", f->alpha, "Significance level")
       ->check(CLI::Range(0.0001, 0.5))
       ->capture_default_str();
+  reproduce
+      ->add_option("--fail-on", f->fail_on,
+                   "Exit with code 1 when the re-run is slower (or inconclusive, or not "
+                   "comparable): slower[,inconclusive][,incomparable]")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"slower", "inconclusive", "incomparable"}));
 
   CLI::App* export_command =
       app->add_subcommand("export", "Stored results as JSONL rows, CSV or FlashInfer-Bench traces");

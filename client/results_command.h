@@ -3,10 +3,11 @@
 //
 //   kerneleval history [--suite S --workload W --impl I --gpu H200 --since T --until T]
 //   kerneleval leaderboard --suite S [--gpu H200]
-//   kerneleval compare RUN_A RUN_B
+//   kerneleval compare RUN_A RUN_B [--threshold 0.01] [--fail-on slower[,inconclusive]]
 //   kerneleval compare --impl I --suite S --baseline-since T --baseline-until T
 //                      --candidate-since T --candidate-until T
-//   kerneleval reproduce RESULT_ID [--device D]
+//   kerneleval reproduce RESULT_ID [--device D] [--fail-on slower]
+// compare and reproduce exit with 1 when a row's verdict is one named by --fail-on.
 //   kerneleval export [filters] --format jsonl|csv|trace [--out FILE]
 // Times T: Unix seconds, YYYY-MM-DD or RFC 3339 (UTC). --json prints the responses.
 #pragma once
@@ -32,6 +33,8 @@ struct ResultsFlags {
   std::string page_token;
   bool samples = false;
   double alpha = 0.05;
+  double threshold = 0.01;           // compare: the practical threshold t
+  std::vector<std::string> fail_on;  // compare, reproduce: verdicts that exit with 1
   std::string format = "jsonl";
   std::string out;
 };

@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include "common/suites.h"
 #include "server/auth.h"
 #include "server/benchmark_engine.h"
+#include "server/data_dir_lock.h"
 #include "server/device_factory.h"
 #include "server/kerneleval_service.h"
 #include "server/oip/oip_service.h"
@@ -69,6 +71,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
 }  // namespace
 
 struct KernelEvalServer::Impl {
+  // First: released last, after the store and the submissions have closed their files.
+  std::vector<DataDirLock> data_dir_locks;
   ServerOptions options;
   Metrics metrics;
   DeviceSet devices;
@@ -171,6 +175,18 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   auto impl = std::make_unique<Impl>();
   Impl* s = impl.get();
   s->options = options;
+  // Before anything opens a file there: one server per data directory.
+  std::vector<std::string> data_dirs;
+  for (const std::string& dir : {options.submissions.data_dir, options.results.data_dir}) {
+    if (!dir.empty() && std::find(data_dirs.begin(), data_dirs.end(), dir) == data_dirs.end()) {
+      data_dirs.push_back(dir);
+    }
+  }
+  for (const std::string& dir : data_dirs) {
+    absl::StatusOr<DataDirLock> lock = DataDirLock::Acquire(dir);
+    if (!lock.ok()) return lock.status();
+    s->data_dir_locks.push_back(std::move(*lock));
+  }
   if (backends.empty()) {
     BackendOptions backend_options;
     backend_options.fault_injection = options.enable_fault_injection;
@@ -251,6 +267,9 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   s->service = std::make_unique<KernelEvalService>(&s->state);
   grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default: a second server on a port in use would start and
+  // silently take half of the connections. Off, its bind fails and it exits.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(options.listen, *creds, &s->grpc_port);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
@@ -300,7 +319,9 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   }
   s->grpc_server = builder.BuildAndStart();
   if (s->grpc_server == nullptr || s->grpc_port == 0) {
-    return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", options.listen));
+    return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", options.listen,
+                                               ": the port is in use, or not an address of "
+                                               "this host"));
   }
   {
     // Reproduce re-runs receipts through this server's own Benchmark RPC.
@@ -312,12 +333,14 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
     // Plaintext and without a token, serving health (and reflection, which the global plugin
     // adds) but not KernelEval: the kubelet's gRPC probes speak neither TLS nor tokens.
     grpc::ServerBuilder health;
+    health.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
     int health_port = 0;
     health.AddListeningPort(options.health_listen, grpc::InsecureServerCredentials(), &health_port);
     s->health_server = health.BuildAndStart();
     if (s->health_server == nullptr || health_port == 0) {
       return absl::UnavailableError(
-          absl::StrCat("--health-listen: cannot listen on ", options.health_listen));
+          absl::StrCat("--health-listen: cannot listen on ", options.health_listen,
+                       ": the port is in use, or not an address of this host"));
     }
   }
   s->SetReady(false);

@@ -15,6 +15,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "server/store/comparability.h"
+#include "server/store/compare_results.h"
 #include "server/store/result_rows.h"
 #include "server/store/sample_statistics.h"
 
@@ -51,34 +53,6 @@ std::int64_t Int(const std::optional<std::string>& v) {
   return n;
 }
 
-const char* VerdictName(Change c) {
-  switch (c) {
-    case Change::kSame:
-      return "same";
-    case Change::kFaster:
-      return "faster";
-    case Change::kSlower:
-      return "slower";
-    case Change::kIncomparable:
-      return "incomparable";
-  }
-  return "incomparable";
-}
-
-v1::Verdict ToVerdict(Change c) {
-  switch (c) {
-    case Change::kSame:
-      return v1::VERDICT_SAME;
-    case Change::kFaster:
-      return v1::VERDICT_FASTER;
-    case Change::kSlower:
-      return v1::VERDICT_SLOWER;
-    case Change::kIncomparable:
-      return v1::VERDICT_INCOMPARABLE;
-  }
-  return v1::VERDICT_INCOMPARABLE;
-}
-
 // The columns Select reads, in order (results joined with their run).
 constexpr char kSelectColumns[] =
     "SELECT r.id, r.run_id, r.created_at, r.suite, runs.suite_hash, runs.server, r.result_json, "
@@ -108,47 +82,6 @@ std::string Where(const v1::ResultFilter& f, std::vector<SqlValue>* params) {
   return where;
 }
 
-v1::SampleComparison CompareStored(const std::vector<v1::StoredResult>& baseline,
-                                   const std::vector<v1::StoredResult>& candidate, double alpha,
-                                   double min_relative) {
-  v1::SampleComparison c;
-  std::vector<double> b, k;
-  bool baseline_passed = false, candidate_passed = false;
-  for (const auto& s : baseline) {
-    if (s.result().status() != v1::RESULT_STATUS_PASSED) continue;
-    baseline_passed = true;
-    for (double v : ComparableSamples(s)) b.push_back(v);
-  }
-  for (const auto& s : candidate) {
-    if (s.result().status() != v1::RESULT_STATUS_PASSED) continue;
-    candidate_passed = true;
-    for (double v : ComparableSamples(s)) k.push_back(v);
-  }
-  const v1::WorkloadResult& first = (candidate.empty() ? baseline : candidate).front().result();
-  c.set_workload(first.workload());
-  c.set_implementation(first.implementation());
-  if (!baseline.empty()) c.set_baseline_status(baseline.back().result().status());
-  if (!candidate.empty()) c.set_candidate_status(candidate.back().result().status());
-  c.set_correctness_changed(!baseline.empty() && !candidate.empty() &&
-                            c.baseline_status() != c.candidate_status() &&
-                            (c.baseline_status() == v1::RESULT_STATUS_PASSED ||
-                             c.candidate_status() == v1::RESULT_STATUS_PASSED));
-  c.set_baseline_samples(static_cast<std::uint32_t>(b.size()));
-  c.set_candidate_samples(static_cast<std::uint32_t>(k.size()));
-  c.set_verdict(v1::VERDICT_INCOMPARABLE);
-  if (!baseline_passed || !candidate_passed) return c;
-  const SampleVerdict v = CompareSamples(b, k, alpha, min_relative);
-  c.set_baseline_median_seconds(Median(b));
-  c.set_candidate_median_seconds(Median(k));
-  c.set_ratio(v.ratio.ratio);
-  c.set_ratio_ci_low(v.ratio.low);
-  c.set_ratio_ci_high(v.ratio.high);
-  c.set_mann_whitney_u(v.test.u);
-  c.set_p_value(v.test.p_value);
-  c.set_verdict(ToVerdict(v.change));
-  return c;
-}
-
 }  // namespace
 
 std::string SuiteHash(const v1::SuiteDefinition& definition) {
@@ -162,13 +95,6 @@ std::string SuiteHash(const v1::SuiteDefinition& definition) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size(), digest);
   return Hex(digest, sizeof(digest));
-}
-
-v1::SampleComparison CompareResults(const v1::StoredResult& stored, const v1::WorkloadResult& fresh,
-                                    double alpha) {
-  v1::StoredResult candidate;
-  *candidate.mutable_result() = fresh;
-  return CompareStored({stored}, {candidate}, alpha, 0.01);
 }
 
 ResultStore::ResultStore(StoreOptions options, std::unique_ptr<Database> db)
@@ -322,7 +248,10 @@ absl::Status ResultStore::DetectRegressions(const std::string& run_id, std::int6
       if (Int(row[1]) != v1::RESULT_STATUS_PASSED) continue;
       if (static_cast<int>(baseline.size()) >= options_.baseline_results) break;
       auto got = Get(row[0].value_or(""));
-      if (got.ok()) baseline.insert(baseline.begin(), *got);
+      // Only results of the same problem, protocol and device model are a baseline.
+      if (got.ok() && SetupDifferences(SetupOf(*got), SetupOf(s)).empty()) {
+        baseline.insert(baseline.begin(), *got);
+      }
     }
     v1::SampleComparison c =
         CompareStored(baseline, {s}, options_.alpha, options_.min_relative_difference);
@@ -332,16 +261,13 @@ absl::Status ResultStore::DetectRegressions(const std::string& run_id, std::int6
         last_status != r.status() &&
         (last_status == v1::RESULT_STATUS_PASSED || r.status() == v1::RESULT_STATUS_PASSED);
     c.set_correctness_changed(correctness_changed);
-    const Change change = c.verdict() == v1::VERDICT_SLOWER   ? Change::kSlower
-                          : c.verdict() == v1::VERDICT_FASTER ? Change::kFaster
-                          : c.verdict() == v1::VERDICT_SAME   ? Change::kSame
-                                                              : Change::kIncomparable;
+    const Change change = ChangeOf(c.verdict());
     auto stored = db_->Query(
         "INSERT INTO regressions (result_id, created_at, suite, workload, implementation, "
         "device_model, verdict, correctness_changed, ratio, ci_low, ci_high, p_value, "
         "baseline_results) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         {s.id(), now, s.suite(), r.workload(), r.implementation(), model,
-         std::string(VerdictName(change)), std::int64_t{correctness_changed ? 1 : 0}, c.ratio(),
+         std::string(ChangeName(change)), std::int64_t{correctness_changed ? 1 : 0}, c.ratio(),
          c.ratio_ci_low(), c.ratio_ci_high(), c.p_value(),
          static_cast<std::int64_t>(baseline.size())});
     if (!stored.ok()) return stored.status();
@@ -593,9 +519,7 @@ absl::StatusOr<v1::CompareResponse> ResultStore::Compare(const v1::CompareReques
     auto found = bs.find(key);
     if (found == bs.end()) continue;
     v1::SampleComparison cmp = CompareStored(found->second, cs[key], alpha, min_relative);
-    if (cmp.verdict() == v1::VERDICT_FASTER) response.set_faster(response.faster() + 1);
-    if (cmp.verdict() == v1::VERDICT_SLOWER) response.set_slower(response.slower() + 1);
-    if (cmp.verdict() == v1::VERDICT_SAME) response.set_same(response.same() + 1);
+    Tally(cmp, &response);
     *response.add_comparisons() = std::move(cmp);
   }
   if (response.comparisons_size() == 0) {
@@ -607,9 +531,14 @@ absl::StatusOr<v1::CompareResponse> ResultStore::Compare(const v1::CompareReques
 absl::StatusOr<v1::ExportResponse> ResultStore::Export(const v1::ExportRequest& request) {
   const std::int64_t limit = request.limit() == 0 ? 1000 : request.limit();
   if (limit > 100000) return absl::InvalidArgumentError("limit: at most 100000");
-  auto rows = Select(request.filter(), limit, 0, false);
+  // One row more than the limit says whether the export is cut short.
+  auto rows = Select(request.filter(), limit + 1, 0, false);
   if (!rows.ok()) return rows.status();
   v1::ExportResponse response;
+  if (static_cast<std::int64_t>(rows->size()) > limit) {
+    rows->pop_back();
+    response.set_truncated(true);
+  }
   response.set_data(ExportRows(*rows, request.format()));
   response.set_rows(static_cast<std::uint32_t>(rows->size()));
   return response;

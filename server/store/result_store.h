@@ -90,10 +90,6 @@ class ResultStore {
 // SHA-256 (hex) of a suite definition's deterministic serialization.
 std::string SuiteHash(const v1::SuiteDefinition& definition);
 
-// A stored result against a fresh one (Reproduce), with Compare's statistics.
-v1::SampleComparison CompareResults(const v1::StoredResult& stored, const v1::WorkloadResult& fresh,
-                                    double alpha);
-
 // Applies the compiled-in migrations the database lacks (schema_version records them).
 absl::Status Migrate(Database* db);
 

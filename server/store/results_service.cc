@@ -5,6 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/bounded_text.h"
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
+#include "server/store/comparability.h"
+#include "server/store/compare_results.h"
 
 namespace kerneleval::server::store {
 namespace {
@@ -191,14 +193,17 @@ grpc::Status ResultsService::Reproduce(grpc::ServerContext* context,
   }
   if (channel_ == nullptr) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server starting");
   const v1::Receipt& receipt = original->receipt();
-  // The receipt as a custom suite of the one workload: same definition, seed and protocol.
+  // The receipt as a custom suite of the one workload: same definition, seed and protocol,
+  // named apart ("reproduce.<suite>", at most 128 characters): a served suite's name stays
+  // with its whole content, and re-runs do not join the original's series.
   v1::BenchmarkRequest run;
   v1::SuiteDefinition* suite = run.mutable_custom_suite();
   *suite = receipt.definition();
+  suite->set_name(absl::StrCat("reproduce.", receipt.definition().name()).substr(0, 128));
   suite->clear_workloads();
-  for (const v1::Workload& w : receipt.definition().workloads()) {
-    if (w.name() == receipt.workload()) *suite->add_workloads() = w;
-  }
+  // By the name the result carries, generated for workloads that declare none, or its axes.
+  const v1::Workload* workload = FindWorkload(receipt.definition(), original->result());
+  if (workload != nullptr) *suite->add_workloads() = *workload;
   if (suite->workloads_size() == 0) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         absl::StrCat("result_id: the stored definition has no workload ",
@@ -226,8 +231,12 @@ grpc::Status ResultsService::Reproduce(grpc::ServerContext* context,
   *response->mutable_reproduced() = report.results(0);
   *response->mutable_original() = *original;
   // The same statistics as Compare: the stored samples against the fresh ones.
-  *response->mutable_comparison() =
-      CompareResults(*original, report.results(0), request->alpha() == 0 ? 0.05 : request->alpha());
+  v1::Environment environment;
+  for (const v1::Environment& e : report.environments()) {
+    if (e.device().name() == report.results(0).device()) environment = e;
+  }
+  *response->mutable_comparison() = CompareResults(*original, report.results(0), environment,
+                                                   request->alpha() == 0 ? 0.05 : request->alpha());
   return grpc::Status::OK;
 }
 

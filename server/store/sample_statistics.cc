@@ -142,11 +142,24 @@ SampleVerdict CompareSamples(const std::vector<double>& baseline,
   v.test = MannWhitneyU(candidate, baseline);
   // 2000 resamples: the 2.5 % tails rest on 50 values each, enough for two digits.
   v.ratio = BootstrapRatioOfMedians(baseline, candidate, 0.95, 2000, 0x5eed);
-  v.change = Change::kSame;
-  const bool significant = v.test.p_value < alpha && (v.ratio.low > 1 || v.ratio.high < 1) &&
-                           std::abs(v.ratio.ratio - 1) >= min_relative_difference;
-  if (significant) v.change = v.ratio.ratio > 1 ? Change::kSlower : Change::kFaster;
+  const double t = min_relative_difference;
+  const bool significant = v.test.p_value < alpha;
+  if (significant && v.ratio.low > 1 + t) {
+    v.change = Change::kSlower;
+  } else if (significant && v.ratio.high < 1 - t) {
+    v.change = Change::kFaster;
+  } else if (v.ratio.low >= 1 - t && v.ratio.high <= 1 + t) {
+    v.change = Change::kSame;
+  } else {
+    v.change = Change::kInconclusive;
+  }
   return v;
+}
+
+double InterquartileRange(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const std::vector<double> q = Quantiles(v, 5);  // 0, 25, 50, 75, 100 %
+  return q[3] - q[1];
 }
 
 std::vector<double> Quantiles(std::vector<double> v, int n_out) {

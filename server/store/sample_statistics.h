@@ -34,7 +34,7 @@ RatioInterval BootstrapRatioOfMedians(const std::vector<double>& baseline,
                                       const std::vector<double>& candidate, double confidence,
                                       int resamples, std::uint64_t seed);
 
-enum class Change { kSame, kFaster, kSlower, kIncomparable };
+enum class Change { kSame, kFaster, kSlower, kInconclusive, kIncomparable };
 
 struct SampleVerdict {
   MannWhitney test;
@@ -42,12 +42,20 @@ struct SampleVerdict {
   Change change = Change::kIncomparable;
 };
 
-// Significant when p < alpha, the ratio's 95 % interval excludes 1, and the ratio differs
-// from 1 by at least `min_relative_difference` (a 0.3 % shift is real on 1000 samples but
-// means nothing). Fewer than 3 samples a side: kIncomparable.
+// nvbench_compare's question, answered only where the data can answer it. With t =
+// `min_relative_difference` (the smallest change worth a verdict):
+//   kSlower / kFaster: p < alpha and the ratio's 95 % interval lies wholly above 1 + t
+//                      (below 1 - t): a real change, and at least t;
+//   kSame:             the interval lies within [1 - t, 1 + t]: any change is below t;
+//   kInconclusive:     anything else (too few samples or too much spread to tell either).
+// Fewer than 3 samples a side: kIncomparable.
 SampleVerdict CompareSamples(const std::vector<double>& baseline,
                              const std::vector<double>& candidate, double alpha,
                              double min_relative_difference);
+
+// The interquartile range (75th minus 25th percentile, numpy's linear interpolation); 0 for
+// fewer than 2 values.
+double InterquartileRange(const std::vector<double>& v);
 
 // `n_out` evenly spaced quantiles (linear interpolation, as numpy's default): what retention
 // keeps of a run's samples once they are downsampled.

@@ -70,11 +70,13 @@ TEST(ResultsStore, CompareCallsAPlantedFivePercentSlowdownAndNotIdenticalRuns) {
     o.data_dir = dir;
     auto store = server::store::ResultStore::Open(o, nullptr);
     ASSERT_TRUE(store.ok()) << store.status();
-    const v1::BenchmarkReport report = SyntheticReport(1, 10e-6, 0.02);
+    // 1000 samples: enough for the ratio's interval (about +-0.2 %) to fit within the 1 %
+    // threshold, so that independent draws of one distribution are called the same.
+    const v1::BenchmarkReport report = SyntheticReport(1, 10e-6, 0.02, 1000);
     base = *(*store)->RecordNow(report, 1000);
     same = *(*store)->RecordNow(report, 2000);
     slow = *(*store)->RecordNow(Scaled(report, 1.05), 3000);
-    noise = *(*store)->RecordNow(SyntheticReport(2, 10e-6, 0.02), 4000);
+    noise = *(*store)->RecordNow(SyntheticReport(2, 10e-6, 0.02, 1000), 4000);
   }
   TestServer t = StartServer(StoreOptions(dir));
   const nlohmann::json slower = Json(Cli(t.target(), {"compare", base, slow, "--json"}));
@@ -179,14 +181,19 @@ TEST(ResultsStore, RealRunsCompareAndReproduce) {
   EXPECT_EQ(again["reproduced"]["status"], "RESULT_STATUS_PASSED") << again.dump();
   EXPECT_EQ(again["reproduced"]["samples_seconds"].size(), 20u);
   EXPECT_EQ(again["comparison"]["candidate_samples"], 20);
-  ASSERT_EQ(WaitForResults(t.target(), "store_small", 5), 5u);
-  // The re-run went through Benchmark, so it is stored too.
+  EXPECT_EQ(again["comparison"].value("incomparable_reason", ""), "") << again.dump();
+  // The re-run went through Benchmark, so it is stored too, under a suite name of its own:
+  // a one-workload re-run is not a run of the suite.
+  ASSERT_EQ(WaitForResults(t.target(), "reproduce.store_small", 1), 1u);
   t.server->Shutdown(absl::Seconds(5));
   t.server.reset();
   TestServer u = StartServer(StoreOptions(dir));
-  const nlohmann::json after =
-      Json(Cli(u.target(), {"history", "--suite", "store_small", "--json"}));
-  EXPECT_EQ(after["results"].size(), 5u);
+  EXPECT_EQ(
+      Json(Cli(u.target(), {"history", "--suite", "store_small", "--json"}))["results"].size(), 4u);
+  EXPECT_EQ(
+      Json(Cli(u.target(), {"history", "--suite", "reproduce.store_small", "--json"}))["results"]
+          .size(),
+      1u);
   std::filesystem::remove_all(dir);
 }
 
@@ -212,6 +219,12 @@ TEST(ResultsStore, ExportRowsCsvAndTraces) {
     ++n;
   }
   EXPECT_EQ(n, 2);
+  EXPECT_EQ(rows.err.find("truncated"), std::string::npos) << rows.err;
+  const CliResult cut = Cli(t.target(), {"export", "--format", "jsonl", "--limit", "1"});
+  EXPECT_EQ(cut.rc, 0) << cut.err;
+  EXPECT_EQ(std::count(cut.out.begin(), cut.out.end(), '\n'), 1);
+  EXPECT_NE(cut.err.find("export: truncated: more results match than --limit 1"), std::string::npos)
+      << cut.err;
   const CliResult csv = Cli(t.target(), {"export", "--format", "csv"});
   EXPECT_EQ(csv.out.rfind("result_id,run_id,", 0), 0u) << csv.out;
   EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 3);
@@ -307,6 +320,228 @@ TEST(ResultsStore, BadRequestsNameTheirField) {
 
   const CliResult usage = Cli(t.target(), {"compare", "only-one"});
   EXPECT_EQ(usage.rc, client::cli::kExitUsage);
+}
+
+// The report as if its suite were `dtype` at hidden `hidden`, with the same workload names
+// ("batch_size=3", "batch_size=17"): what a name-only match took for the same workload.
+v1::BenchmarkReport WithProblem(v1::BenchmarkReport report, v1::DType dtype, int hidden) {
+  report.mutable_definition()->set_dtype(dtype);
+  for (v1::Axis& axis : *report.mutable_definition()->mutable_axes()) {
+    if (axis.name() == "hidden_size") axis.set_value(hidden);
+  }
+  for (v1::WorkloadResult& r : *report.mutable_results())
+    (*r.mutable_axes())["hidden_size"] = hidden;
+  return report;
+}
+
+// The report with `samples` as every result's samples.
+v1::BenchmarkReport WithSamples(v1::BenchmarkReport report, const std::vector<double>& samples) {
+  for (v1::WorkloadResult& r : *report.mutable_results()) {
+    r.clear_samples_seconds();
+    for (double x : samples) r.add_samples_seconds(x);
+    r.mutable_latency()->set_samples(static_cast<std::uint32_t>(samples.size()));
+  }
+  return report;
+}
+
+// The same kernel timed differently: a bf16 h2048 suite against fp32 h256 under the same
+// workload names, a hot run against a cold one, an H100 against an H200. Each row is "not
+// comparable" and says what differs; none gets a speed verdict.
+TEST(ResultsStore, CompareRefusesResultsOfAnotherProblemProtocolOrDevice) {
+  const std::string dir = TempDir("incomparable");
+  std::string base, other_problem, hot, h100;
+  {
+    server::store::StoreOptions o;
+    o.data_dir = dir;
+    auto store = server::store::ResultStore::Open(o, nullptr);
+    ASSERT_TRUE(store.ok()) << store.status();
+    const v1::BenchmarkReport report = SyntheticReport(1, 10e-6, 0.02);
+    base = *(*store)->RecordNow(report, 1000);
+    // 10 % faster, and a bf16 problem 8x wider: once reported FASTER.
+    other_problem =
+        *(*store)->RecordNow(WithProblem(Scaled(report, 0.9), v1::DTYPE_BF16, 2048), 2000);
+    v1::BenchmarkReport hot_report = Scaled(report, 0.9);
+    hot_report.mutable_protocol()->set_cache(v1::CACHE_MODE_HOT);
+    hot = *(*store)->RecordNow(hot_report, 3000);
+    v1::BenchmarkReport h100_report = Scaled(report, 0.9);
+    h100_report.mutable_environments(0)->mutable_device()->set_model("NVIDIA H100 80GB HBM3");
+    h100 = *(*store)->RecordNow(h100_report, 4000);
+  }
+  TestServer t = StartServer(StoreOptions(dir));
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {other_problem, {"dtype fp32 vs bf16", "hidden 256 vs 2048"}},
+      {hot, {"cache cold vs hot"}},
+      {h100, {"device model NVIDIA H200 vs NVIDIA H100 80GB HBM3"}}};
+  for (const auto& [candidate, differences] : cases) {
+    const nlohmann::json cmp = Json(Cli(t.target(), {"compare", base, candidate, "--json"}));
+    ASSERT_EQ(cmp["comparisons"].size(), 2u) << cmp.dump();
+    EXPECT_EQ(cmp["incomparable"], 2) << cmp.dump();
+    EXPECT_EQ(cmp.value("faster", 0), 0) << cmp.dump();
+    for (const auto& c : cmp["comparisons"]) {
+      EXPECT_EQ(c["verdict"], "VERDICT_INCOMPARABLE");
+      const std::string reason = c.value("incomparable_reason", "");
+      for (const std::string& d : differences) {
+        EXPECT_NE(reason.find(d), std::string::npos) << reason;
+      }
+    }
+  }
+  const CliResult table = Cli(t.target(), {"compare", base, other_problem});
+  EXPECT_EQ(table.rc, 0) << table.err;
+  EXPECT_NE(table.out.find("not comparable: dtype fp32 vs bf16"), std::string::npos) << table.out;
+  EXPECT_EQ(table.out.find("FASTER"), std::string::npos) << table.out;
+  const CliResult strict =
+      Cli(t.target(), {"compare", base, other_problem, "--fail-on", "slower,incomparable"});
+  EXPECT_EQ(strict.rc, 1) << strict.err;
+  EXPECT_NE(strict.err.find("--fail-on incomparable: 2 comparisons not comparable"),
+            std::string::npos)
+      << strict.err;
+  std::filesystem::remove_all(dir);
+}
+
+// What a CI job needs: each side's n and spread, "inconclusive" where the data cannot tell
+// (a 21 % change on 4 noisy samples, once called "same"), and an exit code that fails the job
+// on a slowdown.
+TEST(ResultsStore, CompareShowsSpreadSaysInconclusiveAndFailsOnSlower) {
+  const std::string dir = TempDir("verdicts");
+  std::string base, slow, few_base, few_cand;
+  {
+    server::store::StoreOptions o;
+    o.data_dir = dir;
+    auto store = server::store::ResultStore::Open(o, nullptr);
+    ASSERT_TRUE(store.ok()) << store.status();
+    const v1::BenchmarkReport report = SyntheticReport(1, 10e-6, 0.02);
+    base = *(*store)->RecordNow(report, 1000);
+    slow = *(*store)->RecordNow(Scaled(report, 1.05), 2000);
+    // Four samples a side whose medians are 21 % apart but overlap (Mann-Whitney p = 0.11).
+    few_base = *(*store)->RecordNow(WithSamples(report, {10e-6, 12e-6, 9e-6, 11.5e-6}), 3000);
+    few_cand =
+        *(*store)->RecordNow(WithSamples(report, {13.5e-6, 14.5e-6, 10.5e-6, 12.5e-6}), 4000);
+  }
+  TestServer t = StartServer(StoreOptions(dir));
+  const nlohmann::json slower = Json(Cli(t.target(), {"compare", base, slow, "--json"}));
+  for (const auto& c : slower["comparisons"]) {
+    EXPECT_EQ(c["baseline_samples"], 100);
+    EXPECT_EQ(c["candidate_samples"], 100);
+    // Log-normal at sigma 0.02: IQR = 2 * 0.6745 * 0.02 of the median, about 2.7 %.
+    EXPECT_NEAR(
+        c["baseline_iqr_seconds"].get<double>() / c["baseline_median_seconds"].get<double>(), 0.027,
+        0.008);
+    EXPECT_NEAR(c["candidate_iqr_seconds"].get<double>() / c["baseline_iqr_seconds"].get<double>(),
+                1.05, 1e-9);
+    EXPECT_DOUBLE_EQ(c["threshold"].get<double>(), 0.01);
+  }
+  const CliResult table = Cli(t.target(), {"compare", base, slow});
+  EXPECT_NE(table.out.find("IQR"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find(" 100 "), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("2 slower"), std::string::npos) << table.out;
+
+  const CliResult failed = Cli(t.target(), {"compare", base, slow, "--fail-on", "slower"});
+  EXPECT_EQ(failed.rc, 1);
+  EXPECT_NE(failed.err.find("--fail-on slower: 2 comparisons slower"), std::string::npos)
+      << failed.err;
+  EXPECT_NE(failed.out.find("SLOWER"), std::string::npos) << failed.out;  // the table still
+  EXPECT_EQ(Cli(t.target(), {"compare", slow, base, "--fail-on", "slower"}).rc, 0);  // faster
+  EXPECT_EQ(Cli(t.target(), {"compare", base, slow, "--fail-on", "slower", "--json"}).rc, 1);
+
+  const nlohmann::json few = Json(Cli(t.target(), {"compare", few_base, few_cand, "--json"}));
+  ASSERT_EQ(few["comparisons"].size(), 2u) << few.dump();
+  EXPECT_EQ(few["inconclusive"], 2) << few.dump();
+  EXPECT_EQ(few.value("same", 0), 0) << few.dump();
+  for (const auto& c : few["comparisons"]) {
+    EXPECT_EQ(c["verdict"], "VERDICT_INCONCLUSIVE");
+    EXPECT_EQ(c["baseline_samples"], 4);
+  }
+  EXPECT_EQ(Cli(t.target(), {"compare", few_base, few_cand, "--fail-on", "slower"}).rc, 0);
+  const CliResult unsure =
+      Cli(t.target(), {"compare", few_base, few_cand, "--fail-on", "slower,inconclusive"});
+  EXPECT_EQ(unsure.rc, 1);
+  EXPECT_NE(unsure.out.find("2 inconclusive"), std::string::npos) << unsure.out;
+  const CliResult bad = Cli(t.target(), {"compare", base, slow, "--fail-on", "faster"});
+  EXPECT_EQ(bad.rc, client::cli::kExitUsage);
+  std::filesystem::remove_all(dir);
+}
+
+// A built-in suite names no workload: results carry the generated name ("batch_size=79").
+// Reproduce finds it by that name, re-runs that one workload and compares.
+TEST(ResultsStore, ReproducesAResultOfTheBuiltInSuite) {
+  const std::string dir = TempDir("reproduce-builtin");
+  TestServer t = StartServer(StoreOptions(dir));
+  v1::BenchmarkRequest request;
+  request.set_suite("fused_add_rmsnorm_h2048");
+  request.add_implementations("cpu_fused");
+  request.mutable_protocol()->set_warmup(1);
+  request.mutable_protocol()->set_repetitions(5);
+  v1::BenchmarkReport report;
+  ASSERT_TRUE(t.client
+                  ->Benchmark(request,
+                              [&](const v1::BenchmarkEvent& e) {
+                                if (e.has_report()) report = e.report();
+                              })
+                  .ok());
+  ASSERT_EQ(report.results_size(), 7);
+  ASSERT_EQ(WaitForResults(t.target(), "fused_add_rmsnorm_h2048", 7), 7u);
+  const nlohmann::json stored =
+      Json(Cli(t.target(), {"history", "--suite", "fused_add_rmsnorm_h2048", "--workload",
+                            "batch_size=79", "--json"}));
+  ASSERT_EQ(stored["results"].size(), 1u) << stored.dump();
+  const std::string id = stored["results"][0]["id"];
+  const nlohmann::json again = Json(Cli(t.target(), {"reproduce", id, "--json"}));
+  EXPECT_EQ(again["original"]["id"], id);
+  EXPECT_EQ(again["reproduced"]["workload"], "batch_size=79") << again.dump();
+  EXPECT_EQ(again["reproduced"]["axes"]["batch_size"], "79");  // int64 as a JSON string
+  EXPECT_EQ(again["reproduced"]["status"], "RESULT_STATUS_PASSED") << again.dump();
+  EXPECT_EQ(again["reproduced"]["samples_seconds"].size(), 5u);
+  EXPECT_EQ(again["comparison"]["candidate_samples"], 5);
+  EXPECT_EQ(again["comparison"].value("incomparable_reason", ""), "") << again.dump();
+  const CliResult printed = Cli(t.target(), {"reproduce", id});
+  EXPECT_EQ(printed.rc, 0) << printed.err;
+  EXPECT_NE(printed.out.find("reproduced " + id), std::string::npos) << printed.out;
+  std::filesystem::remove_all(dir);
+}
+
+// A plain suite file names no workload either; and a result whose name its definition no
+// longer gives is found by its axes. Reproduced on this CPU, an H200 result is not comparable.
+TEST(ResultsStore, ReproducesUnnamedWorkloadsAndFindsThemByAxes) {
+  const std::string dir = TempDir("reproduce-unnamed");
+  std::string renamed;
+  {
+    server::store::StoreOptions o;
+    o.data_dir = dir;
+    auto store = server::store::ResultStore::Open(o, nullptr);
+    ASSERT_TRUE(store.ok()) << store.status();
+    v1::BenchmarkReport report = SyntheticReport(1, 10e-6, 0.02, 10);
+    report.mutable_protocol()->set_warmup(1);
+    for (v1::WorkloadResult& r : *report.mutable_results()) {
+      r.set_workload("old_" + r.workload());
+      r.set_implementation("cpu_fused");  // what this server can re-run
+    }
+    renamed = *(*store)->RecordNow(report, 1000);
+  }
+  TestServer t = StartServer(StoreOptions(dir));
+  v1::BenchmarkRequest request;
+  *request.mutable_custom_suite() = SmallSuite("unnamed_workloads");
+  for (v1::Workload& w : *request.mutable_custom_suite()->mutable_workloads()) w.clear_name();
+  request.add_implementations("cpu_fused");
+  request.mutable_protocol()->set_warmup(1);
+  request.mutable_protocol()->set_repetitions(5);
+  ASSERT_TRUE(t.client->Benchmark(request, [](const v1::BenchmarkEvent&) {}).ok());
+  ASSERT_EQ(WaitForResults(t.target(), "unnamed_workloads", 2), 2u);
+  const nlohmann::json stored =
+      Json(Cli(t.target(), {"history", "--suite", "unnamed_workloads", "--json"}));
+  for (const auto& r : stored["results"]) {
+    const nlohmann::json again = Json(Cli(t.target(), {"reproduce", r["id"], "--json"}));
+    EXPECT_EQ(again["reproduced"]["workload"], r["result"]["workload"]) << again.dump();
+    EXPECT_EQ(again["reproduced"]["status"], "RESULT_STATUS_PASSED") << again.dump();
+  }
+  const nlohmann::json by_axes = Json(Cli(t.target(), {"reproduce", renamed + "/1", "--json"}));
+  EXPECT_EQ(by_axes["original"]["result"]["workload"], "old_batch_size=17") << by_axes.dump();
+  EXPECT_EQ(by_axes["reproduced"]["axes"]["batch_size"], "17") << by_axes.dump();
+  EXPECT_EQ(by_axes["comparison"]["verdict"], "VERDICT_INCOMPARABLE");
+  EXPECT_NE(by_axes["comparison"]["incomparable_reason"].get<std::string>().find(
+                "device model NVIDIA H200 vs"),
+            std::string::npos)
+      << by_axes.dump();
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -84,20 +84,69 @@ TEST(CompareSamples, FivePercentSlowdownIsSignificant) {
   EXPECT_EQ(CompareSamples(slow, base, 0.05, 0.01).change, Change::kFaster);
 }
 
-TEST(CompareSamples, SameDistributionIsNotSignificant) {
-  // Twenty independent pairs from one distribution: at alpha 0.05 and with the CI and
-  // 1 % floor also required, none is called (a false call would be a flaky comparison).
+TEST(CompareSamples, SameDistributionIsNeverCalledAChange) {
+  // Twenty independent pairs from one distribution: at alpha 0.05 and with the CI also
+  // required to clear the 1 % threshold, none is called faster or slower (a false call would
+  // be a flaky comparison). 50 samples at 3 % spread cannot show that a change is below 1 %
+  // either: most pairs are inconclusive, not "same".
   std::mt19937_64 rng(7);
-  int called = 0;
+  int called = 0, same = 0;
   for (int i = 0; i < 20; ++i) {
     const auto a = Noisy(&rng, 50, 10e-6, 0.03);
     const auto b = Noisy(&rng, 50, 10e-6, 0.03);
-    if (CompareSamples(a, b, 0.05, 0.01).change != Change::kSame) ++called;
+    const Change c = CompareSamples(a, b, 0.05, 0.01).change;
+    if (c == Change::kFaster || c == Change::kSlower) ++called;
+    if (c == Change::kSame) ++same;
   }
   EXPECT_LE(called, 1);
+  EXPECT_LE(same, 5);
   const auto a = Noisy(&rng, 50, 10e-6, 0.03);
-  EXPECT_EQ(CompareSamples(a, a, 0.05, 0.01).change, Change::kSame);
   EXPECT_EQ(CompareSamples({1, 2}, a, 0.05, 0.01).change, Change::kIncomparable);
+}
+
+TEST(CompareSamples, SameOnlyWhereTheIntervalFitsInTheThreshold) {
+  // 2000 samples a side at 2 % spread: the ratio's interval is about +-0.1 %, inside 1 %.
+  std::mt19937_64 rng(11);
+  const auto a = Noisy(&rng, 2000, 10e-6, 0.02);
+  const auto b = Noisy(&rng, 2000, 10e-6, 0.02);
+  const SampleVerdict v = CompareSamples(a, b, 0.05, 0.01);
+  EXPECT_EQ(v.change, Change::kSame);
+  EXPECT_GE(v.ratio.low, 0.99);
+  EXPECT_LE(v.ratio.high, 1.01);
+}
+
+TEST(CompareSamples, AWideIntervalIsInconclusiveNotSame) {
+  // Four samples a side, medians 21 % apart, overlapping: Mann-Whitney cannot reject (p > 0.05)
+  // and the interval spans both 1 and 1.21. Calling that "same" hid a 21 % change.
+  const std::vector<double> base = {10, 12, 9, 11.5};
+  const std::vector<double> cand = {13.5, 14.5, 10.5, 12.5};
+  const SampleVerdict v = CompareSamples(base, cand, 0.05, 0.01);
+  EXPECT_NEAR(v.ratio.ratio, 13.0 / 10.75, 1e-12);
+  EXPECT_GT(v.test.p_value, 0.05);
+  EXPECT_EQ(v.change, Change::kInconclusive);
+  // A real 21 % change measured well is called.
+  std::mt19937_64 rng(5);
+  EXPECT_EQ(
+      CompareSamples(Noisy(&rng, 100, 10e-6, 0.02), Noisy(&rng, 100, 12.1e-6, 0.02), 0.05, 0.01)
+          .change,
+      Change::kSlower);
+}
+
+TEST(CompareSamples, SignificantButBelowTheThresholdIsNotAChange) {
+  // A 0.5 % shift on 5000 samples at 1 % spread: p is tiny, but the interval lies inside
+  // [0.99, 1.01]: same, whatever the p-value.
+  std::mt19937_64 rng(13);
+  const auto a = Noisy(&rng, 5000, 10e-6, 0.01);
+  const auto b = Noisy(&rng, 5000, 10.05e-6, 0.01);
+  const SampleVerdict v = CompareSamples(a, b, 0.05, 0.01);
+  EXPECT_LT(v.test.p_value, 1e-6);
+  EXPECT_EQ(v.change, Change::kSame);
+}
+
+TEST(Statistics, InterquartileRangeAsNumpy) {
+  // numpy.percentile([1, 2, 3, 4], [25, 75]) = [1.75, 3.25].
+  EXPECT_DOUBLE_EQ(InterquartileRange({4, 1, 3, 2}), 1.5);
+  EXPECT_DOUBLE_EQ(InterquartileRange({7}), 0);
 }
 
 TEST(Bootstrap, DeterministicForASeed) {
