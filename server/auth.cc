@@ -32,7 +32,7 @@ std::string MethodLabel(absl::string_view path) {
 }
 
 struct TokenCheck {
-  std::string token;
+  std::shared_ptr<const Identities> identities;
   Metrics* metrics;
 };
 
@@ -43,24 +43,20 @@ void ProcessCall(void* state, grpc_auth_context* /*context*/, const grpc_metadat
   const auto* check = static_cast<const TokenCheck*>(state);
   absl::string_view path;
   std::vector<absl::string_view> authorization;
-  std::vector<grpc_metadata> consumed;
   for (std::size_t i = 0; i < count; ++i) {
     const absl::string_view key = View(md[i].key);
     if (key == ":path") path = View(md[i].value);
-    if (key == "authorization") {
-      authorization.push_back(View(md[i].value));
-      consumed.push_back(md[i]);
-    }
+    if (key == "authorization") authorization.push_back(View(md[i].value));
   }
-  const grpc::Status status = CheckBearerToken(path, authorization, check->token);
+  const grpc::Status status = CheckBearerToken(path, authorization, *check->identities);
   if (!status.ok() && check->metrics != nullptr) {
     check->metrics->RpcRejected(MethodLabel(path),
                                 status.error_code() == grpc::StatusCode::UNAUTHENTICATED
                                     ? "UNAUTHENTICATED"
                                     : "PERMISSION_DENIED");
   }
-  done(user_data, consumed.empty() ? nullptr : consumed.data(), consumed.size(), nullptr, 0,
-       static_cast<grpc_status_code>(status.error_code()),
+  // Nothing is consumed: the token stays on the call for CallerOwner (caller_identity.h).
+  done(user_data, nullptr, 0, nullptr, 0, static_cast<grpc_status_code>(status.error_code()),
        status.ok() ? nullptr : status.error_message().c_str());
 }
 
@@ -83,8 +79,8 @@ void ProcessCall(void* state, grpc_auth_context* /*context*/, const grpc_metadat
 // SetAuthMetadataProcessor, but plaintext would still need this class, so both stay here.
 class TokenCheckingServerCredentials final : public grpc::ServerCredentials {
  public:
-  TokenCheckingServerCredentials(const grpc::SslServerCredentialsOptions* tls, std::string token,
-                                 Metrics* metrics) {
+  TokenCheckingServerCredentials(const grpc::SslServerCredentialsOptions* tls,
+                                 std::shared_ptr<const Identities> identities, Metrics* metrics) {
     if (tls == nullptr) {
       creds_ = grpc_insecure_server_credentials_create();
     } else {
@@ -102,7 +98,7 @@ class TokenCheckingServerCredentials final : public grpc::ServerCredentials {
     grpc_auth_metadata_processor processor;
     processor.process = ProcessCall;
     processor.destroy = [](void* state) { delete static_cast<TokenCheck*>(state); };
-    processor.state = new TokenCheck{std::move(token), metrics};
+    processor.state = new TokenCheck{std::move(identities), metrics};
     grpc_server_credentials_set_auth_metadata_processor(creds_, processor);
   }
   ~TokenCheckingServerCredentials() override { grpc_server_credentials_release(creds_); }
@@ -120,17 +116,9 @@ class TokenCheckingServerCredentials final : public grpc::ServerCredentials {
 
 }  // namespace
 
-bool SecretsEqual(absl::string_view given, absl::string_view expected) {
-  unsigned char diff = given.size() == expected.size() ? 0 : 1;
-  for (std::size_t i = 0; i < given.size() && i < expected.size(); ++i) {
-    diff |= static_cast<unsigned char>(given[i] ^ expected[i]);
-  }
-  return diff == 0;
-}
-
 grpc::Status CheckBearerToken(absl::string_view path,
                               const std::vector<absl::string_view>& authorization,
-                              absl::string_view token) {
+                              const Identities& identities) {
   if (absl::StartsWith(path, kHealthPrefix)) return grpc::Status::OK;
   if (authorization.empty()) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
@@ -138,7 +126,7 @@ grpc::Status CheckBearerToken(absl::string_view path,
   }
   const absl::string_view value = authorization.front();
   if (authorization.size() != 1 || !absl::StartsWith(value, kBearer) ||
-      !SecretsEqual(value.substr(kBearer.size()), token)) {
+      !identities.OwnerOfToken(value.substr(kBearer.size())).has_value()) {
     return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
                         "the bearer token is not valid for this server");
   }
@@ -146,8 +134,9 @@ grpc::Status CheckBearerToken(absl::string_view path,
 }
 
 std::shared_ptr<grpc::ServerCredentials> TokenCheckingCredentials(
-    const grpc::SslServerCredentialsOptions* tls, std::string token, Metrics* metrics) {
-  return std::make_shared<TokenCheckingServerCredentials>(tls, std::move(token), metrics);
+    const grpc::SslServerCredentialsOptions* tls, std::shared_ptr<const Identities> identities,
+    Metrics* metrics) {
+  return std::make_shared<TokenCheckingServerCredentials>(tls, std::move(identities), metrics);
 }
 
 }  // namespace kerneleval::server

@@ -2,7 +2,8 @@
 // on each call's initial metadata, before a handler is picked or the request message is
 // read, so a call without the token costs the server no message parsing and reaches no
 // handler; every service is covered alike (KernelEval and reflection) except
-// grpc.health.v1.Health, which stays open for probes.
+// grpc.health.v1.Health, which stays open for probes. Whose a token is, is decided per call
+// by Identities::CallerOwner (caller_identity.h).
 #pragma once
 
 #include <memory>
@@ -13,29 +14,27 @@
 #include <grpcpp/support/status.h>
 
 #include "absl/strings/string_view.h"
+#include "server/caller_identity.h"
 #include "server/metrics.h"
 
 namespace kerneleval::server {
 
-// Compares without an early exit, so that response times do not reveal how much of a
-// guessed secret was right (only whether its length was).
-bool SecretsEqual(absl::string_view given, absl::string_view expected);
-
 // The decision for a call to `path` ("/package.Service/Method") that carries these
-// `authorization` values: OK for health, or for exactly one value "Bearer <token>";
-// UNAUTHENTICATED without a value; PERMISSION_DENIED otherwise. The message never holds a
-// token, given or expected, and the comparison takes the same time wherever the tokens
-// differ.
+// `authorization` values: OK for health, or for exactly one value "Bearer <token>" with one
+// of `identities`' tokens; UNAUTHENTICATED without a value; PERMISSION_DENIED otherwise. The
+// message never holds a token, given or expected, and the comparison runs over every token
+// and takes the same time wherever the tokens differ.
 grpc::Status CheckBearerToken(absl::string_view path,
                               const std::vector<absl::string_view>& authorization,
-                              absl::string_view token);
+                              const Identities& identities);
 
 // Plaintext (`tls` null) or TLS server credentials whose ports apply CheckBearerToken to
-// every call with `token` (not empty). The token is taken off the call's metadata once
-// checked, so handlers never hold it. Rejected calls are counted in `metrics` (may be null;
-// must outlive the server). gRPC's own plaintext credentials cannot carry such a check:
-// their SetAuthMetadataProcessor aborts.
+// every call with `identities`' tokens (at least one). The token stays on the call's
+// metadata for Identities::CallerOwner alone, which tells its owner per call. Rejected calls
+// are counted in `metrics` (may be null; must outlive the server). gRPC's own plaintext
+// credentials cannot carry such a check: their SetAuthMetadataProcessor aborts.
 std::shared_ptr<grpc::ServerCredentials> TokenCheckingCredentials(
-    const grpc::SslServerCredentialsOptions* tls, std::string token, Metrics* metrics);
+    const grpc::SslServerCredentialsOptions* tls, std::shared_ptr<const Identities> identities,
+    Metrics* metrics);
 
 }  // namespace kerneleval::server

@@ -33,7 +33,7 @@ std::string CodeName(grpc::StatusCode code) {
 
 Caller CallerOf(const ServiceState& state, grpc::CallbackServerContext* context) {
   Caller caller;
-  if (state.owner_of) caller.owner = state.owner_of(*context);
+  if (state.identities != nullptr) caller.owner = state.identities->CallerOwner(*context);
   caller.deadline = context->deadline();
   caller.cancelled = [context] { return context->IsCancelled(); };
   return caller;
@@ -260,7 +260,7 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>
     report->set_complete(complete);
     report->set_wall_seconds(SecondsSince(t0_));
     // Queued for the store's writer thread: the device worker does not wait for the disk.
-    if (state_->results != nullptr) state_->results->Record(*report);
+    if (state_->results != nullptr) state_->results->Record(*report, caller_.owner);
     if (plan_.named_suite) {
       state_->metrics->RecordReport(*report,
                                     absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));

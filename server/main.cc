@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <CLI/CLI.hpp>
 
@@ -16,6 +17,7 @@
 #include "common/log.h"
 #include "server/benchmark_engine.h"
 #include "server/server.h"
+#include "server/token_file.h"
 
 namespace {
 
@@ -122,7 +124,8 @@ int main(int argc, char** argv) {
   app.add_option("--drain-seconds", drain_seconds, "Grace period for accepted work on SIGTERM")
       ->capture_default_str();
   app.add_option("--auth-token-file", token_file,
-                 "File holding the bearer token every RPC but health must present");
+                 "File of 'owner:token' lines (or one bare token): the bearer tokens every RPC "
+                 "but health must present, and whose each is");
   app.add_option("--metrics-basic-auth-file", metrics_auth_file,
                  "File holding 'user:password' that /metrics asks for (HTTP basic auth)");
   app.add_option("--tls-cert", o.tls_cert_file, "PEM server certificate chain (enables TLS)");
@@ -215,13 +218,18 @@ int main(int argc, char** argv) {
 
   if (!token_file.empty()) {
     std::ifstream in(token_file);
-    std::string token;
-    std::getline(in, token);
-    o.auth_token = std::string(absl::StripAsciiWhitespace(token));
-    if (o.auth_token.empty()) {  // never start open because the file held no token
-      kerneleval::LogError("--auth-token-file: cannot read a token from '" + token_file + "'");
+    if (!in) {
+      kerneleval::LogError("--auth-token-file: cannot read '" + token_file + "'");
       return 2;
     }
+    std::stringstream text;
+    text << in.rdbuf();
+    // Checked here as well as at start, so that an empty file never starts an open server.
+    if (absl::Status s = kerneleval::server::ParseTokenFile(text.str()).status(); !s.ok()) {
+      kerneleval::LogError(s.message());
+      return 2;
+    }
+    o.auth_token = text.str();
   }
 
   if (!metrics_auth_file.empty()) {

@@ -17,6 +17,7 @@
 #include "common/suites.h"
 #include "server/auth.h"
 #include "server/benchmark_engine.h"
+#include "server/caller_identity.h"
 #include "server/data_dir_lock.h"
 #include "server/device_factory.h"
 #include "server/kerneleval_service.h"
@@ -36,14 +37,16 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, const char* flag) 
   return ss.str();
 }
 
-// With a token, every port checks it before a call reaches a handler (server/auth.h).
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& o,
-                                                                     Metrics* metrics) {
+// With tokens, every port checks them before a call reaches a handler (server/auth.h).
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
+    const ServerOptions& o, std::shared_ptr<const Identities> identities, Metrics* metrics) {
   if (o.tls_cert_file.empty() && o.tls_key_file.empty()) {
     if (!o.tls_client_ca_file.empty()) {
       return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
     }
-    if (!o.auth_token.empty()) return TokenCheckingCredentials(nullptr, o.auth_token, metrics);
+    if (identities->has_tokens()) {
+      return TokenCheckingCredentials(nullptr, std::move(identities), metrics);
+    }
     return grpc::InsecureServerCredentials();
   }
   if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
@@ -64,7 +67,9 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const Serve
     ssl.pem_root_certs = *ca;
     ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   }
-  if (!o.auth_token.empty()) return TokenCheckingCredentials(&ssl, o.auth_token, metrics);
+  if (identities->has_tokens()) {
+    return TokenCheckingCredentials(&ssl, std::move(identities), metrics);
+  }
   return grpc::SslServerCredentials(ssl);
 }
 
@@ -74,6 +79,8 @@ struct KernelEvalServer::Impl {
   // First: released last, after the store and the submissions have closed their files.
   std::vector<DataDirLock> data_dir_locks;
   ServerOptions options;
+  // Who each call is (caller_identity.h), for every service; shared with the token check.
+  std::shared_ptr<const Identities> identities;
   Metrics metrics;
   DeviceSet devices;
   ServiceState state;
@@ -204,7 +211,16 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
     if (!suites.ok()) return suites.status();
     s->state.suites = std::move(*suites);
   }
-  auto creds = Credentials(options, &s->metrics);
+  {
+    std::vector<OwnerToken> tokens;
+    if (!options.auth_token.empty()) {
+      absl::StatusOr<std::vector<OwnerToken>> parsed = ParseTokenFile(options.auth_token);
+      if (!parsed.ok()) return parsed.status();
+      tokens = std::move(*parsed);
+    }
+    s->identities = std::make_shared<const Identities>(std::move(tokens));
+  }
+  auto creds = Credentials(options, s->identities, &s->metrics);
   if (!creds.ok()) return creds.status();
   if (!options.metrics_basic_auth.empty()) {
     const std::size_t colon = options.metrics_basic_auth.find(':');
@@ -288,12 +304,13 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
     if (!opened.ok()) return opened.status();
     s->results = std::move(*opened);
     s->state.results = s->results.get();
-    s->results_service = std::make_unique<store::ResultsService>(s->results.get());
+    s->results_service =
+        std::make_unique<store::ResultsService>(s->results.get(), s->identities.get());
     builder.RegisterService(s->results_service.get());
   }
   {
     submissions::SubmissionsOptions submission_options = options.submissions;
-    submission_options.auth_token_configured = !options.auth_token.empty();
+    submission_options.identities = s->identities.get();
     auto created = submissions::SubmissionsService::Create(submission_options, [s] {
       std::vector<v1::Device> described;
       for (const auto& w : s->devices.workers()) described.push_back(w->backend().Describe());
@@ -313,9 +330,7 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
         return SubmittedKernel{std::move(r->submission), std::move(r->cubin)};
       };
     }
-    s->state.owner_of = [registered](const grpc::CallbackServerContext& context) {
-      return registered->OwnerOf(context);
-    };
+    s->state.identities = s->identities.get();
   }
   s->grpc_server = builder.BuildAndStart();
   if (s->grpc_server == nullptr || s->grpc_port == 0) {

@@ -37,7 +37,9 @@ struct ServerOptions {
   // Negative: by the machine, a short spin where there are cores to spare
   // (DefaultWorkerIdleSpin).
   int worker_idle_spin_us = -1;
-  std::string auth_token;  // empty: no authentication
+  // The --auth-token-file's text (server/token_file.h: `owner:token` lines, or one bare
+  // token); empty: no authentication.
+  std::string auth_token;
   std::string tls_cert_file, tls_key_file, tls_client_ca_file;
   std::string metrics_basic_auth;  // "user:password" that /metrics asks for; empty: open
   double telemetry_seconds = 5;

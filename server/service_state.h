@@ -10,14 +10,11 @@
 
 #include "absl/status/statusor.h"
 #include "kerneleval/v1/kerneleval.pb.h"
+#include "server/caller_identity.h"
 #include "server/device_set.h"
 #include "server/metrics.h"
 #include "server/request_validation.h"
 #include "server/store/result_store.h"
-
-namespace grpc {
-class CallbackServerContext;
-}  // namespace grpc
 
 namespace kerneleval::server {
 
@@ -34,15 +31,15 @@ struct ServiceState {
   // a device recovers from a fault, but healthy devices keep serving meanwhile.
   std::atomic<bool> warmed{false};
   std::atomic<bool> draining{false};
-  std::atomic<std::uint64_t> queued_bytes{0};
+  std::atomic<std::uint64_t> queued_bytes{0};  // held by admitted Runs (limits.max_queued_bytes)
   // Registered submissions for Run and Benchmark, by owner and id or name: NOT_FOUND for
   // none such, FAILED_PRECONDITION while submissions are off. Empty: the server takes none.
   std::function<absl::StatusOr<SubmittedKernel>(const std::string& owner,
                                                 const std::string& id_or_name)>
       find_submission;
-  // Whose submissions a call may name (server/submissions: certificate, token or anonymous).
-  std::function<std::string(const grpc::CallbackServerContext&)>
-      owner_of;  // held by admitted Runs (limits.max_queued_bytes)
+  // Whose submissions a call may name, and whose results a Benchmark stores
+  // (caller_identity.h). Null: every caller is "anonymous".
+  const Identities* identities = nullptr;
 };
 
 }  // namespace kerneleval::server

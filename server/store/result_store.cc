@@ -59,13 +59,24 @@ constexpr char kSelectColumns[] =
     "r.samples, r.quantiles, r.downsampled, runs.report_json FROM results r JOIN runs ON "
     "runs.id = r.run_id";
 
+// The term that keeps other owners' submissions out ("" for every result); `params` gets
+// the owner. Built-ins are the rows without a submission hash.
+std::string VisibleTo(const Viewer& viewer, std::vector<SqlValue>* params) {
+  if (!viewer.has_value()) return "";
+  params->push_back(*viewer);
+  return absl::StrCat("(r.submission_hash = '' OR r.owner = $", params->size(), ")");
+}
+
 // WHERE clause and parameters of a filter (the parameters numbered from $1).
-std::string Where(const v1::ResultFilter& f, std::vector<SqlValue>* params) {
+std::string Where(const v1::ResultFilter& f, const Viewer& viewer, std::vector<SqlValue>* params) {
   std::vector<std::string> terms;
   auto add = [&](const std::string& column_op, SqlValue v) {
     params->push_back(std::move(v));
     terms.push_back(absl::StrCat(column_op, " $", params->size()));
   };
+  if (std::string visible = VisibleTo(viewer, params); !visible.empty()) {
+    terms.push_back(std::move(visible));
+  }
   if (!f.suite().empty()) add("r.suite =", f.suite());
   if (!f.workload().empty()) add("r.workload =", f.workload());
   if (!f.implementation().empty()) add("r.implementation =", f.implementation());
@@ -145,10 +156,10 @@ ResultStore::~ResultStore() {
   if (writer_.joinable()) writer_.join();
 }
 
-void ResultStore::Record(const v1::BenchmarkReport& report) {
+void ResultStore::Record(const v1::BenchmarkReport& report, const std::string& owner) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(report);
+    queue_.emplace_back(report, owner);
   }
   cv_.notify_all();
 }
@@ -163,11 +174,11 @@ void ResultStore::WriterLoop() {
   while (true) {
     cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping with nothing left
-    v1::BenchmarkReport report = std::move(queue_.front());
+    auto [report, owner] = std::move(queue_.front());
     queue_.pop_front();
     writing_ = true;
     lock.unlock();
-    auto written = RecordNow(report);
+    auto written = RecordNow(report, 0, owner);
     if (!written.ok()) {
       fprintf(stderr, "results store: a benchmark report was not stored: %s\n",
               std::string(written.status().message()).c_str());
@@ -179,7 +190,7 @@ void ResultStore::WriterLoop() {
 }
 
 absl::StatusOr<std::string> ResultStore::RecordNow(const v1::BenchmarkReport& report,
-                                                   std::int64_t now) {
+                                                   std::int64_t now, const std::string& owner) {
   if (now == 0) now = static_cast<std::int64_t>(std::time(nullptr));
   const std::string run_id = NewRunId();
   const std::string suite_hash = SuiteHash(report.definition());
@@ -210,13 +221,13 @@ absl::StatusOr<std::string> ResultStore::RecordNow(const v1::BenchmarkReport& re
     auto row = db_->Query(
         "INSERT INTO results (id, run_id, created_at, suite, workload, implementation, "
         "submission_hash, device, device_model, device_uuid, status, median_seconds, sol_ratio, "
-        "sample_count, seed, result_json, samples, downsampled) VALUES ($1, $2, $3, $4, $5, $6, "
-        "$7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 0)",
+        "sample_count, seed, result_json, samples, downsampled, owner) VALUES ($1, $2, $3, $4, "
+        "$5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 0, $18)",
         {absl::StrCat(run_id, "/", i), run_id, now, report.suite(), r.workload(),
          r.implementation(), submission_hash, r.device(), env.device().model(), env.device().uuid(),
          std::int64_t{r.status()}, r.latency().median_seconds(), PrimarySolRatio(r),
          static_cast<std::int64_t>(samples.size()), std::to_string(report.protocol().seed()),
-         ToJson(r), SamplesToJson(samples)});
+         ToJson(r), SamplesToJson(samples), owner});
     if (!row.ok()) return rollback(row.status());
   }
   if (auto s = db_->Query("COMMIT"); !s.ok()) return rollback(s.status());
@@ -228,7 +239,7 @@ absl::StatusOr<std::string> ResultStore::RecordNow(const v1::BenchmarkReport& re
 absl::Status ResultStore::DetectRegressions(const std::string& run_id, std::int64_t now) {
   v1::ResultFilter filter;
   filter.set_run_id(run_id);
-  auto fresh = Select(filter, 100000, 0, true);
+  auto fresh = Select(filter, 100000, 0, true, std::nullopt);
   if (!fresh.ok()) return fresh.status();
   for (const v1::StoredResult& s : *fresh) {
     const v1::WorkloadResult& r = s.result();
@@ -329,9 +340,10 @@ absl::Status ResultStore::ApplyRetention(std::int64_t now) {
 absl::StatusOr<std::vector<v1::StoredResult>> ResultStore::Select(const v1::ResultFilter& filter,
                                                                   std::int64_t limit,
                                                                   std::int64_t offset,
-                                                                  bool include_samples) {
+                                                                  bool include_samples,
+                                                                  const Viewer& viewer) {
   std::vector<SqlValue> params;
-  const std::string sql = absl::StrCat(kSelectColumns, Where(filter, &params),
+  const std::string sql = absl::StrCat(kSelectColumns, Where(filter, viewer, &params),
                                        " ORDER BY r.created_at DESC, r.run_id DESC, r.id LIMIT ",
                                        limit, " OFFSET ", offset);
   auto rows = db_->Query(sql, params);
@@ -378,7 +390,8 @@ absl::StatusOr<std::vector<v1::StoredResult>> ResultStore::Select(const v1::Resu
   return out;
 }
 
-absl::StatusOr<v1::HistoryResponse> ResultStore::History(const v1::HistoryRequest& request) {
+absl::StatusOr<v1::HistoryResponse> ResultStore::History(const v1::HistoryRequest& request,
+                                                         const Viewer& viewer) {
   std::int64_t offset = 0;
   if (!request.page_token().empty() &&
       (!absl::SimpleAtoi(request.page_token(), &offset) || offset < 0)) {
@@ -387,7 +400,7 @@ absl::StatusOr<v1::HistoryResponse> ResultStore::History(const v1::HistoryReques
   const std::int64_t page = request.page_size() == 0 ? 50 : request.page_size();
   if (page > 1000) return absl::InvalidArgumentError("page_size: at most 1000");
   // One row more than the page says whether another page follows.
-  auto rows = Select(request.filter(), page + 1, offset, request.include_samples());
+  auto rows = Select(request.filter(), page + 1, offset, request.include_samples(), viewer);
   if (!rows.ok()) return rows.status();
   v1::HistoryResponse response;
   for (std::size_t i = 0; i < rows->size() && static_cast<std::int64_t>(i) < page; ++i) {
@@ -399,13 +412,14 @@ absl::StatusOr<v1::HistoryResponse> ResultStore::History(const v1::HistoryReques
   return response;
 }
 
-absl::StatusOr<v1::StoredResult> ResultStore::Get(const std::string& result_id) {
+absl::StatusOr<v1::StoredResult> ResultStore::Get(const std::string& result_id,
+                                                  const Viewer& viewer) {
   auto rows = db_->Query(absl::StrCat(kSelectColumns, " WHERE r.id = $1"), {result_id});
   if (!rows.ok()) return rows.status();
   if (rows->empty()) return absl::NotFoundError("no stored result");
   v1::ResultFilter filter;
   filter.set_run_id(rows->front()[1].value_or(""));
-  auto run = Select(filter, 100000, 0, true);
+  auto run = Select(filter, 100000, 0, true, viewer);
   if (!run.ok()) return run.status();
   for (v1::StoredResult& s : *run) {
     if (s.id() == result_id) return std::move(s);
@@ -414,7 +428,7 @@ absl::StatusOr<v1::StoredResult> ResultStore::Get(const std::string& result_id) 
 }
 
 absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
-    const v1::LeaderboardRequest& request) {
+    const v1::LeaderboardRequest& request, const Viewer& viewer) {
   std::vector<SqlValue> params = {request.suite()};
   std::string sql =
       "SELECT r.run_id, r.implementation, r.submission_hash, r.device_model, r.status, "
@@ -423,6 +437,9 @@ absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
   if (!request.device_model().empty()) {
     params.push_back(absl::StrCat("%", request.device_model(), "%"));
     sql += " AND r.device_model LIKE $2";
+  }
+  if (std::string visible = VisibleTo(viewer, &params); !visible.empty()) {
+    sql += absl::StrCat(" AND ", visible);
   }
   auto rows = db_->Query(sql, params);
   if (!rows.ok()) return rows.status();
@@ -477,7 +494,8 @@ absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
   return response;
 }
 
-absl::StatusOr<v1::CompareResponse> ResultStore::Compare(const v1::CompareRequest& request) {
+absl::StatusOr<v1::CompareResponse> ResultStore::Compare(const v1::CompareRequest& request,
+                                                         const Viewer& viewer) {
   const double alpha = request.alpha() == 0 ? 0.05 : request.alpha();
   const double min_relative =
       request.min_relative_difference() == 0 ? 0.01 : request.min_relative_difference();
@@ -496,9 +514,9 @@ absl::StatusOr<v1::CompareResponse> ResultStore::Compare(const v1::CompareReques
     cand.set_since_unix_seconds(request.candidate_window().since_unix_seconds());
     cand.set_until_unix_seconds(request.candidate_window().until_unix_seconds());
   }
-  auto b = Select(base, 100000, 0, true);
+  auto b = Select(base, 100000, 0, true, viewer);
   if (!b.ok()) return b.status();
-  auto c = Select(cand, 100000, 0, true);
+  auto c = Select(cand, 100000, 0, true, viewer);
   if (!c.ok()) return c.status();
   if (b->empty()) return absl::NotFoundError("baseline: no stored results");
   if (c->empty()) return absl::NotFoundError("candidate: no stored results");
@@ -528,11 +546,12 @@ absl::StatusOr<v1::CompareResponse> ResultStore::Compare(const v1::CompareReques
   return response;
 }
 
-absl::StatusOr<v1::ExportResponse> ResultStore::Export(const v1::ExportRequest& request) {
+absl::StatusOr<v1::ExportResponse> ResultStore::Export(const v1::ExportRequest& request,
+                                                       const Viewer& viewer) {
   const std::int64_t limit = request.limit() == 0 ? 1000 : request.limit();
   if (limit > 100000) return absl::InvalidArgumentError("limit: at most 100000");
   // One row more than the limit says whether the export is cut short.
-  auto rows = Select(request.filter(), limit + 1, 0, false);
+  auto rows = Select(request.filter(), limit + 1, 0, false, viewer);
   if (!rows.ok()) return rows.status();
   v1::ExportResponse response;
   if (static_cast<std::int64_t>(rows->size()) > limit) {

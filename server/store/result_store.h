@@ -13,6 +13,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -43,6 +44,11 @@ struct StoreOptions {
   double min_relative_difference = 0.01;
 };
 
+// Whose results a query sees: every built-in's, and the results of `owner`'s own submissions
+// (caller_identity.h); a submission's results under another owner are left out as if they
+// did not exist. nullopt: every result (the store's own queries, and tests of the store).
+using Viewer = std::optional<std::string>;
+
 class ResultStore {
  public:
   // Opens the database, applies missing migrations, starts the writer. `registry` (may be
@@ -51,19 +57,27 @@ class ResultStore {
       const StoreOptions& options, std::shared_ptr<prometheus::Registry> registry);
   ~ResultStore();  // writes what is queued, then stops the writer
 
-  // Queues a finished report for the writer thread; returns at once.
-  void Record(const v1::BenchmarkReport& report);
+  // Queues a finished report for the writer thread; returns at once. `owner`: the caller
+  // whose Benchmark it was, who alone sees its submissions' results.
+  void Record(const v1::BenchmarkReport& report, const std::string& owner);
   // Writes now on the calling thread; returns the run id. `now_unix_seconds` 0 = the clock.
   absl::StatusOr<std::string> RecordNow(const v1::BenchmarkReport& report,
-                                        std::int64_t now_unix_seconds = 0);
+                                        std::int64_t now_unix_seconds = 0,
+                                        const std::string& owner = "");
   // Waits until every queued report is written.
   void Flush();
 
-  absl::StatusOr<v1::HistoryResponse> History(const v1::HistoryRequest& request);
-  absl::StatusOr<v1::LeaderboardResponse> Leaderboard(const v1::LeaderboardRequest& request);
-  absl::StatusOr<v1::CompareResponse> Compare(const v1::CompareRequest& request);
-  absl::StatusOr<v1::StoredResult> Get(const std::string& result_id);
-  absl::StatusOr<v1::ExportResponse> Export(const v1::ExportRequest& request);
+  // Queries, as `viewer` sees the store (Viewer above; the Results service always names one).
+  absl::StatusOr<v1::HistoryResponse> History(const v1::HistoryRequest& request,
+                                              const Viewer& viewer = std::nullopt);
+  absl::StatusOr<v1::LeaderboardResponse> Leaderboard(const v1::LeaderboardRequest& request,
+                                                      const Viewer& viewer = std::nullopt);
+  absl::StatusOr<v1::CompareResponse> Compare(const v1::CompareRequest& request,
+                                              const Viewer& viewer = std::nullopt);
+  absl::StatusOr<v1::StoredResult> Get(const std::string& result_id,
+                                       const Viewer& viewer = std::nullopt);
+  absl::StatusOr<v1::ExportResponse> Export(const v1::ExportRequest& request,
+                                            const Viewer& viewer = std::nullopt);
   absl::Status ApplyRetention(std::int64_t now_unix_seconds);
 
   const char* engine() const { return db_->engine(); }
@@ -74,14 +88,14 @@ class ResultStore {
   absl::Status DetectRegressions(const std::string& run_id, std::int64_t now);
   absl::StatusOr<std::vector<v1::StoredResult>> Select(const v1::ResultFilter& filter,
                                                        std::int64_t limit, std::int64_t offset,
-                                                       bool include_samples);
+                                                       bool include_samples, const Viewer& viewer);
 
   StoreOptions options_;
   std::unique_ptr<Database> db_;
   std::unique_ptr<RegressionGauges> gauges_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<v1::BenchmarkReport> queue_;
+  std::deque<std::pair<v1::BenchmarkReport, std::string>> queue_;  // with the owner
   bool writing_ = false;
   bool stop_ = false;
   std::thread writer_;

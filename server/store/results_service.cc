@@ -80,32 +80,34 @@ grpc::Status CheckAlpha(double alpha) {
 
 }  // namespace
 
-grpc::Status ResultsService::History(grpc::ServerContext*, const v1::HistoryRequest* request,
+grpc::Status ResultsService::History(grpc::ServerContext* context,
+                                     const v1::HistoryRequest* request,
                                      v1::HistoryResponse* response) {
   if (grpc::Status s = CheckFilter(request->filter()); !s.ok()) return s;
   if (request->page_size() > 1000) {
     return Invalid(absl::StrCat("page_size: ", request->page_size(), " is above 1000"));
   }
   if (grpc::Status s = CheckName("page_token", request->page_token()); !s.ok()) return s;
-  auto got = store_->History(*request);
+  auto got = store_->History(*request, identities_->CallerOwner(*context));
   if (!got.ok()) return ToGrpc(got.status());
   *response = std::move(*got);
   return grpc::Status::OK;
 }
 
-grpc::Status ResultsService::Leaderboard(grpc::ServerContext*,
+grpc::Status ResultsService::Leaderboard(grpc::ServerContext* context,
                                          const v1::LeaderboardRequest* request,
                                          v1::LeaderboardResponse* response) {
   if (request->suite().empty()) return Invalid("suite: required");
   if (grpc::Status s = CheckName("suite", request->suite()); !s.ok()) return s;
   if (grpc::Status s = CheckName("device_model", request->device_model()); !s.ok()) return s;
-  auto got = store_->Leaderboard(*request);
+  auto got = store_->Leaderboard(*request, identities_->CallerOwner(*context));
   if (!got.ok()) return ToGrpc(got.status());
   *response = std::move(*got);
   return grpc::Status::OK;
 }
 
-grpc::Status ResultsService::Compare(grpc::ServerContext*, const v1::CompareRequest* request,
+grpc::Status ResultsService::Compare(grpc::ServerContext* context,
+                                     const v1::CompareRequest* request,
                                      v1::CompareResponse* response) {
   const bool by_run = !request->baseline_run().empty() || !request->candidate_run().empty();
   if (by_run) {
@@ -147,7 +149,7 @@ grpc::Status ResultsService::Compare(grpc::ServerContext*, const v1::CompareRequ
     return Invalid(absl::StrCat("min_relative_difference: ", request->min_relative_difference(),
                                 " is not in [0, 1)"));
   }
-  auto got = store_->Compare(*request);
+  auto got = store_->Compare(*request, identities_->CallerOwner(*context));
   if (!got.ok()) {
     if (got.status().code() == absl::StatusCode::kNotFound && by_run) {
       return grpc::Status(
@@ -161,7 +163,7 @@ grpc::Status ResultsService::Compare(grpc::ServerContext*, const v1::CompareRequ
   return grpc::Status::OK;
 }
 
-grpc::Status ResultsService::Export(grpc::ServerContext*, const v1::ExportRequest* request,
+grpc::Status ResultsService::Export(grpc::ServerContext* context, const v1::ExportRequest* request,
                                     v1::ExportResponse* response) {
   if (grpc::Status s = CheckFilter(request->filter()); !s.ok()) return s;
   if (!v1::ExportFormat_IsValid(request->format())) {
@@ -170,7 +172,7 @@ grpc::Status ResultsService::Export(grpc::ServerContext*, const v1::ExportReques
   if (request->limit() > 100000) {
     return Invalid(absl::StrCat("limit: ", request->limit(), " is above 100000"));
   }
-  auto got = store_->Export(*request);
+  auto got = store_->Export(*request, identities_->CallerOwner(*context));
   if (!got.ok()) return ToGrpc(got.status());
   *response = std::move(*got);
   return grpc::Status::OK;
@@ -183,7 +185,10 @@ grpc::Status ResultsService::Reproduce(grpc::ServerContext* context,
   if (grpc::Status s = CheckName("result_id", request->result_id()); !s.ok()) return s;
   if (grpc::Status s = CheckName("device", request->device()); !s.ok()) return s;
   if (grpc::Status s = CheckAlpha(request->alpha()); !s.ok()) return s;
-  auto original = store_->Get(request->result_id());
+  // Another owner's submission result is NOT_FOUND like a missing one, and the re-run is the
+  // caller's: its submissions, resolved for it.
+  const std::string owner = identities_->CallerOwner(*context);
+  auto original = store_->Get(request->result_id(), owner);
   if (!original.ok()) {
     if (original.status().code() == absl::StatusCode::kNotFound) {
       return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("result_id: no stored result ",
@@ -214,6 +219,7 @@ grpc::Status ResultsService::Reproduce(grpc::ServerContext* context,
   *run.mutable_protocol() = receipt.protocol();
   grpc::ClientContext call;
   call.set_deadline(context->deadline());
+  identities_->ActFor(owner, &call);
   auto stub = v1::KernelEval::NewStub(channel_);
   auto reader = stub->Benchmark(&call, run);
   v1::BenchmarkEvent event;

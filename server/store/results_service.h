@@ -8,13 +8,17 @@
 #include <grpcpp/grpcpp.h>
 
 #include "kerneleval/v1/results.grpc.pb.h"
+#include "server/caller_identity.h"
 #include "server/store/result_store.h"
 
 namespace kerneleval::server::store {
 
 class ResultsService final : public v1::Results::Service {
  public:
-  explicit ResultsService(ResultStore* store) : store_(store) {}
+  // Each caller sees built-ins' results and its own submissions' (`identities`: who a call
+  // is; must outlive the service).
+  ResultsService(ResultStore* store, const Identities* identities)
+      : store_(store), identities_(identities) {}
 
   // The channel Reproduce runs Benchmark on: the server's in-process channel, so that a
   // re-run takes exactly the path (validation, queues, devices, recording) of any other.
@@ -35,6 +39,7 @@ class ResultsService final : public v1::Results::Service {
 
  private:
   ResultStore* store_;
+  const Identities* identities_;
   std::shared_ptr<grpc::Channel> channel_;
 };
 

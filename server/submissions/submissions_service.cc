@@ -103,14 +103,9 @@ absl::Status SubmissionsService::Enabled() const {
       "submissions are off on this server; start kerneleval-server with --submissions");
 }
 
+// The owner a call's submissions belong to (caller_identity.h).
 std::string SubmissionsService::OwnerOf(const grpc::CallbackServerContext& context) const {
-  const std::shared_ptr<const grpc::AuthContext> auth = context.auth_context();
-  if (auth != nullptr && auth->IsPeerAuthenticated()) {
-    for (const grpc::string_ref& id : auth->GetPeerIdentity()) {
-      if (id.size() > 0) return absl::StrCat("cert:", std::string(id.data(), id.size()));
-    }
-  }
-  return options_.auth_token_configured ? "token" : "anonymous";
+  return options_.identities != nullptr ? options_.identities->CallerOwner(context) : "anonymous";
 }
 
 absl::StatusOr<DeviceLimits> SubmissionsService::TargetFor(const v1::SubmissionSpec& spec) const {

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "kerneleval/v1/submissions.grpc.pb.h"
+#include "server/caller_identity.h"
 #include "server/submissions/compiler.h"
 #include "server/submissions/launch_plan.h"
 #include "server/submissions/registry.h"
@@ -28,9 +29,11 @@ struct SubmissionsOptions {
   std::size_t max_source_bytes = 256 << 10;
   std::size_t max_per_owner = 64;
   std::size_t max_total = 1024;
-  int compile_workers = 2;             // compiles at once
-  std::size_t compile_queue = 16;      // waiting beyond that: RESOURCE_EXHAUSTED
-  bool auth_token_configured = false;  // owners are "token" rather than "anonymous"
+  int compile_workers = 2;         // compiles at once
+  std::size_t compile_queue = 16;  // waiting beyond that: RESOURCE_EXHAUSTED
+  // Who a call is (caller_identity.h; must outlive the service). Null: every caller is
+  // "anonymous".
+  const Identities* identities = nullptr;
 };
 
 // The devices the server serves, asked at call time (a device may be replaced).
@@ -66,11 +69,6 @@ class SubmissionsService final : public v1::Submissions::CallbackService {
   absl::StatusOr<ResolvedSubmission> Resolve(const std::string& owner,
                                              const std::string& id_or_name) const;
 
-  // The identity a call's submissions belong to: the client certificate's subject under
-  // mutual TLS, "token" when a bearer token guards the server (every holder of the one token
-  // shares it), else "anonymous".
-  std::string OwnerOf(const grpc::CallbackServerContext& context) const;
-
   // The compile-and-check path without RPC (tests and the service share it).
   absl::StatusOr<v1::RegisterSubmissionResponse> Register(const std::string& owner,
                                                           const v1::SubmissionSpec& spec);
@@ -79,6 +77,7 @@ class SubmissionsService final : public v1::Submissions::CallbackService {
   SubmissionsService(SubmissionsOptions options, DeviceLister devices,
                      std::unique_ptr<Registry> registry);
   absl::Status Enabled() const;
+  std::string OwnerOf(const grpc::CallbackServerContext& context) const;
   // The arch and limits a spec is compiled and checked for.
   absl::StatusOr<DeviceLimits> TargetFor(const v1::SubmissionSpec& spec) const;
   bool Enqueue(std::function<void()> job);

@@ -11,7 +11,9 @@
 
 #include "absl/strings/escaping.h"
 
+#include "kerneleval/v1/results.grpc.pb.h"
 #include "robustness_util.h"
+#include "server/store/result_store.h"
 #include "test_server.h"
 
 namespace kerneleval::testing {
@@ -489,6 +491,49 @@ TEST_F(TlsTest, TokenAndMutualTlsTogether) {
   const grpc::Status health = Connect(o)->HealthCheck("readiness", &serving);
   EXPECT_TRUE(health.ok()) << health.error_message();
   EXPECT_TRUE(serving);
+}
+
+// Under mutual TLS the owner is "cert:" and the client certificate's subject DN (RFC 2253),
+// not its first SAN or CN: results planted for both spellings, only the subject's are seen.
+TEST_F(TlsTest, MutualTlsOwnerIsTheCertificateSubject) {
+  TempDir dir;
+  ASSERT_TRUE(dir.ok());
+  {
+    server::store::StoreOptions so;
+    so.data_dir = dir.path();
+    auto store = server::store::ResultStore::Open(so, nullptr);
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (const auto& [implementation, owner] : std::vector<std::pair<std::string, std::string>>{
+             {"sub-aaaaaaaaaaaaaaaaaaaaaaaa", "cert:CN=kerneleval-test-client"},
+             {"sub-bbbbbbbbbbbbbbbbbbbbbbbb", "cert:kerneleval-test-client"},
+             {"sub-cccccccccccccccccccccccc", "anonymous"}}) {
+      v1::BenchmarkReport report;
+      report.set_suite("owners");
+      v1::WorkloadResult* r = report.add_results();
+      r->set_workload("w");
+      r->set_implementation(implementation);
+      r->set_status(v1::RESULT_STATUS_PASSED);
+      ASSERT_TRUE((*store)->RecordNow(report, 1000, owner).ok());
+    }
+  }
+  server::ServerOptions so = TlsOptions(true);
+  so.results.data_dir = dir.path();
+  TestServer t = StartServer(so);
+  ASSERT_NE(t.server, nullptr);
+  client::ClientOptions o = TlsClient(t);
+  o.tls_cert_file = File("client.crt");
+  o.tls_key_file = File("client.key");
+  std::shared_ptr<grpc::Channel> channel;
+  ASSERT_TRUE(client::MakeChannel(o, &channel).ok());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  v1::HistoryRequest request;
+  request.mutable_filter()->set_suite("owners");
+  v1::HistoryResponse history;
+  const grpc::Status s = v1::Results::NewStub(channel)->History(&context, request, &history);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(history.results_size(), 1);
+  EXPECT_EQ(history.results(0).result().implementation(), "sub-aaaaaaaaaaaaaaaaaaaaaaaa");
 }
 
 TEST_F(TlsTest, IncompleteOrUnreadableTlsSettingsRefuseToStart) {
