@@ -16,6 +16,7 @@ import argparse
 import json
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -669,6 +670,35 @@ def check_unhealthy_gpus(script):
     return problems
 
 
+def check_kueue_component():
+    """The optional Kueue component, added to an overlay, hands the CronJob a queue name (and so
+    every Job it creates the kueue.x-k8s.io/queue-name label; check_unhealthy_gpus)."""
+    if not find_kubectl():
+        return []
+    with tempfile.TemporaryDirectory() as temp:
+        # kustomize takes only relative paths: the overlay goes into a copy of deploy/k8s.
+        k8s = pathlib.Path(temp) / "k8s"
+        shutil.copytree(REPO / "deploy/k8s", k8s)
+        overlay = k8s / "overlays" / "kueue"
+        overlay.mkdir()
+        (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+            "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+            "resources": ["../../fleet-validation"], "components": ["../../components/kueue"]}),
+            encoding="utf-8")
+        try:
+            documents, _ = render(overlay, allow_sources=False)
+        except RenderError as error:
+            return [f"the Kueue component does not render: {error}"]
+    for doc in documents:
+        if doc["kind"] == "CronJob" and doc["metadata"]["name"] == "kerneleval-fleet-validation":
+            env = {e["name"]: e.get("value") for e in
+                   doc["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0].get("env", [])}
+            if not env.get("KUEUE_QUEUE_NAME"):
+                return ["the Kueue component leaves KUEUE_QUEUE_NAME empty"]
+            return []
+    return ["the Kueue component's render has no fleet-validation CronJob"]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--require-kubectl", action="store_true",
@@ -680,7 +710,7 @@ def main(argv=None):
         return 77
 
     failed = False
-    for problem in check_product_labels() + check_fleet_validation():
+    for problem in check_product_labels() + check_fleet_validation() + check_kueue_component():
         print(f"deploy: {problem}", file=sys.stderr)
         failed = True
     for directory in args.directories:
