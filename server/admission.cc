@@ -61,7 +61,12 @@ absl::StatusOr<ResolvedImplementation> ResolveImplementation(const ServiceState&
                                                              const Backend& backend,
                                                              const std::string& name,
                                                              const std::string& field) {
-  if (backend.HasImplementation(name)) return ResolvedImplementation{name, std::nullopt};
+  // Submission ids name code of the registry alone: one that is not the caller's is unknown
+  // here, whatever a device holds under that name (another owner's, or a deleted one).
+  const bool submission_id = IsSubmissionId(name);
+  if (!submission_id && backend.HasImplementation(name)) {
+    return ResolvedImplementation{name, std::nullopt};
+  }
   if (state.find_submission) {
     absl::StatusOr<SubmittedKernel> found = state.find_submission(caller.owner, name);
     if (found.ok()) {
@@ -76,6 +81,10 @@ absl::StatusOr<ResolvedImplementation> ResolveImplementation(const ServiceState&
       return absl::Status(found.status().code(),
                           absl::StrCat(field, ": ", found.status().message()));
     }
+  }
+  if (submission_id) {
+    return absl::NotFoundError(
+        absl::StrCat(field, ": ", Quote(name), " is not a submission of this caller"));
   }
   return CheckImplementation(backend, name, field);
 }

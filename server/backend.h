@@ -104,6 +104,13 @@ struct Measurement {
   std::vector<v1::KernelTiming> kernels;
 };
 
+// Every submission id starts with this ("sub-" and a content hash): names of this form
+// belong to the submissions registry, never to a device's own implementations.
+inline constexpr char kSubmissionIdPrefix[] = "sub-";
+inline bool IsSubmissionId(const std::string& name) {
+  return name.compare(0, sizeof(kSubmissionIdPrefix) - 1, kSubmissionIdPrefix) == 0;
+}
+
 // A registered submission ready to load: its record (id, launch plan, dtype, mode) and the
 // cubin compiled for the device's architecture.
 struct SubmittedKernel {

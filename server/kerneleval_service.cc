@@ -140,6 +140,11 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>
         }
       }
     }
+    if (!plan_.submissions.empty()) {
+      // Submitted kernels run with every call checked; the built-ins ranked beside them get
+      // the same device work between calls, and the report's protocol says so.
+      plan_.protocol.set_check_every_call(true);
+    }
     RETURN_IF_ERROR(StillWanted(caller_, "before it was queued"));
 
     runs_.resize(devices.size());
@@ -423,6 +428,8 @@ grpc::ServerUnaryReactor* KernelEvalService::ListImplementations(
     std::vector<std::string> seen;
     for (DeviceWorker* d : devices) {
       for (const v1::Implementation& impl : d->backend().Implementations()) {
+        // A submission is its owner's to see, through the Submissions service.
+        if (IsSubmissionId(impl.name())) continue;
         if (std::find(seen.begin(), seen.end(), impl.name()) != seen.end()) continue;
         seen.push_back(impl.name());
         *response->add_implementations() = impl;

@@ -362,18 +362,9 @@ v1::Device ProcessBackend::Describe() const {
 }
 
 std::vector<v1::Implementation> ProcessBackend::Implementations() const {
+  // Loaded submissions are not listed: their owners reach them through the registry.
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<v1::Implementation> out(identity_.implementations().begin(),
-                                      identity_.implementations().end());
-  for (const auto& [id, kernel] : submissions_) {
-    v1::Implementation impl;
-    impl.set_name(id);
-    impl.set_description(absl::StrCat("submitted kernel ", kernel.submission.spec().name()));
-    impl.set_device_kind(identity_.device().kind());
-    impl.set_test_only(true);
-    out.push_back(std::move(impl));
-  }
-  return out;
+  return {identity_.implementations().begin(), identity_.implementations().end()};
 }
 
 absl::Status ProcessBackend::AddSubmission(const SubmittedKernel& kernel) {

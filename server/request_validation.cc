@@ -11,6 +11,7 @@
 #include "common/bounded_text.h"
 #include "common/status_macros.h"
 #include "common/suites.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "server/correctness.h"
 
 namespace kerneleval::server {
@@ -281,6 +282,20 @@ absl::StatusOr<BenchmarkPlan> ValidateBenchmarkRequest(
     RETURN_IF_ERROR(ValidateSuite(request.custom_suite(), "custom_suite"));
     plan.suite = request.custom_suite();
     if (plan.suite.name().empty()) plan.suite.set_name("custom");
+    // The names of the served suites are reserved: results stored under one join its
+    // leaderboard, so a custom suite may carry one only with the very same content.
+    for (const v1::SuiteDefinition& s : suites) {
+      if (s.name() != plan.suite.name()) continue;
+      if (!google::protobuf::util::MessageDifferencer::Equals(s, plan.suite)) {
+        return Invalid("custom_suite.name",
+                       absl::StrCat(Quote(s.name()),
+                                    " is the name of a suite this server serves, with other "
+                                    "content; name the custom suite differently, or ask for "
+                                    "suite ",
+                                    Quote(s.name())));
+      }
+      plan.named_suite = true;
+    }
   }
   ASSIGN_OR_RETURN(plan.protocol, ResolveProtocol(request.protocol(), limits));
   for (int i = 0; i < request.implementations_size(); ++i) {

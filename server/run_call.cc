@@ -69,7 +69,9 @@ absl::Status EvaluateRun(ServiceState& state, Backend& backend, const Caller& ca
   absl::StatusOr<Evaluation> e = Evaluate(backend, spec);
   if (!e.ok()) return e.status();
   const auto measured = Clock::now();
-  if (request.check_correctness()) {
+  // A submission's outputs are always checked: they go back to the caller only if they pass.
+  const bool check = request.check_correctness() || resolved.submission.has_value();
+  if (check) {
     // After the measurement, on the outputs the caller gets back.
     const Reference reference = ComputeReference(problem, spec.inputs);
     e->correctness = CheckOutputs(problem, spec.outputs, reference, spec.tolerance);
@@ -79,6 +81,13 @@ absl::Status EvaluateRun(ServiceState& state, Backend& backend, const Caller& ca
     e->correctness.set_checked(true);
     e->correctness.set_passed(false);
     e->correctness.set_detail(e->verification_failure);
+  }
+  const bool withhold = resolved.submission.has_value() && !e->correctness.passed();
+  if (withhold) {
+    // Submitted code that failed a check may have written anything it could reach (another
+    // caller's data included): the caller gets the finding, not the tensors.
+    e->correctness.set_detail(absl::StrCat(e->correctness.detail(),
+                                           "; outputs withheld: the submission failed its check"));
   }
   const auto checked = Clock::now();
   state.metrics->ObserveKernelSamples(impl, backend.name(), e->measurement.samples_seconds);
@@ -96,8 +105,8 @@ absl::Status EvaluateRun(ServiceState& state, Backend& backend, const Caller& ca
   timing->set_device_to_host_seconds(e->measurement.device_to_host_seconds);
   timing->set_device_host_seconds(e->measurement.device_host_seconds);
   timing->set_kernel_seconds(e->stats.median);
-  timing->set_check_seconds(request.check_correctness() ? SecondsBetween(measured, checked) : 0);
-  if (request.omit_outputs()) {
+  timing->set_check_seconds(check ? SecondsBetween(measured, checked) : 0);
+  if (request.omit_outputs() || withhold) {
     response->clear_output();
     response->clear_residual_out();
   }

@@ -300,6 +300,9 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
     if (store_options.server_name.empty()) store_options.server_name = options.node_name;
     store_options.server_version = ServerVersion();
     store_options.git_revision = GitRevision();
+    for (const v1::SuiteDefinition& suite : s->state.suites) {
+      store_options.official_suite_hashes[suite.name()] = store::SuiteHash(suite);
+    }
     auto opened = store::ResultStore::Open(store_options, s->metrics.registry());
     if (!opened.ok()) return opened.status();
     s->results = std::move(*opened);

@@ -11,6 +11,7 @@ std::vector<Model> ListModels(const ServiceState& state) {
   std::vector<Model> models{{kOperation, "", ""}};
   for (const auto& w : state.devices->workers()) {
     for (const v1::Implementation& impl : w->backend().Implementations()) {
+      if (IsSubmissionId(impl.name())) continue;  // its owner's alone, never a model
       const std::string name = absl::StrCat(kOperation, ".", impl.name());
       const bool seen =
           std::any_of(models.begin(), models.end(), [&](const Model& m) { return m.name == name; });

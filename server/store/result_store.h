@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -42,6 +43,10 @@ struct StoreOptions {
   int baseline_results = 5;
   double alpha = 0.05;
   double min_relative_difference = 0.01;
+  // The suites this server serves, by name: SuiteHash of each. A leaderboard under one of
+  // these names ranks only runs of that very content; under any other name, only runs of
+  // the content its newest run had.
+  std::map<std::string, std::string> official_suite_hashes;
 };
 
 // Whose results a query sees: every built-in's, and the results of `owner`'s own submissions
