@@ -10,6 +10,7 @@ packages=(
   prometheus prometheus-pushgateway yamllint python3 python3-yaml python3-venv clang-format openssl
   clang libclang-rt-14-dev libhwy-dev
   libsqlite3-dev libpq-dev postgresql  # the results store; tests start a throwaway cluster
+  libseccomp-dev  # the compile jail of submitted kernels
 )
 
 missing=()

@@ -205,6 +205,20 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-submissions", sub.max_total, "Submissions the server holds in all")
       ->capture_default_str();
+  auto& module_limits = sub.compiler.module_limits;
+  app.add_option("--max-submission-cubin-bytes", module_limits.max_cubin_bytes,
+                 "Largest compiled submission (cubin) registered; a larger one is refused "
+                 "before any GPU loads it")
+      ->check(CLI::Range(std::uint64_t{4096}, std::uint64_t{1} << 30))
+      ->capture_default_str();
+  app.add_option("--max-submission-static-bytes", module_limits.max_static_bytes,
+                 "Most device memory a submission's __device__ / __constant__ variables may "
+                 "take at load (read from the cubin at registration)")
+      ->capture_default_str();
+  app.add_flag("--allow-unconfined-compile", sub.compiler.allow_unconfined,
+               "Compile submissions even where the kernel lacks Landlock or seccomp (the "
+               "compile jail): for kernels without Landlock only; off, such a server refuses "
+               "every compile with FAILED_PRECONDITION");
   app.add_option("--port-file", port_file,
                  "Write {\"grpc_port\":N,\"metrics_port\":M} here once listening");
   CLI11_PARSE(app, argc, argv);

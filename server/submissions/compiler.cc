@@ -17,6 +17,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "kerneleval/submission_abi.h"
+#include "server/submissions/compile_log.h"
+#include "server/submissions/source_rules.h"
 
 namespace kerneleval::server::submissions {
 namespace {
@@ -67,7 +69,11 @@ class Fd {
   limit(RLIMIT_CPU, static_cast<rlim_t>(o.cpu_seconds), static_cast<rlim_t>(o.cpu_seconds) + 1);
   limit(RLIMIT_FSIZE, 1 << 20, 1 << 20);  // the tool writes no files; its answer is a pipe
   limit(RLIMIT_CORE, 0, 0);
-  execv(argv[0], argv);
+  // An empty environment: the tool clears its own too, first thing, but nothing of the
+  // server's (tokens, proxies, LD_* variables) should reach even the dynamic loader. Under
+  // ASan the sanitizer's options (read before main) pass.
+  char* const no_environment[] = {nullptr};
+  execve(argv[0], argv, kAddressSanitizer ? environ : no_environment);
   _exit(127);
 }
 
@@ -121,6 +127,13 @@ absl::StatusOr<internal::CompileResponse> Compiler::Compile(
   }
   absl::StatusOr<internal::CompileResponse> response = RunTool(request);
   if (!response.ok()) return response.status();
+  v1::CompileDiagnostics* d = response->mutable_diagnostics();
+  d->set_log(SubmissionLogLines(d->log(), kSourceName));
+  if (response->code() == 0) {
+    if (absl::Status s = CheckModuleLimits(response->cubin(), options_.module_limits); !s.ok()) {
+      return s;
+    }
+  }
   if (response->code() != 0) {
     std::string message = response->message();
     if (!response->diagnostics().log().empty()) {
@@ -162,11 +175,13 @@ absl::StatusOr<internal::CompileResponse> Compiler::RunTool(
   std::string tool = options_.tool_path;
   std::string flag = "--cuda-include-dir";
   std::string dir = options_.cuda_include_dir;
+  std::string unconfined = "--allow-unconfined-compile";
   std::vector<char*> argv = {tool.data()};
   if (!dir.empty()) {
     argv.push_back(flag.data());
     argv.push_back(dir.data());
   }
+  if (options_.allow_unconfined) argv.push_back(unconfined.data());
   argv.push_back(nullptr);
 
   const pid_t pid = fork();

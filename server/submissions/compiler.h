@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "kerneleval/internal/compile.pb.h"
+#include "server/submissions/module_limits.h"
 
 namespace kerneleval::server::submissions {
 
@@ -25,6 +26,10 @@ struct CompilerOptions {
   std::uint64_t address_space_bytes = std::uint64_t{4} << 30;
   std::uint64_t max_output_bytes = std::uint64_t{64} << 20;  // a larger answer is refused
   std::size_t cache_bytes = std::size_t{256} << 20;          // cubins kept, least recent out
+  // Compile where the kernel lacks Landlock or seccomp (compile_jail.h) instead of refusing
+  // with FAILED_PRECONDITION: --allow-unconfined-compile.
+  bool allow_unconfined = false;
+  ModuleLimits module_limits;  // checked on every compiled cubin before it is returned
 };
 
 struct CompileResult {
@@ -36,7 +41,10 @@ class Compiler {
   explicit Compiler(CompilerOptions options);
 
   // OK with the cubin and diagnostics, or: INVALID_ARGUMENT naming the field (a compile
-  // error carries NVRTC's log in the message, cut at 16 KiB); DEADLINE_EXCEEDED past the
+  // error carries NVRTC's log in the message, cut at 16 KiB; a log holds only the lines that
+  // cite the source itself, SubmissionLogLines; a cubin over the module limits is refused
+  // here, before any GPU loads it); FAILED_PRECONDITION where the compile jail cannot be
+  // set up (no Landlock or seccomp, without allow_unconfined); DEADLINE_EXCEEDED past the
   // wall or CPU limit; RESOURCE_EXHAUSTED past the address-space or output limit; INTERNAL
   // when the tool cannot start or crashes. Thread-safe; compiles run concurrently.
   absl::StatusOr<internal::CompileResponse> Compile(const internal::CompileRequest& request);

@@ -103,14 +103,19 @@ struct LinkDeleter {
 using Link = std::unique_ptr<std::remove_pointer_t<nvJitLinkHandle>, LinkDeleter>;
 
 internal::CompileResponse CompileCuda(const internal::CompileRequest& req,
-                                      const std::string& include_dir) {
+                                      const HeaderSet& headers) {
   const std::vector<std::string> options =
-      NvrtcOptions(req.arch(), req.fast_math(), req.defines(), include_dir);
+      NvrtcOptions(req.arch(), req.fast_math(), req.defines(), /*cuda_include_dir=*/"");
   nvrtcProgram raw = nullptr;
-  const char* header_text = kSubmissionAbiText;
-  const char* header_name = kAbiInclude;
-  nvrtcResult rc =
-      nvrtcCreateProgram(&raw, req.source().c_str(), kSourceName, 1, &header_text, &header_name);
+  std::vector<const char*> header_texts = {kSubmissionAbiText};
+  std::vector<const char*> header_names = {kAbiInclude};
+  for (std::size_t i = 0; i < headers.names.size(); ++i) {
+    header_texts.push_back(headers.texts[i].c_str());
+    header_names.push_back(headers.names[i].c_str());
+  }
+  nvrtcResult rc = nvrtcCreateProgram(&raw, req.source().c_str(), kSourceName,
+                                      static_cast<int>(header_names.size()), header_texts.data(),
+                                      header_names.data());
   if (rc != NVRTC_SUCCESS) {
     return Fail(absl::StatusCode::kInternal,
                 absl::StrCat("nvrtcCreateProgram: ", nvrtcGetErrorString(rc)));
@@ -178,9 +183,7 @@ internal::CompileResponse CompileCuda(const internal::CompileRequest& req,
   if (absl::Status s = FillResources(req, lowered, log, d); !s.ok()) {
     return Fail(s.code(), std::string(s.message()), log);
   }
-  for (const std::string& o : options) {
-    if (o.rfind("-I", 0) != 0) d->add_options(o);  // include paths are this machine's
-  }
+  for (const std::string& o : options) d->add_options(o);
   d->set_log(log);
   return response;
 }
@@ -233,14 +236,14 @@ internal::CompileResponse CompilePtx(const internal::CompileRequest& req) {
 }  // namespace
 
 internal::CompileResponse CompileSubmission(const internal::CompileRequest& request,
-                                            const std::string& cuda_include_dir) {
+                                            const HeaderSet& headers) {
   if (absl::Status s = CheckRequest(request); !s.ok()) {
     return Fail(s.code(), std::string(s.message()));
   }
   const auto start = std::chrono::steady_clock::now();
   internal::CompileResponse response = request.language() == v1::SOURCE_LANGUAGE_PTX
                                            ? CompilePtx(request)
-                                           : CompileCuda(request, cuda_include_dir);
+                                           : CompileCuda(request, headers);
   v1::CompileDiagnostics* d = response.mutable_diagnostics();
   d->set_target_arch(request.arch());
   d->set_compile_seconds(

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kerneleval/internal/compile.pb.h"
+#include "server/submissions/compile_headers.h"
 
 namespace kerneleval::server::submissions {
 
@@ -15,9 +16,9 @@ inline constexpr std::size_t kMaxCompileSourceBytes = 4 << 20;
 // Checks the request again (arch, includes, defines, entries), compiles, and fills the
 // answer: code 0 with the cubin and the diagnostics (ptxas figures per entry, in the order of
 // `entries`), or INVALID_ARGUMENT naming the field, with NVRTC's log for a compile error.
-// `cuda_include_dir` is the toolkit's include directory (its headers are the only ones a
-// source may include besides the ABI header, which is served from memory).
+// `headers` are the only files NVRTC can include (the ABI header and LoadAllowedHeaders()),
+// given from memory; NVRTC gets no include path.
 internal::CompileResponse CompileSubmission(const internal::CompileRequest& request,
-                                            const std::string& cuda_include_dir);
+                                            const HeaderSet& headers);
 
 }  // namespace kerneleval::server::submissions

@@ -45,7 +45,8 @@ absl::Status CheckEntry(absl::string_view entry, absl::string_view field);
 absl::Status CheckDefines(const google::protobuf::RepeatedPtrField<v1::Define>& defines,
                           absl::string_view field);
 
-// The NVRTC options for a checked request: built here, never taken from the caller.
+// The NVRTC options for a checked request: built here, never taken from the caller. The
+// service passes no include dir (its headers come from memory); -I is for tools.
 std::vector<std::string> NvrtcOptions(absl::string_view arch, bool fast_math,
                                       const google::protobuf::RepeatedPtrField<v1::Define>& defines,
                                       absl::string_view cuda_include_dir);

@@ -1,0 +1,214 @@
+// The exploits of the compile path, run through a real server on loopback with submissions on,
+// the real client and real kerneleval-compile processes (NVRTC needs no GPU): each must be
+// refused and nothing of a file the caller does not own may come back in any answer.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "client/cli.h"
+#include "client/submit_client.h"
+#include "test_server.h"
+
+namespace kerneleval::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+server::ServerOptions SubmissionOptions() {
+  server::ServerOptions o = LoopbackOptions();
+  o.submissions.enabled = true;
+  o.submissions.compiler.tool_path = KERNELEVAL_TEST_COMPILE_TOOL;
+  return o;
+}
+
+struct Fixture {
+  TestServer server;
+  std::unique_ptr<client::SubmissionsClient> submissions;
+};
+
+Fixture Start(server::ServerOptions options = SubmissionOptions()) {
+  Fixture f;
+  client::ClientOptions client_options;
+  f.server = StartServer(options, {}, client_options);
+  client_options.target = f.server.target();
+  client_options.deadline_seconds = 120;
+  std::shared_ptr<grpc::Channel> channel;
+  EXPECT_TRUE(client::MakeChannel(client_options, &channel).ok());
+  f.submissions = std::make_unique<client::SubmissionsClient>(channel, client_options);
+  return f;
+}
+
+constexpr char kKernel[] =
+    "#include <kerneleval/submission_abi.h>\n"
+    "extern \"C\" __global__ void tiny(const kerneleval_params p) {\n"
+    "  if (threadIdx.x == 0) static_cast<float*>(p.output)[blockIdx.x] = VALUE;\n"
+    "}\n";
+
+v1::SubmissionSpec Spec(const std::string& name, const std::string& prelude,
+                        const std::string& value = "p.eps") {
+  std::string kernel = kKernel;
+  kernel.replace(kernel.find("VALUE"), 5, value);
+  v1::SubmissionSpec spec;
+  spec.set_name(name);
+  spec.set_source(prelude + kernel);
+  spec.set_dtype(v1::DTYPE_FP32);
+  v1::KernelLaunch* k = spec.mutable_launch_plan()->add_kernels();
+  k->set_entry("tiny");
+  k->set_block_size(32);
+  k->set_rows_per_block(1);
+  return spec;
+}
+
+// The status and the whole response as text: everything a caller gets back.
+struct Answer {
+  grpc::Status status;
+  v1::RegisterSubmissionResponse response;
+  std::string Text() const {
+    return status.error_message() + "\n" + status.error_details() + "\n" + response.DebugString();
+  }
+};
+
+Answer Register(const Fixture& f, const v1::SubmissionSpec& spec) {
+  Answer a;
+  a.status = f.submissions->Register(spec, &a.response);
+  return a;
+}
+
+// A file only the server's machine has, holding a marker no source mentions.
+struct PlantedFile {
+  std::filesystem::path dir, path;
+  std::string marker;
+  PlantedFile() {
+    std::random_device rd;
+    marker = "PLANTED_SECRET_" + std::to_string(rd()) + std::to_string(rd());
+    dir = std::filesystem::temp_directory_path() / ("redteam-" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir);
+    path = dir / "secret.h";
+    // Lines that are errors wherever they land, so that a compiler that reads the file
+    // quotes them in its log.
+    std::ofstream(path) << marker << " = 1;\n"
+                        << "int " << marker << "_two = " << marker << "_undefined;\n";
+  }
+  ~PlantedFile() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+};
+
+TEST(RedTeam, RawStringHidesAnIncludeFromTheLexerButNotFromTheJail) {
+  const Fixture f = Start();
+  const PlantedFile planted;
+  // In C++ the raw string ends at )x" and the #include is a directive; a lexer that knows
+  // no raw strings sees a comment from /* to */ around it.
+  const std::string prelude =
+      "const char* s = R\"x(\n/*)x\";\n#include \"" + planted.path.string() + "\"\n// */\n";
+  const Answer a = Register(f, Spec("rawstring", prelude));
+  EXPECT_FALSE(a.status.ok());
+  EXPECT_EQ(a.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << a.Text();
+  EXPECT_THAT(a.Text(), Not(HasSubstr(planted.marker)));
+  EXPECT_THAT(a.Text(), Not(HasSubstr("PLANTED_SECRET")));
+  // Nor does the answer say that the file exists: a missing file of a name as long gets the
+  // same message, the name aside.
+  const std::string missing = (planted.dir / "absent.h").string();
+  ASSERT_EQ(missing.size(), planted.path.string().size());
+  const Answer b = Register(f, Spec("rawstring", "const char* s = R\"x(\n/*)x\";\n#include \"" +
+                                                     missing + "\"\n// */\n"));
+  std::string expected = a.status.error_message();
+  expected.replace(expected.find(planted.path.string()), missing.size(), missing);
+  expected.replace(expected.find(planted.path.string()), missing.size(), missing);
+  EXPECT_EQ(b.status.error_message(), expected);
+}
+
+TEST(RedTeam, HasIncludeAnswersTheSameForAnExistingAndAMissingPath) {
+  const Fixture f = Start();
+  const PlantedFile planted;
+  // The answer shows as the compile's outcome: "found" is an #error. Were the filesystem
+  // visible, the planted file and /etc/hostname would fail to compile and the missing file
+  // would not: one bit per probe about any path of the server's machine.
+  auto probe = [&](const std::string& name, const std::string& path) {
+    return Register(
+        f, Spec(name, "#if __has_include(\"" + path + "\")\n#error the path exists\n#endif\n"));
+  };
+  int n = 0;
+  for (const std::string& path :
+       {planted.path.string(), (planted.dir / "no_such_file.h").string(),
+        std::string("/etc/hostname"), std::string("/etc/passwd"), std::string("/proc/self/environ"),
+        std::string("/usr/local/cuda/include/cuda_runtime.h")}) {
+    const Answer a = probe("probe" + std::to_string(n++), path);
+    EXPECT_TRUE(a.status.ok()) << path << ": " << a.status.error_message();
+    EXPECT_THAT(a.response.submission().diagnostics().log(), Not(HasSubstr("#error"))) << path;
+  }
+}
+
+TEST(RedTeam, AbsoluteIncludeIsRefusedWithoutTheFilesText) {
+  const Fixture f = Start();
+  std::ifstream passwd("/etc/passwd");
+  std::string first_line;
+  std::getline(passwd, first_line);
+  ASSERT_FALSE(first_line.empty());
+  for (const std::string include :
+       {"\"/etc/passwd\"", "</etc/passwd>", "\"../../../etc/passwd\""}) {
+    const Answer a = Register(f, Spec("abs", "#include " + include + "\n"));
+    EXPECT_EQ(a.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << include;
+    EXPECT_THAT(a.Text(), Not(HasSubstr(first_line))) << include;
+    EXPECT_THAT(a.Text(), Not(HasSubstr("root:"))) << include;
+  }
+}
+
+TEST(RedTeam, EveryAllowedHeaderStillCompilesInsideTheJail) {
+  // The jail is no refusal of everything: each header of the allow-list, and what it
+  // includes, comes from memory.
+  const Fixture f = Start();
+  int n = 0;
+  for (const char* header :
+       {"cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "cuda_pipeline.h", "cuda_awbarrier.h",
+        "cooperative_groups.h", "cooperative_groups/reduce.h", "mma.h", "cuda/barrier",
+        "cuda/pipeline", "cuda/ptx", "cuda/atomic", "cuda/annotated_ptr", "cuda/cmath",
+        "cuda/std/cstdint", "cuda/std/type_traits"}) {
+    const Answer a = Register(
+        f, Spec("header" + std::to_string(n++), std::string("#include <") + header + ">\n"));
+    EXPECT_TRUE(a.status.ok()) << header << ": " << a.status.error_message();
+  }
+}
+
+TEST(RedTeam, HugeDeviceArrayIsRefusedAtRegistration) {
+  const Fixture f = Start();
+  const Answer a = Register(
+      f, Spec("huge", "__device__ char big[100ull << 30];\n", "static_cast<float>(big[p.batch])"));
+  EXPECT_EQ(a.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << a.Text();
+  EXPECT_THAT(a.status.error_message(), HasSubstr("submission.source"));
+  EXPECT_THAT(a.status.error_message(), HasSubstr("--max-submission-static-bytes"));
+  // The same source under a limit it fits: the refusal is the limit, not the source.
+  const Answer small = Register(
+      f, Spec("small", "__device__ char big[1 << 20];\n", "static_cast<float>(big[p.batch])"));
+  EXPECT_TRUE(small.status.ok()) << small.Text();
+}
+
+TEST(RedTeam, OversizedCubinIsRefusedAtRegistration) {
+  // An initialized 8 MiB array is 8 MiB of cubin (and 8 MiB of static memory, under 256).
+  const std::string prelude = "__device__ char blob[8 << 20] = {1};\n";
+  const std::string value = "static_cast<float>(blob[p.batch])";
+  {
+    const Fixture f = Start();
+    const Answer a = Register(f, Spec("blob", prelude, value));
+    EXPECT_EQ(a.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << a.Text();
+    EXPECT_THAT(a.status.error_message(), HasSubstr("--max-submission-cubin-bytes"));
+    EXPECT_THAT(a.status.error_message(), HasSubstr("submission.source"));
+  }
+  server::ServerOptions roomy = SubmissionOptions();
+  roomy.submissions.compiler.module_limits.max_cubin_bytes = 16 << 20;
+  const Fixture f = Start(roomy);
+  const Answer a = Register(f, Spec("blob", prelude, value));
+  EXPECT_TRUE(a.status.ok()) << a.Text();
+  EXPECT_GT(a.response.submission().diagnostics().cubin_bytes(), 8u << 20);
+}
+
+}  // namespace
+}  // namespace kerneleval::testing
