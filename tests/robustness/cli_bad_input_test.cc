@@ -1,6 +1,6 @@
 // Bad local input given to the real binaries: truncated or incomplete safetensors files for
 // `kerneleval run --input`, malformed suite JSON for `kerneleval bench --suite-file`, a
-// token file without a token for `kerneleval-server --auth-token-file` and a credentials file
+// token file without a token, or malformed, for `kerneleval-server --auth-token-file`, a file
 // without 'user:password' for `--metrics-basic-auth-file`. Each must end with
 // the usage exit code (2) and a message naming the file, before anything is sent.
 // And the catalogue of bad Run requests (bad_run_catalogue.h) sent through `kerneleval run`
@@ -317,14 +317,17 @@ TEST(CliBadInput, CatalogueOfBadRunRequestsGetsTheServersAnswer) {
 
 // A token file whose first line holds no token must stop the server, never start it
 // without authentication.
-TEST(ServerBadInput, TokenFileWithoutATokenRefusesToStart) {
+TEST(ServerBadInput, TokenFileWithoutATokenOrMalformedRefusesToStart) {
   TempDir dir;
   ASSERT_TRUE(dir.ok());
   const std::vector<std::pair<const char*, std::string>> files = {
       {"empty", ""},
       {"a newline", "\n"},
       {"blank lines", "  \n\n"},
-      {"token on the second line", "\nsecret-token\n"},
+      {"comments alone", "# alice:secret-token\n\n"},
+      // Refused whole, naming the line: a server never guesses whose a token is.
+      {"one token for two owners", "alice:secret-token\nbob:secret-token\n"},
+      {"an owner with a space", "al ice:secret-token\n"},
   };
   for (const auto& [what, text] : files) {
     SCOPED_TRACE(what);
@@ -335,6 +338,7 @@ TEST(ServerBadInput, TokenFileWithoutATokenRefusesToStart) {
                                  "cpu", "--auth-token-file", path});
     EXPECT_EQ(o.exit_code, 2) << o.err;
     EXPECT_NE(o.err.find("--auth-token-file"), std::string::npos) << o.err;
+    EXPECT_EQ(o.err.find("secret-token"), std::string::npos) << o.err;
   }
   const Outcome o = RunBinary(dir, g_server,
                               {"--listen", "127.0.0.1:0", "--metrics-listen", "", "--device", "cpu",
