@@ -6,6 +6,8 @@
 #include <arpa/inet.h>
 #include <elf.h>
 #include <fcntl.h>
+#include <seccomp.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -97,6 +99,53 @@ TEST(CompileJail, ChildCannotOpenSocketsReadFilesWriteForkOrExec) {
   EXPECT_EQ(EscapesFromJail(planted, dir.string()), 0);
   EXPECT_FALSE(std::filesystem::exists(dir / "escaped"));
   std::filesystem::remove_all(dir);
+}
+
+// A child on a kernel without Landlock, as far as it can tell: landlock_create_ruleset is
+// ENOSYS under a seccomp filter of the test's own. Returns the jail's code, and with
+// `allow_unconfined` whether the rest of the jail still held (sockets refused).
+int JailWithoutLandlock(bool allow_unconfined, absl::StatusCode* code) {
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return -1;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(pipe_fds[0]);
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(landlock_create_ruleset), 0);
+    if (seccomp_load(ctx) != 0) _exit(2);
+    seccomp_release(ctx);
+    const absl::Status s = EnterCompileJail(DefaultCompileJailPaths({}), allow_unconfined);
+    const int c = static_cast<int>(s.code());
+    (void)!write(pipe_fds[1], &c, sizeof(c));
+    const std::string message(s.message());
+    (void)!write(pipe_fds[1], message.data(), message.size());
+    const int sock = socket(AF_INET, SOCK_STREAM, 0);
+    _exit(sock >= 0 ? 1 : 0);
+  }
+  close(pipe_fds[1]);
+  int c = -1;
+  if (read(pipe_fds[0], &c, sizeof(c)) != sizeof(c)) c = -1;
+  char message[512] = {};
+  (void)!read(pipe_fds[0], message, sizeof(message) - 1);
+  close(pipe_fds[0]);
+  *code = static_cast<absl::StatusCode>(c);
+  if (c == static_cast<int>(absl::StatusCode::kFailedPrecondition)) {
+    EXPECT_THAT(std::string(message), HasSubstr("Landlock"));
+    EXPECT_THAT(std::string(message), HasSubstr("--allow-unconfined-compile"));
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(CompileJail, FailsClosedWithoutLandlockUnlessAllowed) {
+  absl::StatusCode code = absl::StatusCode::kOk;
+  JailWithoutLandlock(/*allow_unconfined=*/false, &code);
+  EXPECT_EQ(code, absl::StatusCode::kFailedPrecondition);
+  // Allowed: what the kernel has still applies (seccomp refuses the socket).
+  EXPECT_EQ(JailWithoutLandlock(/*allow_unconfined=*/true, &code), 0);
+  EXPECT_EQ(code, absl::StatusCode::kOk);
 }
 
 TEST(CompileJail, LandlockIsThere) {
