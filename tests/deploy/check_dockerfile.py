@@ -2,6 +2,7 @@
 """Check deploy/docker/Dockerfile without building it (no registry or daemon needed).
 
     check_dockerfile.py DOCKERFILE
+    check_dockerfile.py --release [--build-arg NAME=VALUE]... DOCKERFILE
 
 - every FROM names its base through a build argument, so that a release pins
   each base by digest (--build-arg ...@sha256:...) without editing the file;
@@ -13,9 +14,14 @@
 - the build stage installs what the project's own dependency script installs
   for building (scripts/install-deps.sh), so the image cannot lag behind it.
 
+--release checks only what a release build (deploy/docker/release.sh) needs: with the given
+build arguments over the Dockerfile's defaults, every stage's base is pinned by digest
+(`name[:tag]@sha256:<64 hex>`).
+
 Exit status: 0 valid, 1 findings, 2 unreadable input.
 """
 
+import argparse
 import pathlib
 import re
 import sys
@@ -36,18 +42,40 @@ def stages(text):
     return out
 
 
+DIGEST_PINNED = re.compile(r"^[^@\s]+@sha256:[0-9a-f]{64}$")
+
+
+def release_problems(found, resolve):
+    """Stages whose base, as built, is not pinned by digest."""
+    return [f"stage {name or '?'}: base {resolve(base)!r} is not pinned by digest (name@sha256:<64 hex>)"
+            for name, base, _ in found if not DIGEST_PINNED.match(resolve(base))]
+
+
 def main(argv):
-    if len(argv) != 2:
-        print(__doc__.strip(), file=sys.stderr)
-        return 2
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--release", action="store_true")
+    parser.add_argument("--build-arg", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("dockerfile")
+    options = parser.parse_args(argv[1:])
     try:
-        text = pathlib.Path(argv[1]).read_text(encoding="utf-8")
+        text = pathlib.Path(options.dockerfile).read_text(encoding="utf-8")
     except OSError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     args = dict(re.findall(r"^ARG\s+(\w+)=(\S+)\s*$", text, re.M))
     problems = []
     found = stages(text)
+    if options.release:
+        args.update(a.split("=", 1) for a in options.build_arg if "=" in a)
+
+        def resolve_release(base):
+            value = re.sub(r"\$\{(\w+)\}", lambda m: args.get(m.group(1), m.group(0)), base)
+            return re.sub(r"\$\{(\w+)\}", lambda m: args.get(m.group(1), m.group(0)), value)
+        problems = release_problems(found, resolve_release)
+        for problem in problems:
+            print(f"{options.dockerfile}: {problem}", file=sys.stderr)
+        print(f"{len(found)} stages, {len(problems)} unpinned bases")
+        return 1 if problems else 0
     by_name = {name: (base, body) for name, base, body in found}
     for name, base, _ in found:
         if not re.fullmatch(r"\$\{\w+\}", base):
@@ -88,7 +116,7 @@ def main(argv):
         if missing:
             problems.append(f"build stage lacks packages scripts/install-deps.sh installs: {missing}")
     for problem in problems:
-        print(f"{argv[1]}: {problem}", file=sys.stderr)
+        print(f"{options.dockerfile}: {problem}", file=sys.stderr)
     print(f"{len(found)} stages, {len(problems)} problems")
     return 1 if problems else 0
 
