@@ -15,7 +15,7 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "server/admission.h"
-#include "server/benchmark_engine.h"
+#include "server/benchmark_call.h"
 #include "server/run_call.h"
 
 namespace kerneleval::server {
@@ -70,18 +70,37 @@ struct RunCall {
   v1::RunResponse response;
 };
 
-// Server-streaming Benchmark: device jobs push progress events; writes go out one at a
-// time in order; the report goes last, then the status.
+// Server-streaming Benchmark: StartBenchmark's progress events and then its report, written
+// one at a time in order, then the status. Everything else is the call's (benchmark_call.h).
 class BenchmarkReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   BenchmarkReactor(ServiceState* state, grpc::CallbackServerContext* context,
                    const grpc::ByteBuffer* request_bytes)
-      : state_(state), context_(context), caller_(CallerOf(*state, context)), t0_(Clock::now()) {
+      : state_(state), t0_(Clock::now()) {
     state_->metrics->RpcStarted("Benchmark");
     received_ = request_bytes->Length();
     grpc::ByteBuffer copy = *request_bytes;  // shares the slices
-    absl::Status started = ParseRequest(&copy, "Benchmark", &request_);
-    if (started.ok()) started = Start();
+    v1::BenchmarkRequest request;
+    absl::Status started = ParseRequest(&copy, "Benchmark", &request);
+    if (started.ok()) {
+      BenchmarkCallbacks callbacks;
+      callbacks.on_progress = [this](const v1::BenchmarkProgress& p) {
+        v1::BenchmarkEvent e;
+        *e.mutable_progress() = p;
+        Enqueue(e);
+      };
+      callbacks.done = [this](absl::StatusOr<v1::BenchmarkReport> report) {
+        Done(std::move(report));
+      };
+      absl::StatusOr<std::shared_ptr<BenchmarkCall>> call = StartBenchmark(
+          *state_, CallerOf(*state_, context), std::move(request), std::move(callbacks));
+      std::lock_guard<std::mutex> lock(mu_);
+      if (call.ok()) {
+        call_ = *std::move(call);
+        if (cancelled_) call_->Cancel();
+      }
+      started = call.status();
+    }
     if (!started.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       final_status_ = ToGrpcStatus(started);
@@ -95,7 +114,7 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>
     writing_ = false;
     if (!ok) {
       // The client went away: stop the device jobs and drop what is queued.
-      cancelled_.store(true);
+      CancelLocked();
       pending_writes_.clear();
     } else {
       pending_writes_.pop_front();
@@ -104,7 +123,10 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>
     MaybeFinishLocked();
   }
 
-  void OnCancel() override { cancelled_.store(true); }
+  void OnCancel() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    CancelLocked();
+  }
 
   void OnDone() override {
     state_->metrics->RpcFinished("Benchmark", CodeName(final_status_.error_code()),
@@ -113,169 +135,17 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>
   }
 
  private:
-  // Validate, choose the devices, queue one job per device.
-  absl::Status Start() {
-    RETURN_IF_ERROR(Admit(*state_, /*needs_devices=*/true));
-    ASSIGN_OR_RETURN(plan_, ValidateBenchmarkRequest(request_, state_->suites, state_->limits));
-    ASSIGN_OR_RETURN(std::vector<DeviceWorker*> devices, ChooseDevices());
-    for (DeviceWorker* d : devices) {
-      const Backend& backend = d->backend();
-      if (plan_.protocol.cuda_graph() && !backend.IsGpu()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "protocol.cuda_graph: graph replay needs a CUDA device, not ", backend.name()));
-      }
-      if (plan_.protocol.check_every_call() && !backend.IsGpu()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "protocol.check_every_call: calls are checked on CUDA devices, not ", backend.name()));
-      }
-      RETURN_IF_ERROR(CheckTimerFits(plan_.protocol.timer(), backend, "protocol.timer"));
-      for (int i = 0; i < request_.implementations_size(); ++i) {
-        ASSIGN_OR_RETURN(
-            ResolvedImplementation resolved,
-            ResolveImplementation(*state_, caller_, backend, request_.implementations(i),
-                                  absl::StrCat("implementations[", i, "]")));
-        if (resolved.submission) {
-          plan_.submissions[request_.implementations(i)] = {resolved.name,
-                                                            std::move(*resolved.submission)};
-        }
-      }
-    }
-    if (!plan_.submissions.empty()) {
-      // Submitted kernels run with every call checked; the built-ins ranked beside them get
-      // the same device work between calls, and the report's protocol says so.
-      plan_.protocol.set_check_every_call(true);
-    }
-    RETURN_IF_ERROR(StillWanted(caller_, "before it was queued"));
-
-    runs_.resize(devices.size());
-    pending_jobs_ = devices.size();
-    for (std::size_t i = 0; i < devices.size(); ++i) {
-      BenchmarkPlan plan = plan_;
-      plan.host_preparation = state_->host_preparation;
-      if (request_.implementations_size() > 0) {
-        plan.implementations.assign(request_.implementations().begin(),
-                                    request_.implementations().end());
-      } else {
-        for (const auto& impl : devices[i]->backend().Implementations()) {
-          if (!impl.test_only()) plan.implementations.push_back(impl.name());
-        }
-      }
-      const absl::Status submitted = devices[i]->Submit(
-          [this, i, plan = std::move(plan)](Backend& backend, double queue_seconds) {
-            BenchmarkOnWorker(backend, queue_seconds, i, plan);
-          });
-      if (!submitted.ok()) {
-        // Jobs already accepted still run (they stop at once) and finish the RPC.
-        std::lock_guard<std::mutex> lock(mu_);
-        cancelled_.store(true);
-        final_status_ = ToGrpcStatus(submitted);
-        pending_jobs_ -= devices.size() - i;
-        if (pending_jobs_ > 0) return absl::OkStatus();
-        return submitted;
-      }
-    }
-    return absl::OkStatus();
+  void CancelLocked() {
+    cancelled_ = true;
+    if (call_ != nullptr) call_->Cancel();
   }
 
-  absl::StatusOr<std::vector<DeviceWorker*>> ChooseDevices() const {
-    const v1::BenchmarkRequest& req = request_;
-    if (req.all_devices()) {
-      std::string kind = "cuda";
-      if (!req.device().empty()) {
-        ASSIGN_OR_RETURN(DeviceWorker * d, state_->devices->Find(req.device(), "device"));
-        kind = d->backend().kind();
-      } else if (state_->devices->OfKind("cuda").empty()) {
-        kind = "cpu";
-      }
-      return state_->devices->OfKind(kind);
-    }
-    if (!req.device().empty()) {
-      ASSIGN_OR_RETURN(DeviceWorker * d, state_->devices->FindHealthy(req.device(), "device"));
-      return std::vector<DeviceWorker*>{d};
-    }
-    ASSIGN_OR_RETURN(DeviceWorker * d, state_->devices->LeastLoaded());
-    return std::vector<DeviceWorker*>{d};
-  }
-
-  bool ShouldStop() const {
-    return cancelled_.load() || caller_.Cancelled() ||
-           Clock::now().time_since_epoch().count() >= cap_ticks_.load() || caller_.DeadlinePassed();
-  }
-
-  // The time cap counts from the first device that starts: time spent queued behind other
-  // work is not the benchmark's (the client's deadline covers the wait).
-  void StartCapClock() {
-    std::call_once(cap_started_, [this] {
-      const auto cap = std::chrono::duration_cast<Clock::duration>(
-          std::chrono::duration<double>(plan_.protocol.max_total_seconds()));
-      cap_ticks_.store((Clock::now() + cap).time_since_epoch().count());
-    });
-  }
-
-  // On the device's worker thread.
-  void BenchmarkOnWorker(Backend& backend, double queue_seconds, std::size_t index,
-                         const BenchmarkPlan& plan) {
-    state_->metrics->ObserveQueueWait(backend.name(), queue_seconds);
-    if (absl::Status s = StillWanted(caller_, InQueueOf(backend, queue_seconds)); !s.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      cancelled_.store(true);  // jobs on other devices stop too
-      if (final_status_.ok()) final_status_ = ToGrpcStatus(s);
-      if (--pending_jobs_ == 0) FinishReportLocked();
-      return;
-    }
-    StartCapClock();
-    const auto t0 = Clock::now();
-    DeviceRun run = BenchmarkOnDevice(
-        backend, plan,
-        [this](const v1::BenchmarkProgress& p) {
-          v1::BenchmarkEvent e;
-          *e.mutable_progress() = p;
-          Enqueue(std::move(e));
-        },
-        [this] { return ShouldStop(); },
-        [this, &backend](const std::string& impl, const std::vector<double>& samples) {
-          state_->metrics->ObserveKernelSamples(impl, backend.name(), samples);
-        });
-    state_->metrics->ObserveCompute(backend.name(), SecondsSince(t0));
-    std::lock_guard<std::mutex> lock(mu_);
-    runs_[index] = std::move(run);
-    if (--pending_jobs_ == 0) FinishReportLocked();
-  }
-
-  void FinishReportLocked() {
-    if (!final_status_.ok()) {
-      finishing_ = true;
-      MaybeFinishLocked();
-      return;
-    }
+  void Done(absl::StatusOr<v1::BenchmarkReport> report) {
     v1::BenchmarkEvent e;
-    v1::BenchmarkReport* report = e.mutable_report();
-    report->set_suite(plan_.suite.name());
-    *report->mutable_definition() = plan_.suite;
-    *report->mutable_protocol() = plan_.protocol;
-    std::vector<v1::WorkloadResult> results;
-    bool complete = true;
-    for (DeviceRun& run : runs_) {
-      for (v1::WorkloadResult& r : run.results) results.push_back(std::move(r));
-      *report->add_environments() = run.environment;
-      complete = complete && run.complete;
-    }
-    for (const v1::ImplementationSummary& s : RankResults(&results)) *report->add_summaries() = s;
-    for (v1::WorkloadResult& r : results) *report->add_results() = std::move(r);
-    report->set_complete(complete);
-    report->set_wall_seconds(SecondsSince(t0_));
-    // Queued for the store's writer thread: the device worker does not wait for the disk.
-    if (state_->results != nullptr) state_->results->Record(*report, caller_.owner);
-    if (plan_.named_suite) {
-      state_->metrics->RecordReport(*report,
-                                    absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
-    }
-    if (caller_.DeadlinePassed()) {
-      final_status_ = grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
-                                   "deadline passed while the benchmark ran; stopped early");
-    } else if (cancelled_.load() || caller_.Cancelled()) {
-      final_status_ = grpc::Status(grpc::StatusCode::CANCELLED, "benchmark cancelled");
-    } else {
+    if (report.ok()) *e.mutable_report() = *std::move(report);
+    std::lock_guard<std::mutex> lock(mu_);
+    final_status_ = ToGrpcStatus(report.status());
+    if (report.ok() && !cancelled_) {
       pending_writes_.push_back(Serialize(e));
       WriteNextLocked();
     }
@@ -286,7 +156,7 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>
   void Enqueue(const v1::BenchmarkEvent& e) {
     grpc::ByteBuffer bytes = Serialize(e);
     std::lock_guard<std::mutex> lock(mu_);
-    if (cancelled_.load()) return;
+    if (cancelled_) return;
     pending_writes_.push_back(std::move(bytes));
     WriteNextLocked();
   }
@@ -306,24 +176,17 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>
   }
 
   ServiceState* state_;
-  grpc::CallbackServerContext* context_;
-  const Caller caller_;
-  v1::BenchmarkRequest request_;
   const Clock::time_point t0_;
-  std::once_flag cap_started_;
-  std::atomic<Clock::rep> cap_ticks_{Clock::time_point::max().time_since_epoch().count()};
   std::size_t received_ = 0;
   std::size_t sent_ = 0;
-  BenchmarkPlan plan_;
-  std::atomic<bool> cancelled_{false};
 
   std::mutex mu_;
+  std::shared_ptr<BenchmarkCall> call_;
+  bool cancelled_ = false;
   std::deque<grpc::ByteBuffer> pending_writes_;  // front() is in flight while writing_
   bool writing_ = false;
   bool finishing_ = false;
   bool finished_ = false;
-  std::size_t pending_jobs_ = 0;
-  std::vector<DeviceRun> runs_;
   grpc::Status final_status_;
 };
 

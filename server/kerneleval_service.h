@@ -1,6 +1,6 @@
 // The RPC edge of kerneleval.v1.KernelEval: the only place that sees grpc::Status. Each
 // handler parses, hands the request to the evaluation path (server/run_call.h for Run,
-// server/benchmark_engine.h for Benchmark) and answers from the worker thread.
+// server/benchmark_call.h for Benchmark) and answers from the worker thread.
 //
 // Run and Benchmark take raw bytes and parse them themselves, so that a body that is not the
 // request message is answered INVALID_ARGUMENT naming the method (gRPC's own parse failure
