@@ -439,6 +439,14 @@ absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
       official != options_.official_suite_hashes.end()) {
     params.push_back(official->second);
     sql += absl::StrCat(" AND runs.suite_hash = $", params.size());
+  } else if (viewer.has_value()) {
+    // A custom suite is its owner's: the content of the caller's newest run of that name
+    // (else the newest anyone's), so that nobody resets another's board with a new content.
+    params.push_back(*viewer);
+    sql += absl::StrCat(
+        " AND runs.suite_hash = (SELECT ru.suite_hash FROM runs ru WHERE ru.suite = $1 "
+        "ORDER BY (EXISTS (SELECT 1 FROM results x WHERE x.run_id = ru.id AND x.owner = $",
+        params.size(), ")) DESC, ru.created_at DESC, ru.id LIMIT 1)");
   } else {
     sql +=
         " AND runs.suite_hash = (SELECT suite_hash FROM runs WHERE suite = $1 "

@@ -89,3 +89,34 @@ TEST(LeaderboardIdentity, ACustomSuiteRanksOnlyRunsOfItsNewestContent) {
 
 }  // namespace
 }  // namespace kerneleval::testing
+
+namespace kerneleval::testing {
+namespace {
+
+TEST(LeaderboardIdentity, ACustomSuiteNameIsItsOwnersBoard) {
+  server::store::StoreOptions o;
+  o.data_dir = TempDir("leaderboard-owners");
+  auto store = server::store::ResultStore::Open(o, nullptr);
+  ASSERT_TRUE(store.ok()) << store.status();
+  const v1::BenchmarkReport alices = SyntheticReport(1, 10e-6, 0.02);
+  ASSERT_TRUE((*store)->RecordNow(alices, 1000, "alice").ok());
+  // Later, bob stores other content under the same name, and a faster result with it.
+  v1::BenchmarkReport bobs = SyntheticReport(2, 1e-6, 0.02);
+  (*bobs.mutable_definition()->mutable_workloads(0)->mutable_tolerance()).set_atol(1000);
+  for (v1::WorkloadResult& r : *bobs.mutable_results()) r.set_implementation("bobs");
+  ASSERT_TRUE((*store)->RecordNow(bobs, 2000, "bob").ok());
+
+  v1::LeaderboardRequest request;
+  request.set_suite("synthetic");
+  for (const auto& [viewer, expected] :
+       {std::pair<std::string, std::string>{"alice", "fused"}, {"bob", "bobs"}}) {
+    SCOPED_TRACE(viewer);
+    const absl::StatusOr<v1::LeaderboardResponse> board = (*store)->Leaderboard(request, viewer);
+    ASSERT_TRUE(board.ok()) << board.status();
+    ASSERT_EQ(board->entries_size(), 1);
+    EXPECT_EQ(board->entries(0).implementation(), expected);
+  }
+}
+
+}  // namespace
+}  // namespace kerneleval::testing
