@@ -49,33 +49,72 @@ std::size_t GuardBytes(const Problem& problem) {
   return (std::max(kMinGuardBytes, row) + 255) / 256 * 256;
 }
 
-CallCheckPlan PlanCallChecks(const Problem& problem, const MeasureOptions& options,
-                             std::size_t input_sets) {
+absl::StatusOr<CallCheckPlan> PlanCallChecks(const Problem& problem, const MeasureOptions& options,
+                                             std::size_t slot_budget_bytes) {
   CallCheckPlan plan;
   const bool in_place = problem.mode == Mode::kInPlace;
   plan.timing =
-      options.cold && !options.graph ? CallCheckTiming::kEveryCall : CallCheckTiming::kAfterWindow;
+      options.cold && !options.graph ? CallCheckTiming::kEveryCall : CallCheckTiming::kChained;
   plan.check_inputs = !in_place;
-  plan.check_outputs = plan.timing == CallCheckTiming::kEveryCall || !in_place;
+  plan.check_outputs = true;
   plan.guard_bytes = GuardBytes(problem);
   const std::size_t timed =
       options.adaptive.enabled ? options.adaptive.max_samples : options.repetitions;
-  plan.records = plan.timing == CallCheckTiming::kEveryCall ? std::size_t{options.warmup} + timed
-                                                            : std::max<std::size_t>(input_sets, 1);
+  if (plan.timing == CallCheckTiming::kEveryCall) {
+    plan.records = std::size_t{options.warmup} + timed;
+    return plan;
+  }
+  // A slot: output (and residual_out), or in IN_PLACE its own hidden_states and residual.
+  plan.slot_tensors = in_place || WritesResidual(problem.mode) ? 2 : 1;
+  plan.slot_stride = (problem.TensorBytes() + plan.guard_bytes + 255) / 256 * 256;
+  const std::size_t slot_bytes = plan.slot_tensors * plan.slot_stride;
+  const std::size_t fit = slot_bytes > 0 ? slot_budget_bytes / slot_bytes : 0;
+  if (options.graph) {
+    plan.batch_calls = std::max<std::uint32_t>(1, options.graph_calls);
+    if (plan.batch_calls > fit) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "protocol.graph_calls: ", plan.batch_calls, " calls of ", problem.batch, " x ",
+          problem.hidden, " each need an output slot of their own to be checked (", slot_bytes,
+          " bytes each), and only ", fit, " fit in a quarter of the free device memory"));
+    }
+  } else {
+    // Calls beyond what fits are checked in later batches (the slots poisoned again between
+    // two samples, outside the timed windows); kMaxBatchCalls bounds the allocation.
+    constexpr std::size_t kMaxBatchCalls = 4096;
+    if (fit == 0) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "a checked call of ", problem.batch, " x ", problem.hidden, " needs ", slot_bytes,
+          " bytes for its outputs, more than a quarter of the free "
+          "device memory"));
+    }
+    plan.batch_calls = std::clamp<std::size_t>(std::size_t{options.warmup} + timed, 1,
+                                               std::min(fit, kMaxBatchCalls));
+  }
+  plan.records = plan.batch_calls + 1;
   return plan;
 }
 
 std::string CheckedCallName(const CallCheckPlan& plan, const MeasureOptions& options,
                             std::size_t record) {
-  if (plan.timing == CallCheckTiming::kAfterWindow) {
-    return absl::StrCat("the last call into input set ", record + 1, " of ", plan.records,
-                        " (checked after the timed window)");
-  }
   if (record < options.warmup) {
     return absl::StrCat("warm-up call ", record + 1, " of ", options.warmup);
   }
   return absl::StrCat("timed call ", record - options.warmup + 1, " of ",
                       plan.records - options.warmup);
+}
+
+std::string ChainedCallName(const MeasureOptions& options, const ChainedCall& c) {
+  const std::uint32_t timed =
+      options.adaptive.enabled ? options.adaptive.max_samples : options.repetitions;
+  const bool warm = c.sample < options.warmup;
+  const std::string sample = warm ? absl::StrCat(c.sample + 1, " of ", options.warmup)
+                                  : absl::StrCat(c.sample - options.warmup + 1, " of ", timed);
+  if (!options.graph) return absl::StrCat(warm ? "warm-up" : "timed", " call ", sample);
+  const std::string window = c.first_launch
+                                 ? absl::StrCat("the graph's first launch before the ",
+                                                c.sample == 0 ? "warm-up" : "timed replays")
+                                 : absl::StrCat(warm ? "warm-up" : "timed", " replay ", sample);
+  return absl::StrCat("call ", c.call + 1, " of ", c.calls, " of ", window);
 }
 
 std::string DescribeCallCheck(const CallCheckCounts& c, const Problem& problem,

@@ -167,7 +167,11 @@ v1::Device CudaBackend::Describe() const {
 }
 
 std::vector<v1::Implementation> CudaBackend::Implementations() const {
-  return DescribeImplementations(impls_, "cuda");
+  std::vector<CudaImplementation> listed;
+  for (const CudaImplementation& impl : impls_) {
+    if (!impl.submitted) listed.push_back(impl);
+  }
+  return DescribeImplementations(listed, "cuda");
 }
 
 std::string CudaBackend::DriverVersion() const {
@@ -274,6 +278,11 @@ absl::StatusOr<Measurement> CudaBackend::Measure(const Problem& problem, const H
     return absl::NotFoundError(
         absl::StrCat("implementation '", impl, "' is not available on ", name_));
   }
+  if (found->submitted && !options.check_calls) {
+    // However a request reached it, submitted code runs only under the checks.
+    return absl::FailedPreconditionError(
+        absl::StrCat("submission ", impl, " runs only with every call checked"));
+  }
   if (!healthy_.load()) {
     return absl::UnavailableError(absl::StrCat(name_, " is recovering from a CUDA fault"));
   }
@@ -326,8 +335,9 @@ struct CudaBackend::Workspace {
   unsigned char* staged_residual_out = nullptr;
   CudaEvent copied;
   CudaGraphExec graph;
-  std::uint32_t calls = 1;  // per sample: graph_calls in graph replay
-  std::size_t next = 0;     // the set of the next timed call
+  std::uint32_t calls = 1;    // per sample: graph_calls in graph replay
+  std::size_t next = 0;       // the set of the next timed call
+  std::uint32_t samples = 0;  // TimedCall so far, warm-up included
   // The CUPTI timer's kernels of each window, warm-up included (WorkloadResult.kernels).
   std::vector<std::vector<TimedKernel>> kernel_windows;
 
@@ -344,7 +354,42 @@ struct CudaBackend::Workspace {
     std::size_t used = 0;         // records written
     std::uint64_t call = 0;       // calls so far, warm-up included
     std::uint64_t input_key = 0;  // whose inputs the last checked call got (RepeatsInputs)
+    // kChained (hot and graph replay): the calls of a batch write slots of their own,
+    // checked together after their window (CheckBatch).
+    DeviceBuffer slots;
+    // Their weight, generated in [-1, 1) (guard after it) and a pristine copy: fed its
+    // predecessor's output again and again, a chain under the workload's normal(0, 1) weight
+    // concentrates each row in its largest-weight columns (values past 100 after 50 calls,
+    // where the two-kernel baseline's rounded sum drifted past the bf16 tolerance); with
+    // |weight| < 1 every value stays within a few units.
+    DeviceBuffer chain_weight, chain_pristine_weight;
+    // IN_PLACE: the seeds of each call's hidden_states (CheckInPlaceChain) and the replayed
+    // sums.
+    DeviceBuffer chain_seeds, chain_state;
+    std::vector<ChainedCall> pending;  // the batch's calls launched so far, by slot
+    std::uint64_t batches = 0;         // batches checked (the seeds of the next one's slots)
+    std::uint64_t checked = 0;         // calls checked
+    std::string failure;               // the first failed call and its findings
+    bool finished = false;             // after FinishCheckedCalls: later calls unchecked
   } checks;
+
+  // Once the slots exist (PrepareCheckedCalls): the result call before runs on set 0.
+  bool Chained() const {
+    return checks.on && checks.plan.timing == CallCheckTiming::kChained &&
+           checks.slots.get() != nullptr;
+  }
+  // Tensor `t` (0: output, or hidden_states in IN_PLACE; 1: residual_out, or residual) of
+  // slot `j`.
+  void* Slot(std::size_t j, std::size_t t) const {
+    const CallCheckPlan& plan = checks.plan;
+    return static_cast<unsigned char*>(checks.slots.get()) +
+           (j * plan.slot_tensors + t) * plan.slot_stride;
+  }
+  // The key of slot `j`'s generated inputs and guards in the current batch: apart from
+  // the input sets' keys (their index).
+  std::uint64_t SlotKey(std::size_t j) const {
+    return (1ull << 63) | (checks.batches * checks.plan.batch_calls + j);
+  }
 
   FusedAddRmsNormArgs Args(const BufferSet& s, const DeviceBuffer& weight) const {
     FusedAddRmsNormArgs a;
@@ -359,6 +404,28 @@ struct CudaBackend::Workspace {
     a.output = in_place ? s.x.get() : s.out.get();
     a.residual_out = !writes_residual ? nullptr : in_place ? s.r.get() : s.res.get();
     return a;
+  }
+
+  // Call `position` of a window: a rotation set's (`position` is the set), or, chained,
+  // slot `position`'s (server/call_checks.h).
+  FusedAddRmsNormArgs CallArgs(std::size_t position, const DeviceBuffer& weight) const {
+    if (!Chained()) return Args(*sets[position], weight);
+    FusedAddRmsNormArgs a = Args(*sets[position % sets.size()], weight);
+    a.weight = checks.chain_weight.get();
+    if (in_place) {
+      // Its own hidden_states, and the residual as the previous call left it (one buffer,
+      // slot 0's second tensor): each call depends on its predecessor.
+      a.hidden_states = a.output = Slot(position, 0);
+      a.residual = a.residual_out = Slot(0, 1);
+      return a;
+    }
+    if (position > 0) a.hidden_states = Slot(position - 1, 0);
+    a.output = Slot(position, 0);
+    if (writes_residual) a.residual_out = Slot(position, 1);
+    return a;
+  }
+  void* Scratch(std::size_t position) const {
+    return sets[Chained() ? position % sets.size() : position]->scratch.get();
   }
 };
 
@@ -375,6 +442,11 @@ absl::StatusOr<Measurement> CudaBackend::MeasureOnDevice(const Problem& problem,
   Workspace w;
   w.problem = &problem;
   w.impl = &impl;
+  // Each Measure (a verification round is one) starts from fresh module state.
+  if (impl.reset) {
+    KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
+    RETURN_IF_ERROR(impl.reset());
+  }
   // Run's time split: host-to-device is PrepareInputs (allocation and the input copies; from
   // pageable memory the driver stages them before returning, from pinned memory what is
   // still in flight lands in device time); device-to-host is the copies back after the
@@ -472,11 +544,11 @@ std::vector<Guarded> GuardedEnds(const FusedAddRmsNormArgs& a, std::size_t tenso
   return g;
 }
 
-// `key` is the call (kEveryCall) or the input set (kAfterWindow) whose guards these are.
-// The weight is shared by every set: after the window its guard has one seed.
+// `key` is the call (kEveryCall), or the input set or slot (kChained) whose guards these
+// are. The weight is shared by every call of a window: there its guard has one seed.
 std::uint64_t GuardSeed(const CallCheckPlan& plan, std::uint64_t base, std::uint64_t key,
                         CallCheckTensor tensor) {
-  if (tensor == kCheckWeight && plan.timing == CallCheckTiming::kAfterWindow) key = ~0ull;
+  if (tensor == kCheckWeight && plan.timing == CallCheckTiming::kChained) key = ~0ull;
   return CallTensorSeed(base, key, kCheckTensors + tensor);
 }
 
@@ -537,7 +609,9 @@ absl::Status CudaBackend::PrepareInputs(const Problem& problem, const HostInputs
   // Checked calls: every tensor is followed by a guard region (call_checks.h).
   w->checks.on = options.check_calls;
   if (w->checks.on) {
-    w->checks.plan = PlanCallChecks(problem, options, sets_wanted);
+    std::size_t free_bytes = 0, total = 0;
+    KE_CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total));
+    ASSIGN_OR_RETURN(w->checks.plan, PlanCallChecks(problem, options, free_bytes / 4));
     w->checks.tolerance = options.check_tolerance;
     w->checks.seed = SecretSeed();
   }
@@ -662,13 +736,204 @@ absl::Status CudaBackend::PrepareCheckedCalls(Workspace* w) {
   cudaStream_t stream = stream_.get();
   ASSIGN_OR_RETURN(c.records, DeviceBuffer::Allocate(c.plan.records * sizeof(CallCheckCounts)));
   KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(c.records.get(), 0, c.records.bytes(), stream));
-  if (c.plan.timing == CallCheckTiming::kAfterWindow) {
+  if (c.plan.timing == CallCheckTiming::kChained) {
+    // The input sets' inputs and guards, once: every chain starts at set 0's hidden_states,
+    // and call j reads set j's residual. Then the slots.
     for (std::size_t set = 0; set < w->sets.size(); ++set) {
       RETURN_IF_ERROR(WriteCheckedInputs(w, set, set, set));
     }
+    ASSIGN_OR_RETURN(c.slots, DeviceBuffer::Allocate(c.plan.batch_calls * c.plan.slot_tensors *
+                                                     c.plan.slot_stride));
+    const Problem& p = *w->problem;
+    const std::size_t weight_bytes = p.WeightBytes();
+    ASSIGN_OR_RETURN(c.chain_weight, DeviceBuffer::Allocate(weight_bytes + c.plan.guard_bytes));
+    ASSIGN_OR_RETURN(c.chain_pristine_weight, DeviceBuffer::Allocate(weight_bytes));
+    KE_CUDA_RETURN_IF_ERROR(FillCheckedInput(c.chain_weight.get(),
+                                             static_cast<std::size_t>(p.hidden), p.dtype,
+                                             CallTensorSeed(c.seed, ~0ull, kCheckWeight), stream,
+                                             /*scale=*/0.5f));
+    KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(c.chain_pristine_weight.get(), c.chain_weight.get(),
+                                            weight_bytes, cudaMemcpyDeviceToDevice, stream));
+    KE_CUDA_RETURN_IF_ERROR(
+        FillGuard(static_cast<unsigned char*>(c.chain_weight.get()) + weight_bytes,
+                  c.plan.guard_bytes, GuardSeed(c.plan, c.seed, 0, kCheckWeight), stream));
+    if (w->in_place) {
+      ASSIGN_OR_RETURN(c.chain_seeds,
+                       DeviceBuffer::Allocate(c.plan.batch_calls * sizeof(std::uint64_t)));
+      ASSIGN_OR_RETURN(c.chain_state, DeviceBuffer::Allocate(p.TensorBytes()));
+    }
+    RETURN_IF_ERROR(PrepareBatch(w));
   }
   KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   return absl::OkStatus();
+}
+
+absl::Status CudaBackend::PrepareBatch(Workspace* w) {
+  cudaStream_t stream = stream_.get();
+  const Problem& p = *w->problem;
+  const Workspace::Checks& c = w->checks;
+  const std::size_t n = p.TensorElements(), bytes = p.TensorBytes();
+  for (std::size_t j = 0; j < c.plan.batch_calls; ++j) {
+    const std::uint64_t key = w->SlotKey(j);
+    // IN_PLACE: the call's own hidden_states, which it overwrites with its output, and
+    // (slot 0) the residual the chain starts from. Else the outputs, poisoned (0xff is NaN
+    // in every dtype): an element the call does not write fails, and so does the next
+    // call, which reads it as its hidden_states.
+    std::vector<std::pair<void*, CallCheckTensor>> tensors;
+    if (w->in_place) {
+      KE_CUDA_RETURN_IF_ERROR(FillCheckedInput(
+          w->Slot(j, 0), n, p.dtype, CallTensorSeed(c.seed, key, kCheckHiddenStates), stream));
+      tensors.push_back({w->Slot(j, 0), kCheckHiddenStates});
+      if (j == 0) {
+        KE_CUDA_RETURN_IF_ERROR(FillCheckedInput(
+            w->Slot(0, 1), n, p.dtype, CallTensorSeed(c.seed, key, kCheckResidual), stream));
+        tensors.push_back({w->Slot(0, 1), kCheckResidual});
+      }
+    } else {
+      for (std::size_t t = 0; t < c.plan.slot_tensors; ++t) {
+        KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(w->Slot(j, t), 0xff, bytes, stream));
+        tensors.push_back({w->Slot(j, t), t == 0 ? kCheckOutput : kCheckResidualOut});
+      }
+    }
+    for (const auto& [tensor, role] : tensors) {
+      KE_CUDA_RETURN_IF_ERROR(FillGuard(static_cast<unsigned char*>(tensor) + bytes,
+                                        c.plan.guard_bytes, GuardSeed(c.plan, c.seed, key, role),
+                                        stream));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::CheckBatch(const MeasureOptions& options, Workspace* w, bool again) {
+  Workspace::Checks& c = w->checks;
+  if (c.pending.empty()) return absl::OkStatus();
+  cudaStream_t stream = stream_.get();
+  const Problem& p = *w->problem;
+  const std::size_t bytes = p.TensorBytes();
+  KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(c.records.get(), 0, c.records.bytes(), stream));
+  auto* records = static_cast<CallCheckCounts*>(c.records.get());
+  if (w->in_place) {
+    std::vector<std::uint64_t> seeds(c.pending.size());
+    for (std::size_t j = 0; j < seeds.size(); ++j) {
+      seeds[j] = CallTensorSeed(c.seed, w->SlotKey(j), kCheckHiddenStates);
+    }
+    KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(c.chain_seeds.get(), seeds.data(),
+                                            seeds.size() * sizeof(std::uint64_t),
+                                            cudaMemcpyHostToDevice, stream));
+    ChainCheckArgs args;
+    args.dtype = p.dtype;
+    args.batch = p.batch;
+    args.hidden = p.hidden;
+    args.eps = p.eps;
+    args.atol = c.tolerance.atol();
+    args.rtol = c.tolerance.rtol();
+    args.calls = static_cast<int>(c.pending.size());
+    args.slots = static_cast<const unsigned char*>(w->Slot(0, 0));
+    args.slot_stride = c.plan.slot_tensors * c.plan.slot_stride;
+    args.hidden_states_seeds = static_cast<const std::uint64_t*>(c.chain_seeds.get());
+    args.residual_seed = CallTensorSeed(c.seed, w->SlotKey(0), kCheckResidual);
+    args.residual = w->Slot(0, 1);
+    args.weight = c.chain_weight.get();
+    args.pristine_weight = c.chain_pristine_weight.get();
+    args.state = c.chain_state.get();
+    KE_CUDA_RETURN_IF_ERROR(CheckInPlaceChain(args, records, stream));
+    for (std::size_t j = 0; j < c.pending.size(); ++j) {
+      KE_CUDA_RETURN_IF_ERROR(
+          CheckGuard(static_cast<unsigned char*>(w->Slot(j, 0)) + bytes, c.plan.guard_bytes,
+                     GuardSeed(c.plan, c.seed, w->SlotKey(j), kCheckHiddenStates),
+                     kCheckHiddenStates, records + j, stream));
+    }
+  }
+  for (std::size_t j = 0; j < c.pending.size() && !w->in_place; ++j) {
+    // The set's residual, and the set's hidden_states for the first call of the batch, the
+    // previous call's output after it.
+    const FusedAddRmsNormArgs a = w->CallArgs(j, kept_weight_);
+    const std::uint64_t key = w->SlotKey(j);
+    const std::uint64_t set = j % w->sets.size();
+    CallCheckArgs args;
+    args.dtype = p.dtype;
+    args.mode = p.mode;
+    args.batch = p.batch;
+    args.hidden = p.hidden;
+    args.eps = p.eps;
+    args.atol = c.tolerance.atol();
+    args.rtol = c.tolerance.rtol();
+    args.hidden_states = a.hidden_states;
+    args.residual = a.residual;
+    args.weight = a.weight;
+    args.output = a.output;
+    args.residual_out = a.residual_out;
+    args.pristine_weight = c.chain_pristine_weight.get();
+    args.hidden_states_seed = CallTensorSeed(c.seed, 0, kCheckHiddenStates);
+    args.residual_seed = CallTensorSeed(c.seed, set, kCheckResidual);
+    args.hidden_states_given = j > 0;
+    KE_CUDA_RETURN_IF_ERROR(CheckCall(args, records + j, stream));
+    const CallCheckTensor tensors[2] = {kCheckOutput, kCheckResidualOut};
+    for (std::size_t t = 0; t < c.plan.slot_tensors; ++t) {
+      KE_CUDA_RETURN_IF_ERROR(
+          CheckGuard(static_cast<unsigned char*>(w->Slot(j, t)) + bytes, c.plan.guard_bytes,
+                     GuardSeed(c.plan, c.seed, key, tensors[t]), tensors[t], records + j, stream));
+    }
+  }
+  // What the calls share, in the batch's last record: the guards of the input sets and of
+  // the weight. (The inputs themselves are compared by the checks of the calls that read
+  // them.)
+  CallCheckCounts* shared = records + c.plan.batch_calls;
+  if (w->in_place) {
+    KE_CUDA_RETURN_IF_ERROR(CheckGuard(
+        static_cast<unsigned char*>(w->Slot(0, 1)) + bytes, c.plan.guard_bytes,
+        GuardSeed(c.plan, c.seed, w->SlotKey(0), kCheckResidual), kCheckResidual, shared, stream));
+  }
+  KE_CUDA_RETURN_IF_ERROR(CheckGuard(
+      static_cast<const unsigned char*>(c.chain_weight.get()) + p.WeightBytes(), c.plan.guard_bytes,
+      GuardSeed(c.plan, c.seed, 0, kCheckWeight), kCheckWeight, shared, stream));
+  // The workload's weight, which only the result call was given, unchanged since.
+  KE_CUDA_RETURN_IF_ERROR(CheckUnchanged(kept_weight_.get(), c.pristine_weight.get(),
+                                         static_cast<std::size_t>(p.hidden), p.dtype, kCheckWeight,
+                                         shared, stream));
+  for (std::size_t set = 0; set < w->sets.size(); ++set) {
+    const FusedAddRmsNormArgs a = w->Args(*w->sets[set], kept_weight_);
+    for (const Guarded& g : GuardedEnds(a, bytes, p.WeightBytes())) {
+      if (g.tensor == kCheckOutput || g.tensor == kCheckResidualOut) continue;  // unused
+      KE_CUDA_RETURN_IF_ERROR(CheckGuard(g.end, c.plan.guard_bytes,
+                                         GuardSeed(c.plan, c.seed, set, g.tensor), g.tensor, shared,
+                                         stream));
+    }
+  }
+  std::vector<CallCheckCounts> counts(c.plan.records);
+  KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(counts.data(), c.records.get(),
+                                          counts.size() * sizeof(CallCheckCounts),
+                                          cudaMemcpyDeviceToHost, stream));
+  KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  for (std::size_t j = 0; j < c.pending.size() && c.failure.empty(); ++j) {
+    const std::string found = DescribeCallCheck(counts[j], p, c.plan, c.tolerance);
+    if (!found.empty()) {
+      c.failure = absl::StrCat(ChainedCallName(options, c.pending[j]), ": ", found);
+    }
+  }
+  if (c.failure.empty()) {
+    const std::string found = DescribeCallCheck(counts.back(), p, c.plan, c.tolerance);
+    if (!found.empty()) {
+      c.failure =
+          absl::StrCat("a call up to ", ChainedCallName(options, c.pending.back()), ": ", found);
+    }
+  }
+  c.checked += c.pending.size();
+  c.pending.clear();
+  ++c.batches;
+  if (again) RETURN_IF_ERROR(PrepareBatch(w));
+  return absl::OkStatus();
+}
+
+absl::Status CudaBackend::StartTimedPhase(const MeasureOptions& options, Workspace* w) {
+  // Submitted code starts the timed calls from fresh module state: nothing it counted or
+  // kept during the warm-up is left. A graph holds the old module's functions: it goes
+  // first and is built again (its first launch checked like any replay).
+  if (!w->impl->reset) return absl::OkStatus();
+  KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_.get()));
+  w->graph.Reset();
+  RETURN_IF_ERROR(w->impl->reset());
+  return BuildGraph(options, w);
 }
 
 absl::Status CudaBackend::FinishCheckedCalls(const MeasureOptions& options, Workspace* w,
@@ -676,14 +941,12 @@ absl::Status CudaBackend::FinishCheckedCalls(const MeasureOptions& options, Work
   Workspace::Checks& c = w->checks;
   if (!c.on) return absl::OkStatus();
   cudaStream_t stream = stream_.get();
-  if (c.plan.timing == CallCheckTiming::kAfterWindow && c.call > 0) {
-    // Every set a call wrote: all of them in graph replay (each replay rotates through
-    // graph_calls of them), else as many as there were calls.
-    const std::size_t written =
-        std::min<std::size_t>(w->sets.size(), options.graph ? w->calls : c.call);
-    for (std::size_t set = 0; set < written; ++set) {
-      RETURN_IF_ERROR(CheckCallOnDevice(w, set, set, set, set));
-    }
+  if (c.plan.timing == CallCheckTiming::kChained) {
+    RETURN_IF_ERROR(CheckBatch(options, w, /*again=*/false));
+    c.finished = true;
+    m->calls_checked = static_cast<std::uint32_t>(std::min<std::uint64_t>(c.checked, ~0u));
+    m->call_check_failure = c.failure;
+    return absl::OkStatus();
   }
   std::vector<CallCheckCounts> counts(c.used);
   if (c.used > 0) {
@@ -702,10 +965,9 @@ absl::Status CudaBackend::FinishCheckedCalls(const MeasureOptions& options, Work
   return absl::OkStatus();
 }
 
-absl::Status CudaBackend::Launch(Workspace* w, std::size_t set) {
-  BufferSet& s = *w->sets[set];
+absl::Status CudaBackend::Launch(Workspace* w, std::size_t position) {
   KE_CUDA_RETURN_IF_ERROR(
-      w->impl->launch(w->Args(s, kept_weight_), s.scratch.get(), stream_.get()));
+      w->impl->launch(w->CallArgs(position, kept_weight_), w->Scratch(position), stream_.get()));
   return absl::OkStatus();
 }
 
@@ -842,7 +1104,7 @@ absl::Status CudaBackend::BuildGraph(const MeasureOptions& options, Workspace* w
   KE_CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
   absl::Status captured = absl::OkStatus();
   for (std::uint32_t k = 0; k < w->calls && captured.ok(); ++k) {
-    captured = Launch(w, k % w->sets.size());
+    captured = Launch(w, w->Chained() ? k : k % w->sets.size());
   }
   cudaGraph_t raw = nullptr;
   const cudaError_t end = cudaStreamEndCapture(stream, &raw);
@@ -856,6 +1118,13 @@ absl::Status CudaBackend::BuildGraph(const MeasureOptions& options, Workspace* w
   // replays of other execs by ~0.18 us per kernel on an H200 (research/benchmarking.md).
   KE_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(w->graph.get(), stream));
   KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  if (w->Chained() && !w->checks.finished) {
+    // Its calls wrote the slots like any replay's: checked, and the slots poisoned again.
+    for (std::uint32_t k = 0; k < w->calls; ++k) {
+      w->checks.pending.push_back({/*first_launch=*/true, w->samples, k, w->calls});
+    }
+    RETURN_IF_ERROR(CheckBatch(options, w, /*again=*/true));
+  }
   return absl::OkStatus();
 }
 
@@ -875,6 +1144,22 @@ absl::Status CudaBackend::Admit(v1::ClockAdmission* admission) {
 
 absl::StatusOr<double> CudaBackend::TimedCall(const MeasureOptions& options, v1::Timer timer,
                                               const CuptiLease& lease, Workspace* w) {
+  const std::uint32_t sample = w->samples++;
+  if (sample == options.warmup && options.warmup > 0) RETURN_IF_ERROR(StartTimedPhase(options, w));
+  if (w->Chained()) {
+    Workspace::Checks& c = w->checks;
+    // Hot without a graph: one call per sample, into the next free slot; a full batch is
+    // checked first (between two samples, outside both windows).
+    if (!options.graph && c.pending.size() == c.plan.batch_calls) {
+      RETURN_IF_ERROR(CheckBatch(options, w, /*again=*/true));
+    }
+    const std::size_t position = options.graph ? 0 : c.pending.size();
+    ASSIGN_OR_RETURN(const double seconds, TimeOneCall(options, timer, lease, w, position));
+    for (std::uint32_t k = 0; k < w->calls; ++k) c.pending.push_back({false, sample, k, w->calls});
+    // A graph replay's calls are checked after its window, before the next one.
+    if (options.graph) RETURN_IF_ERROR(CheckBatch(options, w, /*again=*/true));
+    return seconds;
+  }
   const std::size_t set = w->next;
   w->next = (w->next + 1) % w->sets.size();
   const bool checked = w->checks.on && w->checks.plan.timing == CallCheckTiming::kEveryCall &&
@@ -980,7 +1265,8 @@ v1::DramTraffic CudaBackend::CountDramBytes(const MeasureOptions& options, Cupti
       },
       [&]() -> absl::Status {
         RETURN_IF_ERROR(Enqueue(options, w, set));
-        set = (set + 1) % w->sets.size();
+        // Chained, the positions are slots (the window's calls), not input sets.
+        set = (set + 1) % (w->Chained() ? w->checks.plan.batch_calls : w->sets.size());
         KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
         return absl::OkStatus();
       });

@@ -23,6 +23,14 @@ struct CudaImplementation {
   bool needs_scratch = false;
   std::function<cudaError_t(const FusedAddRmsNormArgs&, void* scratch, cudaStream_t)> launch;
   bool test_only = false;  // runs only when a request names it; never launched by WarmUp
+  // A registered submission: never listed (its owner reaches it through the registry, not
+  // the device's list) and never run without every call checked.
+  bool submitted = false;
+  // Fresh module state (submissions: the module loaded again), called before each phase
+  // of a measurement (the result call and warm-up, the timed calls): a kernel cannot carry
+  // a count or a copy of its inputs from one phase, or one Measure, into the next. Empty
+  // for the built-ins, which keep no state.
+  std::function<absl::Status()> reset;
 };
 
 // cuda_fused (the default) and cuda_unfused (the two-kernel baseline).
@@ -97,11 +105,20 @@ class CudaBackend final : public Backend {
                                   std::uint64_t guard_key);
   absl::Status CheckCallOnDevice(Workspace* w, std::size_t set, std::uint64_t key,
                                  std::uint64_t guard_key, std::size_t record);
+  // Hot and graph replay (kChained): poisons the slots (IN_PLACE: generates their inputs)
+  // and writes their guards; checks the calls launched since, then prepares the slots
+  // again when `again`.
+  absl::Status PrepareBatch(Workspace* w);
+  absl::Status CheckBatch(const MeasureOptions& options, Workspace* w, bool again);
   absl::Status FinishCheckedCalls(const MeasureOptions& options, Workspace* w, Measurement* m);
+  // Before the first timed sample: fresh module state for submitted code (its reset), and
+  // the graph built again on it.
+  absl::Status StartTimedPhase(const MeasureOptions& options, Workspace* w);
   v1::DramTraffic CountDramBytes(const MeasureOptions& options, CuptiLease* lease, Workspace* w);
 
-  absl::Status Launch(Workspace* w, std::size_t set);
-  absl::Status Enqueue(const MeasureOptions& options, Workspace* w, std::size_t set);
+  // `position`: the input set, or with chained checks the slot (Workspace::CallArgs).
+  absl::Status Launch(Workspace* w, std::size_t position);
+  absl::Status Enqueue(const MeasureOptions& options, Workspace* w, std::size_t position);
   absl::Status FlushL2(const MeasureOptions& options);
   absl::Status CloseGate();
   void OpenGate();

@@ -25,9 +25,11 @@ absl::Status CudaBackend::AddSubmission(const SubmittedKernel& kernel) {
   impl.name = id;
   impl.description = absl::StrCat("submitted kernel ", kernel.submission.spec().name());
   impl.needs_scratch = (*launcher)->needs_scratch();
-  impl.launch = submissions::SubmissionLauncher::AsLaunchFn(
-      std::shared_ptr<const submissions::SubmissionLauncher>(std::move(*launcher)));
+  std::shared_ptr<submissions::SubmissionLauncher> loaded(std::move(*launcher));
+  impl.launch = submissions::SubmissionLauncher::AsLaunchFn(loaded);
+  impl.reset = submissions::SubmissionLauncher::AsResetFn(loaded);
   impl.test_only = true;  // never launched by WarmUp, run only when named
+  impl.submitted = true;
   impls_.push_back(std::move(impl));
   return absl::OkStatus();
 }

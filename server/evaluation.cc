@@ -54,6 +54,11 @@ absl::StatusOr<std::string> VerifyOnFreshInputs(Backend& backend, const Evaluati
   absl::StatusOr<Measurement> m =
       backend.Measure(p, inputs, {out.data(), res.data()}, spec.implementation, once);
   if (!m.ok()) return m.status();
+  // The round's own checked call (a fresh module's second call) counts as much as its
+  // result call.
+  if (!m->call_check_failure.empty()) {
+    return absl::StrCat("verification round ", round + 1, ": ", m->call_check_failure);
+  }
   const Reference reference = ComputeReference(p, inputs);
   const v1::Correctness c = CheckOutputs(p, {out.data(), res.data()}, reference, spec.tolerance);
   if (c.passed()) return std::string();

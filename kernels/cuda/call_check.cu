@@ -55,11 +55,12 @@ __device__ __forceinline__ void Store(DType dtype, void* p, std::size_t i, unsig
   }
 }
 
-__global__ void FillInputKernel(void* data, std::size_t n, DType dtype, std::uint64_t seed) {
+__global__ void FillInputKernel(void* data, std::size_t n, DType dtype, std::uint64_t seed,
+                                float scale) {
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
        i += stride) {
-    Store(dtype, data, i, StoredBits(dtype, InputValue(seed, i)));
+    Store(dtype, data, i, StoredBits(dtype, InputValue(seed, i) * scale));
   }
 }
 
@@ -87,6 +88,18 @@ struct Tally {
   }
 };
 
+__global__ void CheckUnchangedKernel(const void* data, const void* pristine, std::size_t n,
+                                     DType dtype, int tensor, CallCheckCounts* counts) {
+  Tally t;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += stride) {
+    const auto e = static_cast<std::int64_t>(i);
+    if (LoadBits(dtype, data, e) != LoadBits(dtype, pristine, e)) t.Fail(i, true);
+  }
+  t.AddTo(counts, tensor);
+}
+
 __global__ void CheckGuardKernel(const unsigned char* data, std::size_t n, std::uint64_t seed,
                                  int tensor, CallCheckCounts* counts) {
   unsigned long long changed = 0, first_complement = 0;
@@ -111,9 +124,14 @@ __global__ void __launch_bounds__(kCheckThreads)
   const std::int64_t row = blockIdx.x;
   const std::int64_t base = row * a.hidden;
   double sum_sq = 0;
+  // The hidden_states element's bits: regenerated, or read where another call wrote them.
+  auto x_bits = [&](std::int64_t e) {
+    return a.hidden_states_given ? LoadBits(a.dtype, a.hidden_states, e)
+                                 : StoredBits(a.dtype, InputValue(a.hidden_states_seed, e));
+  };
   for (std::int64_t i = threadIdx.x; i < a.hidden; i += blockDim.x) {
     const double s =
-        BitsToDouble(a.dtype, StoredBits(a.dtype, InputValue(a.hidden_states_seed, base + i))) +
+        BitsToDouble(a.dtype, x_bits(base + i)) +
         BitsToDouble(a.dtype, StoredBits(a.dtype, InputValue(a.residual_seed, base + i)));
     sum_sq += s * s;
   }
@@ -128,11 +146,13 @@ __global__ void __launch_bounds__(kCheckThreads)
   Tally out, res, x, r, w;
   auto check = [&](Tally& t, double got, double ref, std::uint64_t index) {
     const bool finite = isfinite(got);
-    if (!finite || fabs(got - ref) > a.atol + a.rtol * fabs(ref)) t.Fail(index, finite);
+    // Written as "not within" so that a reference that is not finite (a chained call whose
+    // input holds NaN) fails too.
+    if (!finite || !(fabs(got - ref) <= a.atol + a.rtol * fabs(ref))) t.Fail(index, finite);
   };
   for (std::int64_t i = threadIdx.x; i < a.hidden; i += blockDim.x) {
     const std::int64_t e = base + i;
-    const unsigned xb = StoredBits(a.dtype, InputValue(a.hidden_states_seed, e));
+    const unsigned xb = x_bits(e);
     const unsigned rb = StoredBits(a.dtype, InputValue(a.residual_seed, e));
     const double s = BitsToDouble(a.dtype, xb) + BitsToDouble(a.dtype, rb);
     const double weight = BitsToDouble(a.dtype, LoadBits(a.dtype, a.pristine_weight, i));
@@ -141,7 +161,7 @@ __global__ void __launch_bounds__(kCheckThreads)
       check(res, BitsToDouble(a.dtype, LoadBits(a.dtype, a.residual_out, e)), s, e);
     }
     if (!in_place) {
-      if (LoadBits(a.dtype, a.hidden_states, e) != xb) x.Fail(e, true);
+      if (!a.hidden_states_given && LoadBits(a.dtype, a.hidden_states, e) != xb) x.Fail(e, true);
       if (LoadBits(a.dtype, a.residual, e) != rb) r.Fail(e, true);
     }
     if (row == 0 && LoadBits(a.dtype, a.weight, i) != LoadBits(a.dtype, a.pristine_weight, i)) {
@@ -155,6 +175,64 @@ __global__ void __launch_bounds__(kCheckThreads)
   w.AddTo(counts, kCheckWeight);
 }
 
+// One block per row, the calls in order: the row's sums carried from call to call in
+// `state`, each thread always on the same elements (no barrier needed for them).
+__global__ void __launch_bounds__(kCheckThreads)
+    CheckInPlaceChainKernel(const ChainCheckArgs a, CallCheckCounts* counts) {
+  __shared__ double partial[kCheckThreads];
+  const std::int64_t base = static_cast<std::int64_t>(blockIdx.x) * a.hidden;
+  for (std::int64_t i = threadIdx.x; i < a.hidden; i += blockDim.x) {
+    Store(a.dtype, a.state, static_cast<std::size_t>(base + i),
+          StoredBits(a.dtype, InputValue(a.residual_seed, base + i)));
+  }
+  auto within = [&](double got, double ref) {
+    return isfinite(got) && fabs(got - ref) <= a.atol + a.rtol * fabs(ref);
+  };
+  for (int j = 0; j < a.calls; ++j) {
+    const std::uint64_t seed = a.hidden_states_seeds[j];
+    const void* output = a.slots + static_cast<std::size_t>(j) * a.slot_stride;
+    double sum_sq = 0;
+    for (std::int64_t i = threadIdx.x; i < a.hidden; i += blockDim.x) {
+      const double s = BitsToDouble(a.dtype, StoredBits(a.dtype, InputValue(seed, base + i))) +
+                       BitsToDouble(a.dtype, LoadBits(a.dtype, a.state, base + i));
+      sum_sq += s * s;
+    }
+    __syncthreads();  // the previous call's partial[0] has been read
+    partial[threadIdx.x] = sum_sq;
+    __syncthreads();
+    for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+      if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
+      __syncthreads();
+    }
+    const double inv_rms = 1.0 / sqrt(partial[0] / static_cast<double>(a.hidden) + a.eps);
+    Tally out, res, w;
+    for (std::int64_t i = threadIdx.x; i < a.hidden; i += blockDim.x) {
+      const std::int64_t e = base + i;
+      const float x =
+          static_cast<float>(BitsToDouble(a.dtype, StoredBits(a.dtype, InputValue(seed, e))));
+      const float r = static_cast<float>(BitsToDouble(a.dtype, LoadBits(a.dtype, a.state, e)));
+      const double s = static_cast<double>(x) + static_cast<double>(r);
+      const double weight = BitsToDouble(a.dtype, LoadBits(a.dtype, a.pristine_weight, i));
+      const double got = BitsToDouble(a.dtype, LoadBits(a.dtype, output, e));
+      if (!within(got, s * inv_rms * weight)) out.Fail(e, isfinite(got));
+      // The sum the call stored: the fp32 sum, rounded once.
+      const unsigned stored = StoredBits(a.dtype, __fadd_rn(x, r));
+      Store(a.dtype, a.state, static_cast<std::size_t>(e), stored);
+      if (j == a.calls - 1) {
+        const double left = BitsToDouble(a.dtype, LoadBits(a.dtype, a.residual, e));
+        if (!within(left, BitsToDouble(a.dtype, stored))) res.Fail(e, isfinite(left));
+      }
+      if (j == 0 && blockIdx.x == 0 &&
+          LoadBits(a.dtype, a.weight, i) != LoadBits(a.dtype, a.pristine_weight, i)) {
+        w.Fail(i, true);
+      }
+    }
+    out.AddTo(counts + j, kCheckOutput);
+    res.AddTo(counts + j, kCheckResidualOut);
+    w.AddTo(counts + j, kCheckWeight);
+  }
+}
+
 unsigned GridFor(std::size_t n) {
   return static_cast<unsigned>(std::min<std::size_t>((n + 255) / 256, 4096));
 }
@@ -162,9 +240,18 @@ unsigned GridFor(std::size_t n) {
 }  // namespace
 
 cudaError_t FillCheckedInput(void* data, std::size_t elements, DType dtype, std::uint64_t seed,
-                             cudaStream_t stream) {
+                             cudaStream_t stream, float scale) {
   if (elements == 0) return cudaSuccess;
-  FillInputKernel<<<GridFor(elements), 256, 0, stream>>>(data, elements, dtype, seed);
+  FillInputKernel<<<GridFor(elements), 256, 0, stream>>>(data, elements, dtype, seed, scale);
+  return cudaGetLastError();
+}
+
+cudaError_t CheckUnchanged(const void* data, const void* pristine, std::size_t elements,
+                           DType dtype, CallCheckTensor tensor, CallCheckCounts* counts,
+                           cudaStream_t stream) {
+  if (elements == 0) return cudaSuccess;
+  CheckUnchangedKernel<<<GridFor(elements), 256, 0, stream>>>(data, pristine, elements, dtype,
+                                                              tensor, counts);
   return cudaGetLastError();
 }
 
@@ -180,6 +267,14 @@ cudaError_t CheckGuard(const void* data, std::size_t bytes, std::uint64_t seed,
   if (bytes == 0) return cudaSuccess;
   CheckGuardKernel<<<GridFor(bytes), 256, 0, stream>>>(static_cast<const unsigned char*>(data),
                                                        bytes, seed, tensor, counts);
+  return cudaGetLastError();
+}
+
+cudaError_t CheckInPlaceChain(const ChainCheckArgs& args, CallCheckCounts* counts,
+                              cudaStream_t stream) {
+  if (args.batch <= 0 || args.hidden <= 0 || args.calls <= 0) return cudaSuccess;
+  CheckInPlaceChainKernel<<<static_cast<unsigned>(args.batch), kCheckThreads, 0, stream>>>(args,
+                                                                                           counts);
   return cudaGetLastError();
 }
 

@@ -143,11 +143,21 @@ absl::StatusOr<std::unique_ptr<SubmissionLauncher>> SubmissionLauncher::Load(
     return s;
   }
 
+  l->cubin_ = cubin;
+  if (absl::Status s = l->LoadModule(); !s.ok()) return s;
+  return l;
+}
+
+absl::Status SubmissionLauncher::LoadModule() {
+  const CudaDriver& cu = *driver_;
+  const v1::LaunchPlan& plan = submission_.spec().launch_plan();
+  functions_.clear();
+  module_ = CudaModule();  // the old module goes first: both never hold state at once
   CUmodule module = nullptr;
-  KE_CU_RETURN_IF_ERROR(cu.ModuleLoadData(&module, cubin.data()));
-  l->module_ = CudaModule(module);
+  KE_CU_RETURN_IF_ERROR(cu.ModuleLoadData(&module, cubin_.data()));
+  module_ = CudaModule(module);
   for (int i = 0; i < plan.kernels_size(); ++i) {
-    const std::string& lowered = submission.diagnostics().kernels(i).lowered_name();
+    const std::string& lowered = submission_.diagnostics().kernels(i).lowered_name();
     CUfunction f = nullptr;
     KE_CU_RETURN_IF_ERROR(cu.ModuleGetFunction(&f, module, lowered.c_str()));
     std::size_t offset = 0, size = 0;
@@ -171,10 +181,12 @@ absl::StatusOr<std::unique_ptr<SubmissionLauncher>> SubmissionLauncher::Load(
       KE_CU_RETURN_IF_ERROR(
           cu.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 0));
     }
-    l->functions_.push_back(f);
+    functions_.push_back(f);
   }
-  return l;
+  return absl::OkStatus();
 }
+
+absl::Status SubmissionLauncher::Reload() { return LoadModule(); }
 
 cudaError_t SubmissionLauncher::Launch(const FusedAddRmsNormArgs& args, void* scratch,
                                        cudaStream_t stream) const {
@@ -234,6 +246,11 @@ SubmissionLauncher::AsLaunchFn(std::shared_ptr<const SubmissionLauncher> launche
   return [launcher](const FusedAddRmsNormArgs& args, void* scratch, cudaStream_t stream) {
     return launcher->Launch(args, scratch, stream);
   };
+}
+
+std::function<absl::Status()> SubmissionLauncher::AsResetFn(
+    std::shared_ptr<SubmissionLauncher> launcher) {
+  return [launcher] { return launcher->Reload(); };
 }
 
 }  // namespace kerneleval::server::submissions

@@ -62,17 +62,28 @@ class SubmissionLauncher {
   // a launch error as CUDA reports it. Thread-compatible (one stream at a time).
   cudaError_t Launch(const FusedAddRmsNormArgs& args, void* scratch, cudaStream_t stream) const;
 
+  // Unloads the module and loads the kept cubin again (entries re-resolved, attributes set
+  // again): every `__device__` variable starts from its initial value, so that a kernel
+  // cannot carry what it counted or saw from one measurement phase into the next. The
+  // caller makes sure no launch of the old module is still queued or captured in a graph.
+  absl::Status Reload();
+
   // A CudaImplementation's launch function that keeps this launcher alive.
   static std::function<cudaError_t(const FusedAddRmsNormArgs&, void*, cudaStream_t)> AsLaunchFn(
       std::shared_ptr<const SubmissionLauncher> launcher);
+  // Its `reset` (fresh module state): Reload.
+  static std::function<absl::Status()> AsResetFn(std::shared_ptr<SubmissionLauncher> launcher);
 
   const v1::Submission& submission() const { return submission_; }
   bool needs_scratch() const { return submission_.spec().launch_plan().needs_scratch(); }
 
  private:
   SubmissionLauncher() = default;
+  // Loads cubin_ into module_ and resolves functions_ (Load and Reload).
+  absl::Status LoadModule();
 
   v1::Submission submission_;  // spec without source
+  std::string cubin_;          // kept for Reload
   const CudaDriver* driver_ = nullptr;
   CudaModule module_;
   std::vector<CUfunction> functions_;  // plan order

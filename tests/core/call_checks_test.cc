@@ -36,8 +36,16 @@ MeasureOptions Protocol(bool cold, bool graph, std::uint32_t warmup, std::uint32
 
 const Problem kH2048 = Make(DType::kBF16, Mode::kOutput, 64, 2048);
 
+// The plan with room for every slot (the third argument of PlanCallChecks is the slots'
+// memory budget).
+CallCheckPlan Plan(const Problem& p, const MeasureOptions& o) {
+  absl::StatusOr<CallCheckPlan> plan = PlanCallChecks(p, o, std::size_t{1} << 40);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  return plan.ok() ? *plan : CallCheckPlan{};
+}
+
 TEST(CallCheckPlan, ColdChecksEveryWarmUpAndTimedCall) {
-  const CallCheckPlan plan = PlanCallChecks(kH2048, Protocol(true, false, 10, 50), 1);
+  const CallCheckPlan plan = Plan(kH2048, Protocol(true, false, 10, 50));
   EXPECT_EQ(plan.timing, CallCheckTiming::kEveryCall);
   EXPECT_EQ(plan.records, 60u);
   EXPECT_TRUE(plan.check_outputs);
@@ -48,35 +56,69 @@ TEST(CallCheckPlan, AdaptiveReservesTheMaximum) {
   MeasureOptions o = Protocol(true, false, 5, 50);
   o.adaptive.enabled = true;
   o.adaptive.max_samples = 1000;
-  EXPECT_EQ(PlanCallChecks(kH2048, o, 1).records, 1005u);
+  EXPECT_EQ(Plan(kH2048, o).records, 1005u);
 }
 
-TEST(CallCheckPlan, HotAndGraphCheckEachInputSetAfterTheWindow) {
+TEST(CallCheckPlan, HotAndGraphCheckEveryCallInItsOwnSlot) {
   for (const MeasureOptions& o : {Protocol(false, false, 10, 50), Protocol(false, true, 10, 50),
                                   Protocol(true, true, 3, 9)}) {
-    const CallCheckPlan plan = PlanCallChecks(kH2048, o, 7);
-    EXPECT_EQ(plan.timing, CallCheckTiming::kAfterWindow);
-    EXPECT_EQ(plan.records, 7u);
+    const CallCheckPlan plan = Plan(kH2048, o);
+    EXPECT_EQ(plan.timing, CallCheckTiming::kChained);
     EXPECT_TRUE(plan.check_outputs);
     EXPECT_TRUE(plan.check_inputs);
+    EXPECT_EQ(plan.slot_tensors, 1u);  // OUTPUT: the output alone
+    // A slot: the tensor (64 x 2048 bf16) and its guard.
+    EXPECT_EQ(plan.slot_stride, 64u * 2048 * 2 + 65536);
+    EXPECT_EQ(plan.records, plan.batch_calls + 1);
   }
-  EXPECT_EQ(PlanCallChecks(kH2048, Protocol(false, false, 0, 1), 1).records, 1u);
+  // Hot without a graph: every call of the measurement in one batch where they fit; graph
+  // replay: one replay per batch.
+  EXPECT_EQ(Plan(kH2048, Protocol(false, false, 10, 50)).batch_calls, 60u);
+  MeasureOptions g = Protocol(false, true, 10, 50);
+  g.graph_calls = 50;
+  EXPECT_EQ(Plan(kH2048, g).batch_calls, 50u);
+  EXPECT_EQ(Plan(kH2048, Protocol(false, false, 0, 1)).batch_calls, 1u);
+  EXPECT_EQ(
+      Plan(Make(DType::kFP32, Mode::kOutputAndResidual, 8, 4096), Protocol(false, false, 1, 1))
+          .slot_tensors,
+      2u);
 }
 
-TEST(CallCheckPlan, InPlaceChecksOutputsOnlyCallByCall) {
+TEST(CallCheckPlan, SlotsBeyondTheBudgetMakeMoreBatchesOrARefusal) {
+  const std::size_t slot = 64u * 2048 * 2 + 65536;
+  // Hot: 60 calls, room for 7 slots: batches of 7.
+  absl::StatusOr<CallCheckPlan> hot =
+      PlanCallChecks(kH2048, Protocol(false, false, 10, 50), 7 * slot + slot / 2);
+  ASSERT_TRUE(hot.ok()) << hot.status();
+  EXPECT_EQ(hot->batch_calls, 7u);
+  // Not even one slot: refused, never unchecked.
+  EXPECT_EQ(PlanCallChecks(kH2048, Protocol(false, false, 10, 50), slot - 1).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  // A graph replay's calls cannot be split: refused, naming the field.
+  MeasureOptions g = Protocol(false, true, 10, 50);
+  g.graph_calls = 20;
+  const absl::Status graph = PlanCallChecks(kH2048, g, 19 * slot).status();
+  EXPECT_EQ(graph.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(graph.message().find("protocol.graph_calls: 20 calls"), std::string::npos) << graph;
+  EXPECT_TRUE(PlanCallChecks(kH2048, g, 20 * slot).ok());
+}
+
+TEST(CallCheckPlan, InPlaceSlotsHoldTheirOwnInputs) {
   const Problem p = Make(DType::kFP16, Mode::kInPlace, 3, 111);
-  const CallCheckPlan cold = PlanCallChecks(p, Protocol(true, false, 1, 2), 1);
+  const CallCheckPlan cold = Plan(p, Protocol(true, false, 1, 2));
   EXPECT_TRUE(cold.check_outputs);
   EXPECT_FALSE(cold.check_inputs);
-  // After the window every call's inputs were its predecessor's outputs: guards only.
-  const CallCheckPlan hot = PlanCallChecks(p, Protocol(false, false, 1, 2), 1);
-  EXPECT_FALSE(hot.check_outputs);
+  // Hot: each call's hidden_states and residual are its slot's, generated for it, so its
+  // outputs are checked like every other call's.
+  const CallCheckPlan hot = Plan(p, Protocol(false, false, 1, 2));
+  EXPECT_TRUE(hot.check_outputs);
   EXPECT_FALSE(hot.check_inputs);
+  EXPECT_EQ(hot.slot_tensors, 2u);
 }
 
 TEST(CallCheckPlan, OutputAndResidualChecksInputsToo) {
   const Problem p = Make(DType::kFP32, Mode::kOutputAndResidual, 2048, 8192);
-  EXPECT_TRUE(PlanCallChecks(p, Protocol(true, false, 10, 20), 1).check_inputs);
+  EXPECT_TRUE(Plan(p, Protocol(true, false, 10, 20)).check_inputs);
 }
 
 TEST(CallCheckGuards, AtLeastOneRowAndSixtyFourKiB) {
@@ -88,27 +130,35 @@ TEST(CallCheckGuards, AtLeastOneRowAndSixtyFourKiB) {
   EXPECT_EQ(odd % 256, 0u);
 }
 
-TEST(CallCheckNames, NameWarmUpTimedAndAfterWindowCalls) {
+TEST(CallCheckNames, NameWarmUpTimedAndChainedCalls) {
   const MeasureOptions o = Protocol(true, false, 10, 50);
-  const CallCheckPlan plan = PlanCallChecks(kH2048, o, 1);
+  const CallCheckPlan plan = Plan(kH2048, o);
   EXPECT_EQ(CheckedCallName(plan, o, 0), "warm-up call 1 of 10");
   EXPECT_EQ(CheckedCallName(plan, o, 9), "warm-up call 10 of 10");
   EXPECT_EQ(CheckedCallName(plan, o, 10), "timed call 1 of 50");
   EXPECT_EQ(CheckedCallName(plan, o, 59), "timed call 50 of 50");
-  const MeasureOptions g = Protocol(false, true, 10, 50);
-  EXPECT_EQ(CheckedCallName(PlanCallChecks(kH2048, g, 4), g, 2),
-            "the last call into input set 3 of 4 (checked after the timed window)");
+  MeasureOptions g = Protocol(false, true, 10, 50);
+  g.graph_calls = 20;
+  EXPECT_EQ(ChainedCallName(g, {false, 1, 2, 20}), "call 3 of 20 of warm-up replay 2 of 10");
+  EXPECT_EQ(ChainedCallName(g, {false, 59, 19, 20}), "call 20 of 20 of timed replay 50 of 50");
+  EXPECT_EQ(ChainedCallName(g, {true, 0, 0, 20}),
+            "call 1 of 20 of the graph's first launch before the warm-up");
+  EXPECT_EQ(ChainedCallName(g, {true, 10, 4, 20}),
+            "call 5 of 20 of the graph's first launch before the timed replays");
+  const MeasureOptions h = Protocol(false, false, 10, 50);
+  EXPECT_EQ(ChainedCallName(h, {false, 3, 0, 1}), "warm-up call 4 of 10");
+  EXPECT_EQ(ChainedCallName(h, {false, 12, 0, 1}), "timed call 3 of 50");
 }
 
 CallCheckCounts Clean() { return CallCheckCounts{}; }
 
 TEST(CallCheckFindings, NothingFoundIsEmpty) {
-  const CallCheckPlan plan = PlanCallChecks(kH2048, Protocol(true, false, 1, 1), 1);
+  const CallCheckPlan plan = Plan(kH2048, Protocol(true, false, 1, 1));
   EXPECT_EQ(DescribeCallCheck(Clean(), kH2048, plan, DefaultTolerance(DType::kBF16)), "");
 }
 
 TEST(CallCheckFindings, WrongOutputNamesRowAndColumn) {
-  const CallCheckPlan plan = PlanCallChecks(kH2048, Protocol(true, false, 1, 1), 1);
+  const CallCheckPlan plan = Plan(kH2048, Protocol(true, false, 1, 1));
   CallCheckCounts c = Clean();
   c.bad[kCheckOutput] = 2048;
   c.nonfinite[kCheckOutput] = 2048;
@@ -119,7 +169,7 @@ TEST(CallCheckFindings, WrongOutputNamesRowAndColumn) {
 }
 
 TEST(CallCheckFindings, MatchedRatioIsHonouredButNeverForNaN) {
-  const CallCheckPlan plan = PlanCallChecks(kH2048, Protocol(true, false, 1, 1), 1);
+  const CallCheckPlan plan = Plan(kH2048, Protocol(true, false, 1, 1));
   v1::Tolerance lenient = DefaultTolerance(DType::kBF16);
   lenient.set_required_matched_ratio(0.99);
   CallCheckCounts c = Clean();
@@ -135,16 +185,16 @@ TEST(CallCheckFindings, ChangedInputsFailOutsideInPlace) {
   CallCheckCounts c = Clean();
   c.bad[kCheckResidual] = 3;
   c.first_bad_complement[kCheckResidual] = ~(2048ull + 1);
-  const CallCheckPlan plan = PlanCallChecks(kH2048, Protocol(true, false, 1, 1), 1);
+  const CallCheckPlan plan = Plan(kH2048, Protocol(true, false, 1, 1));
   EXPECT_EQ(DescribeCallCheck(c, kH2048, plan, DefaultTolerance(DType::kBF16)),
             "input residual changed by the call (3 elements, first [1, 1])");
   const Problem in_place = Make(DType::kBF16, Mode::kInPlace, 64, 2048);
-  EXPECT_EQ(DescribeCallCheck(c, in_place, PlanCallChecks(in_place, Protocol(true, false, 1, 1), 1),
+  EXPECT_EQ(DescribeCallCheck(c, in_place, Plan(in_place, Protocol(true, false, 1, 1)),
                               DefaultTolerance(DType::kBF16)),
             "");
   c.bad[kCheckWeight] = 1;
   c.first_bad_complement[kCheckWeight] = ~7ull;
-  EXPECT_NE(DescribeCallCheck(c, in_place, PlanCallChecks(in_place, Protocol(true, false, 1, 1), 1),
+  EXPECT_NE(DescribeCallCheck(c, in_place, Plan(in_place, Protocol(true, false, 1, 1)),
                               DefaultTolerance(DType::kBF16))
                 .find("input weight changed by the call (1 elements, first [7])"),
             std::string::npos);
@@ -154,7 +204,7 @@ TEST(CallCheckFindings, GuardChangesAreWritesPastATensor) {
   CallCheckCounts c = Clean();
   c.guard_changed[kCheckOutput] = 16;
   c.first_guard_complement[kCheckOutput] = ~0ull;
-  const CallCheckPlan plan = PlanCallChecks(kH2048, Protocol(false, true, 1, 1), 2);
+  const CallCheckPlan plan = Plan(kH2048, Protocol(false, true, 1, 1));
   EXPECT_EQ(DescribeCallCheck(c, kH2048, plan, DefaultTolerance(DType::kBF16)),
             "wrote past the end of output (16 bytes of the guard region after it changed, the "
             "first 0 bytes past its end)");
