@@ -737,8 +737,9 @@ absl::Status CudaBackend::PrepareCheckedCalls(Workspace* w) {
   ASSIGN_OR_RETURN(c.records, DeviceBuffer::Allocate(c.plan.records * sizeof(CallCheckCounts)));
   KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(c.records.get(), 0, c.records.bytes(), stream));
   if (c.plan.timing == CallCheckTiming::kChained) {
-    // The input sets' inputs and guards, once: every chain starts at set 0's hidden_states,
-    // and call j reads set j's residual. Then the slots.
+    // The input sets' inputs and guards, once: every chain starts at set 0's hidden_states
+    // (written again for each window, PrepareBatch), and call j reads set j's residual.
+    // Then the slots.
     for (std::size_t set = 0; set < w->sets.size(); ++set) {
       RETURN_IF_ERROR(WriteCheckedInputs(w, set, set, set));
     }
@@ -790,6 +791,13 @@ absl::Status CudaBackend::PrepareBatch(Workspace* w) {
         tensors.push_back({w->Slot(0, 1), kCheckResidual});
       }
     } else {
+      if (j == 0) {
+        // The chain's start, new for every window: no window repeats an earlier one's chain,
+        // so an answer kept from an earlier window is never this one's.
+        KE_CUDA_RETURN_IF_ERROR(FillCheckedInput(w->sets.front()->x.get(), n, p.dtype,
+                                                 CallTensorSeed(c.seed, key, kCheckHiddenStates),
+                                                 stream));
+      }
       for (std::size_t t = 0; t < c.plan.slot_tensors; ++t) {
         KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(w->Slot(j, t), 0xff, bytes, stream));
         tensors.push_back({w->Slot(j, t), t == 0 ? kCheckOutput : kCheckResidualOut});
@@ -864,7 +872,7 @@ absl::Status CudaBackend::CheckBatch(const MeasureOptions& options, Workspace* w
     args.output = a.output;
     args.residual_out = a.residual_out;
     args.pristine_weight = c.chain_pristine_weight.get();
-    args.hidden_states_seed = CallTensorSeed(c.seed, 0, kCheckHiddenStates);
+    args.hidden_states_seed = CallTensorSeed(c.seed, w->SlotKey(0), kCheckHiddenStates);
     args.residual_seed = CallTensorSeed(c.seed, set, kCheckResidual);
     args.hidden_states_given = j > 0;
     KE_CUDA_RETURN_IF_ERROR(CheckCall(args, records + j, stream));
