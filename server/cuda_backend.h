@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kerneleval/kernels/call_check.h"
 #include "server/backend.h"
 #include "server/cuda_resources.h"
 #include "server/cupti_timer.h"
@@ -103,6 +104,9 @@ class CudaBackend final : public Backend {
   // `key` names the inputs (their seeds), `guard_key` the guards' contents.
   absl::Status WriteCheckedInputs(Workspace* w, std::size_t set, std::uint64_t key,
                                   std::uint64_t guard_key);
+  // Writes a checked call's output `tensor` (kCheckOutput or kCheckResidualOut) before
+  // the call: seeded numbers the call must overwrite.
+  absl::Status PoisonOutput(Workspace* w, void* data, std::uint64_t key, CallCheckTensor tensor);
   absl::Status CheckCallOnDevice(Workspace* w, std::size_t set, std::uint64_t key,
                                  std::uint64_t guard_key, std::size_t record);
   // Hot and graph replay (kChained): poisons the slots (IN_PLACE: generates their inputs)

@@ -358,7 +358,7 @@ TEST_F(PlantedCheatsGpu, EveryMeasureStartsFromFreshModuleState) {
     const v1::Correctness c = CheckOutputs(p, {out.data(), nullptr}, ComputeReference(p, inputs),
                                            DefaultTolerance(p.dtype));
     EXPECT_TRUE(c.passed()) << "round " << round << ": " << c.detail();
-    EXPECT_EQ(m->call_check_failure.rfind("timed call 1 of 1: output[0, 0] wrong", 0), 0u)
+    EXPECT_EQ(m->call_check_failure.rfind("timed call 1 of 1: output[", 0), 0u)
         << "round " << round << ": " << m->call_check_failure;
   }
 }

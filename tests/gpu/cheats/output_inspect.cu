@@ -3,8 +3,9 @@
 // same inputs and the same output buffer, so after the first call every row was skipped,
 // and the one check after the window found the right answer there (ranked first at every
 // small batch of the h2048 suite on an H200).
-// Caught by: every call of hot and graph replay writes an output slot of its own, poisoned
-// before its window and checked after it; the skipped rows keep the poison.
+// Caught by: every checked call's output is poisoned with seeded numbers just before it (in
+// hot and graph replay each call writes an output slot of its own, poisoned before its
+// window): the cheat takes them for an answer, leaves them, and the check fails.
 extern "C" __global__ void __launch_bounds__(1024) output_inspect(const kerneleval_params p) {
   const long long row = blockIdx.x;
   if (row >= p.batch) return;

@@ -1,7 +1,7 @@
 // Cheat: reads one element of each output row (its first) and skips the row when that
 // element is a finite number: output_inspect at the cost of one load per row.
-// Caught by: the output slot of its own that every call of hot and graph replay writes,
-// poisoned before the window and checked after it.
+// Caught by: the seeded numbers every checked call's output is poisoned with (in hot and
+// graph replay in an output slot of its own per call): the skipped rows keep them.
 extern "C" __global__ void __launch_bounds__(1024) probe_one_per_row(const kerneleval_params p) {
   const long long row = blockIdx.x;
   if (row >= p.batch) return;
