@@ -76,6 +76,7 @@ absl::StatusOr<ResolvedImplementation> ResolveImplementation(const ServiceState&
       }
       ResolvedImplementation r{found->submission.id(), std::move(*found)};
       return r;
+      r.submission->tenant = caller.owner;
     }
     if (found.status().code() != absl::StatusCode::kNotFound) {
       return absl::Status(found.status().code(),

@@ -76,6 +76,9 @@ struct MeasureOptions {
   v1::Tolerance check_tolerance;  // resolved
   // Polled between samples; returning true stops the measurement early.
   std::function<bool()> should_stop;
+  // The owner a submitted kernel runs for (Caller::owner), empty for built-ins: a GPU runs
+  // each owner's submissions in a host of that owner's alone (server/tenant_backend.h).
+  std::string tenant;
 };
 
 struct Measurement {
@@ -116,6 +119,9 @@ inline bool IsSubmissionId(const std::string& name) {
 struct SubmittedKernel {
   v1::Submission submission;
   std::string cubin;
+  // The owner of the request that runs it (the caller's, never read from the id: two owners
+  // who register the same source get the same id). Its code runs in that owner's host.
+  std::string tenant;
 };
 
 // The wire description of a backend's implementations (the first is the default). `Impl`

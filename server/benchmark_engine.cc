@@ -242,6 +242,9 @@ DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
           record(std::move(result));
           continue;
         }
+      if (const auto sub = plan.submissions.find(impl); sub != plan.submissions.end()) {
+        spec.options.tenant = sub->second.second.tenant;
+      }
       }
       spec.problem = problem;
       spec.inputs = inputs;

@@ -88,7 +88,8 @@ absl::StatusOr<std::vector<std::string>> ResolveDevices(const std::string& spec,
 }
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const std::string& device,
-                                                       bool fault_injection, bool in_device_host) {
+                                                       bool fault_injection, bool in_device_host,
+                                                       bool allow_submissions) {
 #ifndef KERNELEVAL_FAULT_INJECTION
   if (fault_injection) {
     return absl::FailedPreconditionError(
@@ -113,9 +114,10 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const std::string& device
     impls.push_back(LazyHalfRowsImplementation());
   }
   auto backend = std::make_unique<CudaBackend>(ordinal, std::move(impls));
-  if (in_device_host) backend->AllowSubmissions();
+  if (in_device_host && allow_submissions) backend->AllowSubmissions();
   return backend;
 #else
+  (void)allow_submissions;
   return absl::FailedPreconditionError("--device: this build has no CUDA support");
 #endif
 }
@@ -132,9 +134,26 @@ absl::StatusOr<std::vector<std::unique_ptr<Backend>>> CreateBackends(
       host.executable = options.device_host_path;
       host.fault_injection = options.fault_injection;
       host.call_timeout_seconds = options.device_call_timeout_seconds;
-      ASSIGN_OR_RETURN(std::unique_ptr<ProcessBackend> backend,
+      if (IsCpuName(device)) {
+        ASSIGN_OR_RETURN(std::unique_ptr<ProcessBackend> backend,
+                         ProcessBackend::Launch(device, host));
+        out.push_back(std::move(backend));
+        continue;
+      }
+      // A GPU: built-ins (and the OIP front) in the device's host, each owner's submissions
+      // in a host of its own, started on the owner's first submitted job.
+      DeviceHostOptions tenant_host = host;
+      host.builtins_only = true;
+      ASSIGN_OR_RETURN(std::unique_ptr<ProcessBackend> device_host,
                        ProcessBackend::Launch(device, host));
-      out.push_back(std::move(backend));
+      auto make_host =
+          [device, tenant_host](const std::string&) -> absl::StatusOr<std::unique_ptr<Backend>> {
+        ASSIGN_OR_RETURN(std::unique_ptr<ProcessBackend> b,
+                         ProcessBackend::Launch(device, tenant_host));
+        return std::unique_ptr<Backend>(std::move(b));
+      };
+      out.push_back(std::make_unique<TenantBackend>(std::move(device_host), std::move(make_host),
+                                                    options.tenant_hosts));
     } else {
       ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend,
                        CreateBackend(device, options.fault_injection));

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "server/backend.h"
+#include "server/tenant_backend.h"
 
 namespace kerneleval::server {
 
@@ -26,6 +27,9 @@ struct BackendOptions {
   std::string device_host_path;  // the kerneleval-device-host executable (kProcess)
   // A call a device host has not answered after this long counts as a hung device.
   double device_call_timeout_seconds = 300;
+  // kProcess GPUs: each owner's submissions run in a host of their own
+  // (server/tenant_backend.h), the device's host runs built-ins only.
+  TenantHostOptions tenant_hosts;
 };
 
 // The device names a specification stands for ("cpu", "cpu:N", "cuda:N"). NOT_FOUND
@@ -35,10 +39,12 @@ absl::StatusOr<std::vector<std::string>> ResolveDevices(const std::string& spec,
 
 // One backend for `device` in this process. `in_device_host` adds the fault implementations
 // that end the process (fault_crash, fault_hang) to CPU devices: they only make sense where
-// a crash takes down a device host rather than the server.
+// a crash takes down a device host rather than the server; and, with `allow_submissions`,
+// lets a GPU load submitted kernels (a tenant's host; never the device's own).
 absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const std::string& device,
                                                        bool fault_injection,
-                                                       bool in_device_host = false);
+                                                       bool in_device_host = false,
+                                                       bool allow_submissions = true);
 
 absl::StatusOr<std::vector<std::unique_ptr<Backend>>> CreateBackends(
     const std::string& spec, int cpu_devices, const BackendOptions& options = {});

@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
   app.add_option("--region-fd", region_fd, "Inherited shared tensor region")->capture_default_str();
   app.add_flag("--enable-fault-injection", fault_injection,
                "Register test-only implementations that fault on purpose");
+  bool builtins_only = false;
+  app.add_flag("--builtins-only", builtins_only,
+               "Refuse submitted kernels: this host's context holds other callers' data");
   CLI11_PARSE(app, argc, argv);
   if (fault_injection) {
     // fault_crash aborts on purpose: no core file for an expected crash.
@@ -34,7 +37,8 @@ int main(int argc, char** argv) {
   }
 
   auto backend = kerneleval::server::CreateBackend(device, fault_injection,
-                                                   /*in_device_host=*/true);
+                                                   /*in_device_host=*/true,
+                                                   /*allow_submissions=*/!builtins_only);
   if (!backend.ok()) {
     kerneleval::LogError(backend.status().message());
     return 2;

@@ -143,6 +143,7 @@ absl::Status ProcessBackend::Spawn() {
                                    "--region-fd",       "4"};
   if (options_.fault_injection) args.push_back("--enable-fault-injection");
   std::vector<char*> argv;
+  if (options_.builtins_only) args.push_back("--builtins-only");
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = 0;

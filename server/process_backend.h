@@ -30,6 +30,9 @@ struct DeviceHostOptions {
   bool fault_injection = false;
   double call_timeout_seconds = 300;   // a measurement not answered by then: a hung device
   double start_timeout_seconds = 300;  // process start, context creation and warm-up
+  // The device's own host: built-ins only, it refuses submitted code (which runs in hosts
+  // of its owner, server/tenant_backend.h).
+  bool builtins_only = false;
 };
 
 class ProcessBackend final : public Backend {

@@ -62,6 +62,7 @@ absl::Status EvaluateRun(ServiceState& state, Backend& backend, const Caller& ca
   const v1::Device device = backend.Describe();
   spec.options = ToMeasureOptions(RunProtocol(request, device.kind() == "cuda"));
   spec.options.should_stop = [&caller] { return caller.Cancelled(); };
+  if (resolved.submission) spec.options.tenant = resolved.submission->tenant;
   spec.peaks = PeaksFor(device, /*with_measured_copy=*/false);
   spec.tolerance = ResolveTolerance(problem.dtype, v1::Tolerance());
   spec.verification_rounds = resolved.submission ? kSubmissionVerificationRounds : 0;

@@ -264,6 +264,7 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
                                                  options.metrics_listen, ": ", e.what()));
     }
     // Authentication first: the registry is never reachable without it.
+    backend_options.tenant_hosts = options.tenant_hosts;
     if (!options.metrics_basic_auth.empty()) {
       const std::string& auth = options.metrics_basic_auth;
       const std::size_t colon = auth.find(':');

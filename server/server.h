@@ -65,6 +65,8 @@ class KernelEvalServer {
   static absl::StatusOr<std::unique_ptr<KernelEvalServer>> Start(
       const ServerOptions& options, std::vector<std::unique_ptr<Backend>> backends = {});
   ~KernelEvalServer();
+  // GPU device hosts of each owner's submitted kernels: how many per GPU, how long kept idle.
+  TenantHostOptions tenant_hosts;
 
   int grpc_port() const;
   int metrics_port() const;  // 0 when metrics are off
