@@ -52,6 +52,8 @@ struct ServerOptions {
       DeviceIsolation::kAuto;    // the same default as --device-isolation
   std::string device_host_path;  // the kerneleval-device-host executable
   double device_call_timeout_seconds = 300;
+  // GPU device hosts of each owner's submitted kernels: how many per GPU, how long kept idle.
+  TenantHostOptions tenant_hosts;
   // Submitted kernels (kerneleval.v1.Submissions): off unless `submissions.enabled`.
   submissions::SubmissionsOptions submissions;
   // The results store (kerneleval.v1.Results): SQLite in `results.data_dir` (default: the
@@ -65,8 +67,6 @@ class KernelEvalServer {
   static absl::StatusOr<std::unique_ptr<KernelEvalServer>> Start(
       const ServerOptions& options, std::vector<std::unique_ptr<Backend>> backends = {});
   ~KernelEvalServer();
-  // GPU device hosts of each owner's submitted kernels: how many per GPU, how long kept idle.
-  TenantHostOptions tenant_hosts;
 
   int grpc_port() const;
   int metrics_port() const;  // 0 when metrics are off
