@@ -75,8 +75,8 @@ absl::StatusOr<ResolvedImplementation> ResolveImplementation(const ServiceState&
             field, ": submission ", Quote(name), " needs a CUDA device, not ", backend.name()));
       }
       ResolvedImplementation r{found->submission.id(), std::move(*found)};
-      return r;
       r.submission->tenant = caller.owner;
+      return r;
     }
     if (found.status().code() != absl::StatusCode::kNotFound) {
       return absl::Status(found.status().code(),

@@ -242,14 +242,14 @@ DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
           record(std::move(result));
           continue;
         }
-      if (const auto sub = plan.submissions.find(impl); sub != plan.submissions.end()) {
-        spec.options.tenant = sub->second.second.tenant;
-      }
       }
       spec.problem = problem;
       spec.inputs = inputs;
       spec.outputs = {out.data(), res.data()};
       spec.options = options;
+      if (const auto sub = plan.submissions.find(impl); sub != plan.submissions.end()) {
+        spec.options.tenant = sub->second.second.tenant;
+      }
       spec.peaks = peaks;
       spec.reference = &reference;
       spec.tolerance = w.tolerance;

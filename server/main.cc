@@ -155,6 +155,15 @@ int main(int argc, char** argv) {
                  "replaced (process isolation)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--max-tenant-hosts-per-gpu", o.tenant_hosts.max_hosts,
+                 "Submission hosts per GPU (one per owner; the least recently used idle one "
+                 "is stopped to start another)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--tenant-host-idle-seconds", o.tenant_hosts.idle_seconds,
+                 "An owner's submission host unused this long is stopped")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   auto& sub = o.submissions;
   sub.compiler.tool_path = DefaultCompileTool();
   app.add_flag("--submissions", sub.enabled,
@@ -165,15 +174,6 @@ int main(int argc, char** argv) {
                  "DIR/results.sqlite3 (default: in memory)");
   auto& results = o.results;
   app.add_option("--results-db", results.results_db,
-  app.add_option("--max-tenant-hosts-per-gpu", o.tenant_hosts.max_hosts,
-                 "Submission hosts per GPU (one per owner; the least recently used idle one "
-                 "is stopped to start another)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--tenant-host-idle-seconds", o.tenant_hosts.idle_seconds,
-                 "An owner's submission host unused this long is stopped")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
                  "Keep benchmark results in this PostgreSQL database (postgresql://...) that "
                  "several servers may share, instead of SQLite in --data-dir");
   double results_max_age_days = 0;

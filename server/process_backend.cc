@@ -142,8 +142,8 @@ absl::Status ProcessBackend::Spawn() {
   std::vector<std::string> args = {options_.executable, "--device", name_, "--channel-fd", "3",
                                    "--region-fd",       "4"};
   if (options_.fault_injection) args.push_back("--enable-fault-injection");
-  std::vector<char*> argv;
   if (options_.builtins_only) args.push_back("--builtins-only");
+  std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   pid_t pid = 0;

@@ -200,6 +200,7 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
     backend_options.isolation = options.device_isolation;
     backend_options.device_host_path = options.device_host_path;
     backend_options.device_call_timeout_seconds = options.device_call_timeout_seconds;
+    backend_options.tenant_hosts = options.tenant_hosts;
     auto created = CreateBackends(options.device, options.cpu_devices, backend_options);
     if (!created.ok()) return created.status();
     backends = std::move(*created);
@@ -264,7 +265,6 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
                                                  options.metrics_listen, ": ", e.what()));
     }
     // Authentication first: the registry is never reachable without it.
-    backend_options.tenant_hosts = options.tenant_hosts;
     if (!options.metrics_basic_auth.empty()) {
       const std::string& auth = options.metrics_basic_auth;
       const std::size_t colon = auth.find(':');
