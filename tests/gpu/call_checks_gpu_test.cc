@@ -230,6 +230,9 @@ absl::Status Submit(CudaBackend* backend, const std::string& id, const std::stri
                     v1::Mode mode = v1::MODE_OUTPUT) {
   submissions::CompilerOptions co;
   co.tool_path = FromEnvironment("KERNELEVAL_COMPILE_TOOL", KERNELEVAL_TEST_COMPILE_TOOL);
+  // Only the repository's own sources are compiled here, also on GPU machines whose kernel
+  // has no Landlock (the H200 machines this runs on), where the jail cannot be set up.
+  co.allow_unconfined = true;
   submissions::Compiler compiler(co);
   internal::CompileRequest request;
   request.set_source(source);
@@ -262,6 +265,12 @@ absl::Status SubmitCheat(CudaBackend* backend, const std::string& cheat, bool pd
       cheat, 256, pdl, mode);
 }
 
+#define ASSERT_OK_STATUS(expr)         \
+  do {                                 \
+    const absl::Status ke_s_ = (expr); \
+    ASSERT_TRUE(ke_s_.ok()) << ke_s_;  \
+  } while (false)
+
 class PlantedCheatsGpu : public CallChecksGpu {
  protected:
   void SetUp() override {
@@ -281,13 +290,12 @@ MeasureOptions Graph(std::uint32_t calls) {
 // checked (docs/results/submissions-h200.md); each must now fail a check there, and in hot
 // replay without a graph.
 TEST_F(PlantedCheatsGpu, CaughtInHotAndGraphReplay) {
-  ASSERT_TRUE(SubmitCheat(backend_, "output_inspect").ok());
-  ASSERT_TRUE(SubmitCheat(backend_, "probe_one_per_row").ok());
-  ASSERT_TRUE(SubmitCheat(backend_, "call_counter").ok());
-  ASSERT_TRUE(SubmitCheat(backend_, "pdl_no_wait", /*pdl=*/true).ok());
-  ASSERT_TRUE(
-      SubmitCheat(backend_, "pdl_no_wait", /*pdl=*/true, v1::MODE_IN_PLACE, "pdl_no_wait_in_place")
-          .ok());
+  ASSERT_OK_STATUS(SubmitCheat(backend_, "output_inspect"));
+  ASSERT_OK_STATUS(SubmitCheat(backend_, "probe_one_per_row"));
+  ASSERT_OK_STATUS(SubmitCheat(backend_, "call_counter"));
+  ASSERT_OK_STATUS(SubmitCheat(backend_, "pdl_no_wait", /*pdl=*/true));
+  ASSERT_OK_STATUS(SubmitCheat(backend_, "pdl_no_wait", /*pdl=*/true, v1::MODE_IN_PLACE,
+                               "pdl_no_wait_in_place"));
   for (std::int64_t batch : {1, 79, 2048}) {
     const Problem p{DType::kBF16, Mode::kOutput, batch, 2048, 1e-6f};
     for (const char* cheat : {"output_inspect", "probe_one_per_row", "call_counter"}) {
@@ -312,14 +320,12 @@ TEST_F(PlantedCheatsGpu, CaughtInHotAndGraphReplay) {
 
 // The honest example registered with PDL waits before it reads: it passes every protocol.
 TEST_F(PlantedCheatsGpu, HonestPdlExamplePasses) {
-  ASSERT_TRUE(Submit(backend_, "fused_rows_vec16",
-                     ReadSource("examples/submissions/fused_rows_vec16.cu"), "fused_rows_vec16<0>",
-                     128, /*pdl=*/true)
-                  .ok());
-  ASSERT_TRUE(Submit(backend_, "fused_rows_vec16_in_place",
-                     ReadSource("examples/submissions/fused_rows_vec16.cu"), "fused_rows_vec16<0>",
-                     128, /*pdl=*/true, v1::MODE_IN_PLACE)
-                  .ok());
+  ASSERT_OK_STATUS(Submit(backend_, "fused_rows_vec16",
+                          ReadSource("examples/submissions/fused_rows_vec16.cu"),
+                          "fused_rows_vec16<0>", 128, /*pdl=*/true));
+  ASSERT_OK_STATUS(Submit(backend_, "fused_rows_vec16_in_place",
+                          ReadSource("examples/submissions/fused_rows_vec16.cu"),
+                          "fused_rows_vec16<0>", 128, /*pdl=*/true, v1::MODE_IN_PLACE));
   for (std::int64_t batch : {1, 79, 2048}) {
     const Problem p{DType::kBF16, Mode::kOutput, batch, 2048, 1e-6f};
     for (const MeasureOptions& o : {Graph(50), Protocol(false, false, false, v1::TIMER_CUDA_EVENTS),
@@ -339,7 +345,7 @@ TEST_F(PlantedCheatsGpu, HonestPdlExamplePasses) {
 // the host, as Evaluate does) is a first call, and the Measure's own checked call is a
 // second one, caught. Loaded once, the second Measure's result call would be skipped.
 TEST_F(PlantedCheatsGpu, EveryMeasureStartsFromFreshModuleState) {
-  ASSERT_TRUE(SubmitCheat(backend_, "call_counter").ok());
+  ASSERT_OK_STATUS(SubmitCheat(backend_, "call_counter"));
   const Problem p{DType::kBF16, Mode::kOutput, 64, 2048, 1e-6f};
   MeasureOptions o = Protocol(false, false, false, v1::TIMER_CUDA_EVENTS);
   o.warmup = 0;
