@@ -3,6 +3,11 @@
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
 
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
+
+#include <algorithm>
+
 #include <google/protobuf/descriptor.h>
 
 #include "absl/strings/match.h"
@@ -61,7 +66,7 @@ void ProcessCall(void* state, grpc_auth_context* /*context*/, const grpc_metadat
 }
 
 // Adds its ports with core credentials that carry the token check, the way gRPC's own
-// wrappers add theirs (SslServerCredentials builds the same TLS credentials).
+// wrappers add theirs (TlsServerCredentials builds the same TLS credentials).
 //
 // Why this overrides the private AddPortToServer (checked against gRPC 1.51, Debian 12): the
 // check must run in the server auth filter, the one place that sees a call before its
@@ -75,25 +80,30 @@ void ProcessCall(void* state, grpc_auth_context* /*context*/, const grpc_metadat
 // finish a call with a chosen code (no server-side Hijack, grpc/grpc#24017; TryCancel says
 // CANCELLED, not UNAUTHENTICATED / PERMISSION_DENIED); reflection is gRPC's own service and
 // has no handler to put a check in; LocalServerCredentials(LOCAL_TCP) takes a processor but
-// refuses every peer that is not on loopback. TLS alone could use SslServerCredentials +
+// refuses every peer that is not on loopback. TLS alone could use TlsServerCredentials +
 // SetAuthMetadataProcessor, but plaintext would still need this class, so both stay here.
 class TokenCheckingServerCredentials final : public grpc::ServerCredentials {
  public:
-  TokenCheckingServerCredentials(const grpc::SslServerCredentialsOptions* tls,
-                                 std::shared_ptr<const Identities> identities, Metrics* metrics) {
+  TokenCheckingServerCredentials(const TlsFiles* tls, std::shared_ptr<const Identities> identities,
+                                 Metrics* metrics) {
     if (tls == nullptr) {
       creds_ = grpc_insecure_server_credentials_create();
     } else {
-      std::vector<grpc_ssl_pem_key_cert_pair> pairs;
-      for (const auto& pair : tls->pem_key_cert_pairs) {
-        pairs.push_back({pair.private_key.c_str(), pair.cert_chain.c_str()});
-      }
-      creds_ = grpc_ssl_server_credentials_create_ex(
-          tls->pem_root_certs.empty() ? nullptr : tls->pem_root_certs.c_str(),
-          pairs.empty() ? nullptr : pairs.data(), pairs.size(),
-          tls->force_client_auth ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
-                                 : tls->client_certificate_request,
-          nullptr);
+      // What WatchedTlsCredentials builds, in the core API that takes the processor.
+      grpc_tls_certificate_provider* provider = grpc_tls_certificate_provider_file_watcher_create(
+          tls->key.c_str(), tls->cert.c_str(),
+          tls->client_ca.empty() ? nullptr : tls->client_ca.c_str(),
+          std::max(1u, tls->refresh_seconds));
+      grpc_tls_credentials_options* options = grpc_tls_credentials_options_create();
+      grpc_tls_credentials_options_set_certificate_provider(options, provider);
+      grpc_tls_certificate_provider_release(provider);  // the options hold their own reference
+      grpc_tls_credentials_options_watch_identity_key_cert_pairs(options);
+      if (!tls->client_ca.empty()) grpc_tls_credentials_options_watch_root_certs(options);
+      grpc_tls_credentials_options_set_cert_request_type(
+          options, tls->client_ca.empty()
+                       ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                       : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+      creds_ = grpc_tls_server_credentials_create(options);  // takes the options
     }
     grpc_auth_metadata_processor processor;
     processor.process = ProcessCall;
@@ -134,9 +144,20 @@ grpc::Status CheckBearerToken(absl::string_view path,
 }
 
 std::shared_ptr<grpc::ServerCredentials> TokenCheckingCredentials(
-    const grpc::SslServerCredentialsOptions* tls, std::shared_ptr<const Identities> identities,
-    Metrics* metrics) {
+    const TlsFiles* tls, std::shared_ptr<const Identities> identities, Metrics* metrics) {
   return std::make_shared<TokenCheckingServerCredentials>(tls, std::move(identities), metrics);
+}
+
+std::shared_ptr<grpc::ServerCredentials> WatchedTlsCredentials(const TlsFiles& tls) {
+  auto provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+      tls.key, tls.cert, tls.client_ca, std::max(1u, tls.refresh_seconds));
+  grpc::experimental::TlsServerCredentialsOptions options(provider);
+  options.watch_identity_key_cert_pairs();
+  if (!tls.client_ca.empty()) options.watch_root_certs();
+  options.set_cert_request_type(tls.client_ca.empty()
+                                    ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                    : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+  return grpc::experimental::TlsServerCredentials(options);
 }
 
 }  // namespace kerneleval::server

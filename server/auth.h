@@ -28,13 +28,25 @@ grpc::Status CheckBearerToken(absl::string_view path,
                               const std::vector<absl::string_view>& authorization,
                               const Identities& identities);
 
+// The TLS files of a server (--tls-cert, --tls-key, --tls-client-ca: empty for no client
+// certificates). gRPC's file watcher reads them every `refresh_seconds` and gives new
+// connections what they hold then (a renewed certificate, a rotated CA) without a restart; a
+// key and certificate that do not match (a rotation half done) are not taken.
+struct TlsFiles {
+  std::string cert, key, client_ca;
+  unsigned refresh_seconds = 5;
+};
+
 // Plaintext (`tls` null) or TLS server credentials whose ports apply CheckBearerToken to
 // every call with `identities`' tokens (at least one). The token stays on the call's
 // metadata for Identities::CallerOwner alone, which tells its owner per call. Rejected calls
 // are counted in `metrics` (may be null; must outlive the server). gRPC's own plaintext
 // credentials cannot carry such a check: their SetAuthMetadataProcessor aborts.
 std::shared_ptr<grpc::ServerCredentials> TokenCheckingCredentials(
-    const grpc::SslServerCredentialsOptions* tls, std::shared_ptr<const Identities> identities,
-    Metrics* metrics);
+    const TlsFiles* tls, std::shared_ptr<const Identities> identities, Metrics* metrics);
+
+// TLS server credentials on `tls`, without tokens: gRPC's TlsServerCredentials with its
+// FileWatcherCertificateProvider.
+std::shared_ptr<grpc::ServerCredentials> WatchedTlsCredentials(const TlsFiles& tls);
 
 }  // namespace kerneleval::server

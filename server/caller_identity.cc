@@ -62,17 +62,31 @@ bool SecretsEqual(absl::string_view given, absl::string_view expected) {
 }
 
 Identities::Identities(std::vector<OwnerToken> tokens)
-    : tokens_(std::move(tokens)), internal_key_(RandomHex(32)) {}
+    : tokens_(std::make_shared<const std::vector<OwnerToken>>(std::move(tokens))),
+      internal_key_(RandomHex(32)) {}
+
+std::shared_ptr<const std::vector<OwnerToken>> Identities::Tokens() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tokens_;
+}
+
+void Identities::ReplaceTokens(std::vector<OwnerToken> tokens) {
+  if (tokens.empty()) return;
+  auto replaced = std::make_shared<const std::vector<OwnerToken>>(std::move(tokens));
+  std::lock_guard<std::mutex> lock(mu_);
+  tokens_ = std::move(replaced);
+}
 
 std::optional<std::string> Identities::OwnerOfToken(absl::string_view token) const {
-  std::size_t matched = tokens_.size();
-  for (std::size_t i = 0; i < tokens_.size(); ++i) {
+  const std::shared_ptr<const std::vector<OwnerToken>> tokens = Tokens();
+  std::size_t matched = tokens->size();
+  for (std::size_t i = 0; i < tokens->size(); ++i) {
     // Every token is compared; the match is only remembered (tokens are unique).
-    const bool equal = SecretsEqual(token, tokens_[i].token);
+    const bool equal = SecretsEqual(token, (*tokens)[i].token);
     matched = equal ? i : matched;
   }
-  if (matched == tokens_.size()) return std::nullopt;
-  return tokens_[matched].owner;
+  if (matched == tokens->size()) return std::nullopt;
+  return (*tokens)[matched].owner;
 }
 
 std::string Identities::CallerOwner(const grpc::ServerContextBase& context) const {

@@ -14,9 +14,12 @@
 // connection, not the call (grpc/grpc#28809): a property set for one call's token is seen by
 // every later call on the connection, whatever token that one carries.
 //
-// Thread-safety: immutable after construction; every method may be called from any thread.
+// Thread-safety: every method may be called from any thread; ReplaceTokens swaps the token
+// set (a reloaded --auth-token-file) while calls are checked against the old or the new one.
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,7 +41,11 @@ class Identities {
   // `tokens` empty: the server takes no token, and no call is a token's owner.
   explicit Identities(std::vector<OwnerToken> tokens = {});
 
-  bool has_tokens() const { return !tokens_.empty(); }
+  bool has_tokens() const { return !Tokens()->empty(); }
+
+  // From now on, these tokens and no others (at least one: a server that checks tokens
+  // keeps checking them).
+  void ReplaceTokens(std::vector<OwnerToken> tokens);
 
   // The owner of `token`, compared against every configured token (no early exit across the
   // set, so timing tells neither which token matched nor how far a guess got); nullopt for
@@ -53,7 +60,10 @@ class Identities {
   void ActFor(const std::string& owner, grpc::ClientContext* call) const;
 
  private:
-  std::vector<OwnerToken> tokens_;
+  std::shared_ptr<const std::vector<OwnerToken>> Tokens() const;
+
+  mutable std::mutex mu_;
+  std::shared_ptr<const std::vector<OwnerToken>> tokens_;  // never null
   std::string internal_key_;  // random per process: what makes ActFor's mark unforgeable
 };
 

@@ -23,9 +23,11 @@ absl::StatusOr<DeviceWorker*> DeviceSet::Find(const std::string& name, const cha
 absl::StatusOr<DeviceWorker*> DeviceSet::FindHealthy(const std::string& name,
                                                      const char* field) const {
   absl::StatusOr<DeviceWorker*> found = Find(name, field);
-  if (found.ok() && !(*found)->backend().Healthy()) {
-    return absl::UnavailableError(absl::StrCat(field, ": device ", Quote(name),
-                                               " is recovering from a fault; retry shortly"));
+  if (found.ok() && !(*found)->serving()) {
+    const std::string reason = (*found)->NotServingReason();
+    return absl::UnavailableError(absl::StrCat(field, ": device ", Quote(name), " ",
+                                               reason.empty() ? "is not serving" : reason,
+                                               "; retry shortly or choose another device"));
   }
   return found;
 }
@@ -35,7 +37,7 @@ absl::StatusOr<DeviceWorker*> DeviceSet::LeastLoaded(const std::string& kind) co
   std::size_t best_load = 0;
   for (const auto& w : workers_) {
     if (!kind.empty() && w->backend().kind() != kind) continue;
-    if (!w->backend().Healthy()) continue;
+    if (!w->serving()) continue;
     const std::size_t load = w->load();
     if (best == nullptr || load < best_load) {
       best = w.get();
@@ -44,8 +46,8 @@ absl::StatusOr<DeviceWorker*> DeviceSet::LeastLoaded(const std::string& kind) co
   }
   if (best == nullptr) {
     return absl::UnavailableError(
-        "no healthy device: every device is recovering from a fault; retry when readiness is "
-        "SERVING");
+        "no healthy device: every device is warming up, recovering from a fault or out of "
+        "service; retry when readiness is SERVING");
   }
   return best;
 }

@@ -16,10 +16,10 @@ class DeviceSet {
 
   // By name; NOT_FOUND naming `field` and the devices that exist.
   absl::StatusOr<DeviceWorker*> Find(const std::string& name, const char* field) const;
-  // Find() for new work: UNAVAILABLE while the device recovers from a fault (work it had
-  // already accepted waits for it instead).
+  // Find() for new work: UNAVAILABLE while the device warms up, recovers from a fault or
+  // has been given up on (work it had already accepted waits for it instead).
   absl::StatusOr<DeviceWorker*> FindHealthy(const std::string& name, const char* field) const;
-  // The healthy device with the fewest queued + running jobs (first on ties); `kind`
+  // The serving device with the fewest queued + running jobs (first on ties); `kind`
   // restricts to "cpu" or "cuda" when not empty.
   absl::StatusOr<DeviceWorker*> LeastLoaded(const std::string& kind = "") const;
   // Every device of the given kind.

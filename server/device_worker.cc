@@ -9,6 +9,9 @@ namespace kerneleval::server {
 namespace {
 
 constexpr auto kIdleHealthCheck = std::chrono::seconds(1);
+// A device given up on takes no new work, so no job would ever try it again: an idle worker
+// does, this often, so that a GPU that comes back (a driver reset) serves again by itself.
+constexpr auto kGivenUpRetry = std::chrono::seconds(60);
 
 }  // namespace
 
@@ -36,28 +39,57 @@ void DeviceWorker::Start(std::function<void(const absl::Status&)> on_warm) {
   thread_ = std::thread([this, on_warm = std::move(on_warm)] { Loop(on_warm); });
 }
 
-absl::Status DeviceWorker::Submit(Job job) {
+absl::Status DeviceWorker::Submit(Job job, const std::string& owner) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) {
       return absl::UnavailableError(absl::StrCat("device ", name(), " is shutting down"));
     }
-    if (queue_.size() >= capacity_) {
+    if (queued_.load() >= capacity_) {
       return absl::ResourceExhaustedError(
           absl::StrCat("queue of device ", name(), " is full (", capacity_, " jobs waiting)"));
     }
-    queue_.push_back({std::move(job), std::chrono::steady_clock::now()});
-    queued_.store(queue_.size(), std::memory_order_release);
+    // Before anything is queued: an owner at its limit costs no device time at all.
+    if (owner_limit_ != nullptr) {
+      if (absl::Status s = owner_limit_->Acquire(owner); !s.ok()) return s;
+    }
+    std::deque<Entry>& mine = queues_[owner];
+    if (mine.empty()) turns_.push_back(owner);
+    mine.push_back({std::move(job), std::chrono::steady_clock::now(), owner});
+    queued_.store(queued_.load() + 1, std::memory_order_release);
     // Reported under the lock so that a late report cannot overwrite a newer depth.
-    if (on_depth_) on_depth_(queue_.size());
+    if (on_depth_) on_depth_(queued_.load());
   }
   cv_.notify_one();
   return absl::OkStatus();
 }
 
+DeviceWorker::Entry DeviceWorker::TakeNextLocked() {
+  const std::string owner = std::move(turns_.front());
+  turns_.pop_front();
+  auto it = queues_.find(owner);
+  Entry entry = std::move(it->second.front());
+  it->second.pop_front();
+  if (it->second.empty()) {
+    queues_.erase(it);
+  } else {
+    turns_.push_back(owner);  // its next job waits for every other owner's turn
+  }
+  queued_.store(queued_.load() - 1, std::memory_order_release);
+  if (owner_limit_ != nullptr) owner_limit_->Release(owner);
+  return entry;
+}
+
+std::string DeviceWorker::NotServingReason() const {
+  if (gave_up_.load()) return "could not be rebuilt after a fault and is out of service";
+  if (!warmed_.load()) return "is warming up";
+  if (fault_reported_.load() || !backend_->Healthy()) return "is recovering from a fault";
+  return "";
+}
+
 std::size_t DeviceWorker::load() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return queue_.size() + (running_job_ ? 1 : 0);
+  return queued_.load() + (running_job_ ? 1 : 0);
 }
 
 void DeviceWorker::Stop() {
@@ -80,20 +112,23 @@ void DeviceWorker::RecoverDevice() {
         absl::StrCat(name(), " fault: recovery attempt ", attempt + 1, ": ",
                      s.ok() ? "device rebuilt" : s.ToString()));
   }
-  gave_up_ = !backend_->Healthy();
-  if (!gave_up_) {
+  gave_up_.store(!backend_->Healthy());
+  gave_up_at_ = std::chrono::steady_clock::now();
+  if (!gave_up_.load()) {
+    warmed_.store(true);  // a device whose warm-up failed serves once rebuilt
     fault_reported_.store(false);
     if (on_health_) on_health_(true);
   } else {
     LogError(absl::StrCat(name(),
-                          " could not be rebuilt in this process; liveness turns NOT_SERVING so "
-                          "that the orchestrator restarts the server"));
+                          " could not be rebuilt; it is out of service (the other devices keep "
+                          "serving; liveness turns NOT_SERVING once every device is)"));
     if (on_failed_) on_failed_();
   }
 }
 
 void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
   const absl::Status warm = backend_->WarmUp();
+  warmed_.store(warm.ok());
   if (on_warm) on_warm(warm);
   auto free_since = std::chrono::steady_clock::now();  // the previous job's end
   for (;;) {
@@ -103,17 +138,18 @@ void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
       // Idle, the device is still watched: a device host that died between jobs is replaced
       // now rather than failing the next request.
       while (
-          !cv_.wait_for(lock, kIdleHealthCheck, [this] { return stopping_ || !queue_.empty(); })) {
+          !cv_.wait_for(lock, kIdleHealthCheck, [this] { return stopping_ || !turns_.empty(); })) {
         lock.unlock();
-        if (!gave_up_ && !backend_->Healthy()) RecoverDevice();
+        if (!backend_->Healthy() &&
+            (!gave_up_.load() || std::chrono::steady_clock::now() - gave_up_at_ >= kGivenUpRetry)) {
+          RecoverDevice();
+        }
         lock.lock();
       }
       // Drain: accepted work runs even while stopping.
-      if (queue_.empty()) return;
-      entry = std::move(queue_.front());
-      queue_.pop_front();
-      queued_.store(queue_.size(), std::memory_order_release);
-      if (on_depth_) on_depth_(queue_.size());
+      if (turns_.empty()) return;
+      entry = TakeNextLocked();
+      if (on_depth_) on_depth_(queued_.load());
       running_job_ = true;
       const auto now = std::chrono::steady_clock::now();
       handoff_seconds_ =

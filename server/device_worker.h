@@ -1,6 +1,7 @@
-// One worker thread per device, owning its backend, with a bounded FIFO queue. Jobs run one
-// at a time, so a benchmark job holds its device exclusively and timings are not disturbed
-// by other traffic.
+// One worker thread per device, owning its backend, with a bounded queue. Jobs run one at a
+// time, so a benchmark job holds its device exclusively and timings are not disturbed by
+// other traffic. Jobs carry their owner and the worker takes them round-robin between
+// owners (FIFO within one owner), so that one owner's flood cannot starve another's job.
 #pragma once
 
 #include <atomic>
@@ -9,12 +10,15 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "absl/status/status.h"
 #include "server/backend.h"
+#include "server/owner_job_limit.h"
 
 namespace kerneleval::server {
 
@@ -44,9 +48,9 @@ class DeviceWorker {
   // the worker thread with WarmUp's result.
   void Start(std::function<void(const absl::Status&)> on_warm);
 
-  // RESOURCE_EXHAUSTED when the queue is full, UNAVAILABLE once stopping. Accepted jobs
-  // always run.
-  absl::Status Submit(Job job);
+  // RESOURCE_EXHAUSTED when the queue is full or `owner` is at its limit (set_owner_limit),
+  // UNAVAILABLE once stopping. Accepted jobs always run.
+  absl::Status Submit(Job job, const std::string& owner = "anonymous");
 
   // Stops accepting, runs what was accepted, joins.
   void Stop();
@@ -54,6 +58,15 @@ class DeviceWorker {
   // How long the idle worker polls for a job before it sleeps on its condition variable:
   // a job submitted within it starts without a thread wake-up. Set before Start().
   void set_idle_spin(std::chrono::microseconds spin) { idle_spin_ = spin; }
+  // Jobs per owner waiting, shared by every device of a server. Set before Start().
+  void set_owner_limit(std::shared_ptr<OwnerJobLimit> limit) { owner_limit_ = std::move(limit); }
+
+  // Takes new work: warmed up, not recovering from a fault, not given up on.
+  bool serving() const {
+    return warmed_.load() && !gave_up_.load() && !fault_reported_.load() && backend_->Healthy();
+  }
+  // Why the device takes no new work ("is warming up", ...); empty while serving().
+  std::string NotServingReason() const;
 
   const Backend& backend() const { return *backend_; }
   const std::string& name() const { return backend_->name(); }
@@ -68,7 +81,10 @@ class DeviceWorker {
   struct Entry {
     Job job;
     std::chrono::steady_clock::time_point enqueued;
+    std::string owner;
   };
+  // The next job: the front of the owner whose turn it is. Under mu_, queue not empty.
+  Entry TakeNextLocked();
   void Loop(std::function<void(const absl::Status&)> on_warm);
   void RecoverDevice();
   // After a job: polls the queue for up to idle_spin_ before the worker sleeps.
@@ -80,11 +96,15 @@ class DeviceWorker {
   HealthObserver on_health_;
   std::function<void()> on_failed_;  // recovery gave up
   std::atomic<bool> fault_reported_{false};
-  bool gave_up_ = false;  // recovery failed; retried after the next job, not while idle
+  std::atomic<bool> warmed_{false};   // WarmUp (or a later rebuild) succeeded
+  std::atomic<bool> gave_up_{false};  // recovery failed; retried after a job or a minute idle
+  std::chrono::steady_clock::time_point gave_up_at_;  // worker thread only
+  std::shared_ptr<OwnerJobLimit> owner_limit_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Entry> queue_;
-  std::atomic<std::size_t> queued_{0};  // queue_.size(), for the spinning worker to poll
+  std::map<std::string, std::deque<Entry>> queues_;  // by owner; no empty deques
+  std::deque<std::string> turns_;       // owners with queued jobs, the next to run first
+  std::atomic<std::size_t> queued_{0};  // jobs in queues_, also for the spinning worker
   std::chrono::microseconds idle_spin_{0};
   bool running_job_ = false;
   bool stopping_ = false;

@@ -115,6 +115,12 @@ int main(int argc, char** argv) {
   app.add_option("--queue-capacity", o.queue_capacity, "Jobs queued per device")
       ->check(CLI::Range(1, 100000))
       ->capture_default_str();
+  app.add_option("--max-queued-per-owner", o.max_queued_per_owner,
+                 "Jobs one owner may have waiting on all devices together before its next gets "
+                 "RESOURCE_EXHAUSTED (-1: --queue-capacity; 0: no limit); devices take jobs "
+                 "round-robin between owners")
+      ->check(CLI::Range(-1L, 1000000L))
+      ->capture_default_str();
   app.add_option("--worker-idle-spin-us", o.worker_idle_spin_us,
                  "Microseconds a device's worker polls its queue after a job before it sleeps, so "
                  "that back-to-back small Runs start without a thread wake-up (default -1: 500 on "
@@ -125,7 +131,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--auth-token-file", token_file,
                  "File of 'owner:token' lines (or one bare token): the bearer tokens every RPC "
-                 "but health must present, and whose each is");
+                 "but health must present, and whose each is; re-read when it changes");
+  app.add_option("--secrets-poll-seconds", o.secrets_poll_seconds,
+                 "How often --auth-token-file and the --tls-* files are checked for new content")
+      ->check(CLI::Range(0.05, 3600.0))
+      ->capture_default_str();
   app.add_option("--metrics-basic-auth-file", metrics_auth_file,
                  "File holding 'user:password' that /metrics asks for (HTTP basic auth)");
   app.add_option("--tls-cert", o.tls_cert_file, "PEM server certificate chain (enables TLS)");
@@ -199,6 +209,10 @@ int main(int argc, char** argv) {
                  "Wall-clock limit of one compile")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--max-compiles-per-owner", sub.max_compiles_per_owner,
+                 "Compiles one owner may have waiting or running; more get RESOURCE_EXHAUSTED "
+                 "before compiling (0: no limit)")
+      ->capture_default_str();
   app.add_option("--compile-cpu-seconds", sub.compiler.cpu_seconds, "CPU-time limit of one compile")
       ->check(CLI::Range(1, 3600))
       ->capture_default_str();
@@ -253,6 +267,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     o.auth_token = text.str();
+    o.auth_token_file = token_file;
   }
 
   if (!metrics_auth_file.empty()) {

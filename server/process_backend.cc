@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
 #include "common/status_macros.h"
+#include "server/bounded_reap.h"
 #include "server/request_validation.h"
 #ifdef KERNELEVAL_HAVE_CUDA
 #include "server/nvml.h"
@@ -216,9 +217,13 @@ std::string ProcessBackend::KillHost(std::chrono::milliseconds grace) {
     if (r < 0) return "could not be waited for";
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  kill(pid, SIGKILL);
-  if (waitpid(pid, &status, 0) != pid) return "could not be waited for";
-  return absl::StrCat("did not exit and ", DescribeExit(status));
+  // Bounded: a host stuck in the driver may not die at once, and the worker must not wait.
+  const std::optional<int> killed = KillAndReap(pid, std::chrono::seconds(5));
+  if (!killed.has_value()) {
+    return "did not end within 5 s of SIGKILL (stuck in the driver?); it is reaped in the "
+           "background";
+  }
+  return absl::StrCat("did not exit and ", DescribeExit(*killed));
 }
 
 absl::Status ProcessBackend::HostLost(const std::string& during, const absl::Status& cause,

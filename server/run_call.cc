@@ -181,7 +181,7 @@ void StartRun(ServiceState& state, Caller caller, const v1::RunRequest& request,
     (*shared_done)(EvaluateRun(state, b, caller, queue_seconds, worker->handoff_seconds(), request,
                                p, impl, t0, queued, response));
   };
-  const absl::Status submitted = worker->Submit(std::move(job));
+  const absl::Status submitted = worker->Submit(std::move(job), caller.owner);
   if (!submitted.ok()) (*shared_done)(submitted);
 }
 

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 
@@ -22,12 +23,15 @@
 #include "server/device_factory.h"
 #include "server/kerneleval_service.h"
 #include "server/oip/oip_service.h"
+#include "server/owner_job_limit.h"
 #include "server/store/results_service.h"
+#include "server/unserved_methods.h"
 
 namespace kerneleval::server {
 namespace {
 
 constexpr char kReadiness[] = "readiness";
+constexpr char kService[] = "kerneleval.v1.KernelEval";
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
   std::ifstream in(path, std::ios::binary);
@@ -52,25 +56,23 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
   if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
   }
-  grpc::SslServerCredentialsOptions ssl;
-  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-  auto key = ReadFile(o.tls_key_file, "--tls-key");
-  if (!key.ok()) return key.status();
-  auto cert = ReadFile(o.tls_cert_file, "--tls-cert");
-  if (!cert.ok()) return cert.status();
-  pair.private_key = *key;
-  pair.cert_chain = *cert;
-  ssl.pem_key_cert_pairs.push_back(pair);
-  if (!o.tls_client_ca_file.empty()) {
-    auto ca = ReadFile(o.tls_client_ca_file, "--tls-client-ca");
-    if (!ca.ok()) return ca.status();
-    ssl.pem_root_certs = *ca;
-    ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+  // Read once here so that a missing file stops the start with the flag named; from then on
+  // gRPC's file watcher reads them (auth.h, TlsFiles).
+  for (const auto& [path, flag] :
+       {std::pair{o.tls_key_file, "--tls-key"}, std::pair{o.tls_cert_file, "--tls-cert"},
+        std::pair{o.tls_client_ca_file, "--tls-client-ca"}}) {
+    if (path.empty()) continue;
+    if (absl::StatusOr<std::string> read = ReadFile(path, flag); !read.ok()) return read.status();
   }
+  TlsFiles tls;
+  tls.cert = o.tls_cert_file;
+  tls.key = o.tls_key_file;
+  tls.client_ca = o.tls_client_ca_file;
+  tls.refresh_seconds = static_cast<unsigned>(std::max(1.0, o.secrets_poll_seconds));
   if (identities->has_tokens()) {
-    return TokenCheckingCredentials(&ssl, std::move(identities), metrics);
+    return TokenCheckingCredentials(&tls, std::move(identities), metrics);
   }
-  return grpc::SslServerCredentials(ssl);
+  return WatchedTlsCredentials(tls);
 }
 
 }  // namespace
@@ -80,7 +82,8 @@ struct KernelEvalServer::Impl {
   std::vector<DataDirLock> data_dir_locks;
   ServerOptions options;
   // Who each call is (caller_identity.h), for every service; shared with the token check.
-  std::shared_ptr<const Identities> identities;
+  // Its tokens are replaced when --auth-token-file changes (SecretsLoop).
+  std::shared_ptr<Identities> identities;
   Metrics metrics;
   DeviceSet devices;
   ServiceState state;
@@ -89,6 +92,7 @@ struct KernelEvalServer::Impl {
   std::unique_ptr<store::ResultsService> results_service;
   std::unique_ptr<KernelEvalService> service;
   std::unique_ptr<oip::OipService> oip;  // the Open Inference Protocol front
+  UnservedMethods unserved;  // every other method: UNIMPLEMENTED with what to use instead
   // Outlives grpc_server: its compile workers answer RPCs until they are joined.
   std::unique_ptr<submissions::SubmissionsService> submissions;
   std::unique_ptr<grpc::Server> grpc_server;
@@ -99,10 +103,15 @@ struct KernelEvalServer::Impl {
   std::mutex mu;
   std::condition_variable cv;
   std::size_t warm_pending = 0;
-  std::size_t healthy_devices = 0;
-  std::size_t recovering = 0;  // devices between a fault and their recovery
+  // Each device's standing, by name: serving (warmed up and not recovering), given up on.
+  struct DeviceHealth {
+    bool serving = false;
+    bool gave_up = false;
+  };
+  std::map<std::string, DeviceHealth> device_health;
   bool shut_down = false;
   std::thread telemetry;
+  std::thread secrets;  // re-reads --auth-token-file (SecretsLoop)
 
   // Both servers answer health with the same statuses.
   void SetServing(const std::string& service, bool serving) {
@@ -115,8 +124,27 @@ struct KernelEvalServer::Impl {
     state.ready.store(ready);
     metrics.SetReady(ready);
     SetServing(kReadiness, ready);
-    SetServing("kerneleval.v1.KernelEval", ready);
+    SetServing(kService, ready);
     SetServing("inference.GRPCInferenceService", ready);
+  }
+
+  // Health from the devices' standing: each device's own service; readiness while at least
+  // one serves, so that one bad GPU takes out only itself; liveness (the whole-server
+  // status) fails only once every device has been given up on, when a restart of the pod is
+  // the one remedy left.
+  void RefreshHealthLocked() {
+    if (shut_down) return;  // Shutdown has turned everything NOT_SERVING
+    bool any_serving = false;
+    bool all_gave_up = !device_health.empty();
+    for (const auto& [name, h] : device_health) {
+      SetServing(absl::StrCat(kService, "/", name), h.serving);
+      any_serving = any_serving || h.serving;
+      all_gave_up = all_gave_up && h.gave_up;
+    }
+    if (any_serving) state.warmed.store(true);  // admission; each device is then checked
+    SetReady(any_serving);
+    SetServing("", !all_gave_up);
+    if (oip != nullptr) oip->SetLive(!all_gave_up);  // ServerLive agrees
   }
 
   void OnWarm(DeviceWorker* worker, const absl::Status& status) {
@@ -125,30 +153,66 @@ struct KernelEvalServer::Impl {
     d.set_healthy(status.ok());
     metrics.SetDevice(d);
     metrics.AddBuiltinImplementations(worker->backend().Implementations());
-    std::lock_guard<std::mutex> lock(mu);
-    if (status.ok()) ++healthy_devices;
-    if (--warm_pending == 0 && !shut_down && healthy_devices > 0) {
-      state.warmed.store(true);
-      SetReady(true);
+    if (!status.ok()) {
+      LogError(absl::StrCat(worker->name(), " did not warm up (", status.ToString(),
+                            "); the other devices serve without it"));
     }
+    std::lock_guard<std::mutex> lock(mu);
+    device_health[worker->name()].serving = worker->serving();
+    --warm_pending;
+    RefreshHealthLocked();
     cv.notify_all();
   }
 
-  // A device fault takes the server out of readiness until the device is rebuilt, so that
-  // load balancers and probes stop sending work to a server that cannot do it.
+  // A device fault takes that device out of service until it is rebuilt; the server stays
+  // ready while another device serves.
   void OnHealth(const std::string& device, bool healthy) {
     metrics.SetDeviceHealthy(device, healthy);
     // The worker reports healthy only after a rebuild.
     if (healthy) metrics.DeviceRestarted(device);
     std::lock_guard<std::mutex> lock(mu);
-    if (!healthy) {
-      ++recovering;
-      SetReady(false);
-    } else if (recovering > 0 && --recovering == 0 && warm_pending == 0 && !shut_down &&
-               healthy_devices > 0) {
-      SetReady(true);
-    }
+    DeviceHealth& h = device_health[device];
+    h.serving = healthy;
+    if (healthy) h.gave_up = false;
+    RefreshHealthLocked();
     cv.notify_all();
+  }
+
+  // The device's recovery gave up (DeviceWorker::RecoverDevice).
+  void OnGaveUp(const std::string& device) {
+    metrics.SetDeviceHealthy(device, false);
+    std::lock_guard<std::mutex> lock(mu);
+    DeviceHealth& h = device_health[device];
+    h.serving = false;
+    h.gave_up = true;
+    RefreshHealthLocked();
+  }
+
+  // Polls --auth-token-file's content (not its inode or mtime: a Kubernetes Secret volume
+  // swaps a symlink to a new directory) and replaces the tokens when it changed and parses.
+  void SecretsLoop() {
+    std::string last = options.auth_token;
+    std::unique_lock<std::mutex> lock(mu);
+    while (!cv.wait_for(lock, std::chrono::duration<double>(options.secrets_poll_seconds),
+                        [this] { return shut_down; })) {
+      lock.unlock();
+      absl::StatusOr<std::string> text = ReadFile(options.auth_token_file, "--auth-token-file");
+      if (!text.ok()) {
+        LogError(absl::StrCat(text.status().message(), "; the tokens read before stay in use"));
+      } else if (*text != last) {
+        absl::StatusOr<std::vector<OwnerToken>> parsed = ParseTokenFile(*text);
+        if (parsed.ok()) {
+          identities->ReplaceTokens(std::move(*parsed));
+          LogInfo("--auth-token-file changed: its new tokens are in use");
+        } else {
+          LogError(absl::StrCat("--auth-token-file changed but does not parse (",
+                                parsed.status().message(),
+                                "); the tokens read before stay in use"));
+        }
+        last = *std::move(text);
+      }
+      lock.lock();
+    }
   }
 
   // Samples clocks, power and memory of every device that has them.
@@ -160,7 +224,7 @@ struct KernelEvalServer::Impl {
         bool available = false;
         const v1::Clocks c = const_cast<Backend&>(w->backend()).ReadClocks(&available);
         if (available) metrics.SetClocks(w->name(), c);
-        metrics.SetDeviceHealthy(w->name(), w->backend().Healthy());
+        metrics.SetDeviceHealthy(w->name(), w->serving());
       }
       metrics.ExpireSeries();
       lock.lock();
@@ -219,7 +283,7 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
       if (!parsed.ok()) return parsed.status();
       tokens = std::move(*parsed);
     }
-    s->identities = std::make_shared<const Identities>(std::move(tokens));
+    s->identities = std::make_shared<Identities>(std::move(tokens));
   }
   auto creds = Credentials(options, s->identities, &s->metrics);
   if (!creds.ok()) return creds.status();
@@ -239,19 +303,20 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   const std::chrono::microseconds idle_spin =
       options.worker_idle_spin_us >= 0 ? std::chrono::microseconds(options.worker_idle_spin_us)
                                        : DefaultWorkerIdleSpin();
+  const std::size_t per_owner = options.max_queued_per_owner < 0
+                                    ? options.queue_capacity
+                                    : static_cast<std::size_t>(options.max_queued_per_owner);
+  auto owner_limit = std::make_shared<OwnerJobLimit>(per_owner);
   for (auto& b : backends) {
     const std::string name = b->name();
     Metrics* metrics = &s->metrics;
+    s->device_health[name] = {};
     s->devices.Add(std::make_unique<DeviceWorker>(
         std::move(b), options.queue_capacity,
         [metrics, name](std::size_t depth) { metrics->SetQueueDepth(name, depth); },
-        [s, name](bool healthy) { s->OnHealth(name, healthy); },
-        [s] {
-          // Liveness (the whole-server status) fails: a restart is the remaining remedy.
-          s->SetServing("", false);
-          if (s->oip != nullptr) s->oip->SetLive(false);  // ServerLive agrees
-        }));
+        [s, name](bool healthy) { s->OnHealth(name, healthy); }, [s, name] { s->OnGaveUp(name); }));
     s->devices.workers().back()->set_idle_spin(idle_spin);
+    s->devices.workers().back()->set_owner_limit(owner_limit);
   }
   s->metrics.SetBuildInfo(ServerVersion(), GitRevision(),
                           s->devices.workers().front()->backend().RuntimeVersion());
@@ -295,6 +360,7 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   builder.RegisterService(s->service.get());
   s->oip = std::make_unique<oip::OipService>(&s->state);
   builder.RegisterService(s->oip.get());
+  builder.RegisterCallbackGenericService(&s->unserved);
   {
     store::StoreOptions store_options = options.results;
     if (store_options.data_dir.empty()) store_options.data_dir = options.submissions.data_dir;
@@ -362,7 +428,10 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
                        ": the port is in use, or not an address of this host"));
     }
   }
-  s->SetReady(false);
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    s->RefreshHealthLocked();  // every device NOT_SERVING until its warm-up ends
+  }
 
   s->warm_pending = s->devices.workers().size();
   for (const auto& w : s->devices.workers()) {
@@ -370,6 +439,7 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
     worker->Start([s, worker](const absl::Status& status) { s->OnWarm(worker, status); });
   }
   s->telemetry = std::thread([s] { s->TelemetryLoop(); });
+  if (!options.auth_token_file.empty()) s->secrets = std::thread([s] { s->SecretsLoop(); });
   return std::unique_ptr<KernelEvalServer>(new KernelEvalServer(std::move(impl)));
 }
 
@@ -384,7 +454,7 @@ int KernelEvalServer::metrics_port() const {
 bool KernelEvalServer::WaitUntilReady(absl::Duration timeout) {
   std::unique_lock<std::mutex> lock(impl_->mu);
   return impl_->cv.wait_for(lock, absl::ToChronoNanoseconds(timeout), [this] {
-    return impl_->state.ready.load() || impl_->shut_down;
+    return (impl_->warm_pending == 0 && impl_->state.ready.load()) || impl_->shut_down;
   }) && impl_->state.ready.load();
 }
 
@@ -404,6 +474,7 @@ void KernelEvalServer::Shutdown(absl::Duration grace) {
   impl_->grpc_server->Wait();
   if (impl_->health_server != nullptr) impl_->health_server->Shutdown();
   if (impl_->telemetry.joinable()) impl_->telemetry.join();
+  if (impl_->secrets.joinable()) impl_->secrets.join();
 }
 
 }  // namespace kerneleval::server

@@ -1,5 +1,8 @@
 // The kerneleval server: devices and their workers, the gRPC service with health and
 // reflection, and the Prometheus exposer, with readiness after warm-up and a graceful drain.
+// Health per device: `kerneleval.v1.KernelEval/<device>` serves while that device takes
+// work; readiness while at least one device does; liveness fails only once every device has
+// been given up on.
 #pragma once
 
 #include <memory>
@@ -29,6 +32,10 @@ struct ServerOptions {
   // 16254 x 2048 bf16 is 66.6 MB per tensor, three of them in a request (200 MB).
   int max_message_bytes = 512 << 20;
   std::size_t queue_capacity = 64;
+  // Jobs one owner may have waiting on all devices together, checked before a job is queued
+  // (-1: queue_capacity, so that one owner fills at most one device's queue; 0: no limit).
+  // Each device then takes its jobs round-robin between owners.
+  long max_queued_per_owner = -1;
   RequestLimits limits;
   // When a Benchmark prepares workload inputs and references (request_validation.h): by the
   // device's kind unless a test or a diagnosis forces one way.
@@ -40,7 +47,13 @@ struct ServerOptions {
   // The --auth-token-file's text (server/token_file.h: `owner:token` lines, or one bare
   // token); empty: no authentication.
   std::string auth_token;
+  // Where auth_token came from: when set, re-read every secrets_poll_seconds and its tokens
+  // replaced when the content changed and parses (a file that does not keeps the old ones).
+  std::string auth_token_file;
+  // The TLS files are watched too (by gRPC's file watcher): new connections get what they
+  // hold now; connections already open keep theirs.
   std::string tls_cert_file, tls_key_file, tls_client_ca_file;
+  double secrets_poll_seconds = 5;
   std::string metrics_basic_auth;  // "user:password" that /metrics asks for; empty: open
   double telemetry_seconds = 5;
   // Registers test-only implementations that fault on purpose (CUDA: an illegal address).
@@ -71,7 +84,8 @@ class KernelEvalServer {
   int grpc_port() const;
   int metrics_port() const;  // 0 when metrics are off
 
-  // True once every device has warmed up and readiness is SERVING.
+  // True once every device's warm-up has ended and readiness is SERVING (at least one device
+  // serves).
   bool WaitUntilReady(absl::Duration timeout);
 
   // Readiness NOT_SERVING, new RPCs UNAVAILABLE, accepted work finishes within `grace`

@@ -27,8 +27,9 @@ struct ServiceState {
   RequestLimits limits;
   HostPreparation host_preparation = HostPreparation::kAuto;  // ServerOptions'
   std::atomic<bool> ready{false};
-  // Every device has warmed up: work is admitted from then on. Readiness also drops while
-  // a device recovers from a fault, but healthy devices keep serving meanwhile.
+  // A device has warmed up: work is admitted from then on, each device taking it only
+  // while it serves (DeviceSet::FindHealthy), so that one that never warms up keeps no one
+  // out.
   std::atomic<bool> warmed{false};
   std::atomic<bool> draining{false};
   std::atomic<std::uint64_t> queued_bytes{0};  // held by admitted Runs (limits.max_queued_bytes)

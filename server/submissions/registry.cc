@@ -157,4 +157,10 @@ std::size_t Registry::size() const {
   return by_id_.size();
 }
 
+std::size_t Registry::CountOf(const std::string& owner) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = per_owner_.find(owner);
+  return it == per_owner_.end() ? 0 : it->second;
+}
+
 }  // namespace kerneleval::server::submissions

@@ -46,6 +46,8 @@ class Registry {
   absl::StatusOr<std::string> Delete(const std::string& owner, const std::string& id_or_name);
 
   std::size_t size() const;
+  // How many `owner` holds (checked before a compile, so that a full owner compiles nothing).
+  std::size_t CountOf(const std::string& owner) const;
 
  private:
   explicit Registry(RegistryOptions options) : options_(std::move(options)) {}

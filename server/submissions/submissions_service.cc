@@ -74,14 +74,32 @@ SubmissionsService::~SubmissionsService() {
   for (std::thread& t : workers_) t.join();
 }
 
-bool SubmissionsService::Enqueue(std::function<void()> job) {
+absl::Status SubmissionsService::Enqueue(const std::string& owner, std::function<void()> job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_ || queue_.size() >= options_.compile_queue) return false;
-    queue_.push_back(std::move(job));
+    if (stopping_) return absl::UnavailableError("submission: the server is shutting down");
+    if (queue_.size() >= options_.compile_queue) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "submission: ", options_.compile_queue, " compiles are waiting already; retry later"));
+    }
+    std::size_t& mine = compiles_of_[owner];
+    if (options_.max_compiles_per_owner > 0 && mine >= options_.max_compiles_per_owner) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "submission: owner ", Quote(owner), " has ", mine,
+          " compiles waiting or running, the most one owner may (--max-compiles-per-owner); "
+          "retry when one has finished"));
+    }
+    ++mine;
+    queue_.push_back([this, owner, job = std::move(job)] {
+      job();
+      std::lock_guard<std::mutex> done(mu_);
+      if (auto it = compiles_of_.find(owner); it != compiles_of_.end() && --it->second == 0) {
+        compiles_of_.erase(it);
+      }
+    });
   }
   cv_.notify_one();
-  return true;
+  return absl::OkStatus();
 }
 
 void SubmissionsService::WorkerLoop() {
@@ -247,16 +265,19 @@ grpc::ServerUnaryReactor* SubmissionsService::RegisterSubmission(
     return reactor;
   }
   const std::string owner = OwnerOf(*context);
-  const bool queued = Enqueue([this, reactor, request, response, owner] {
+  // Quotas first: an owner at its limit costs no compile.
+  if (const std::size_t held = registry_->CountOf(owner); held >= options_.max_per_owner) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                                 absl::StrCat("submission: ", Quote(owner), " holds ", held,
+                                              " submissions, the most allowed; delete one first")));
+    return reactor;
+  }
+  const absl::Status queued = Enqueue(owner, [this, reactor, request, response, owner] {
     absl::StatusOr<v1::RegisterSubmissionResponse> r = Register(owner, request->submission());
     if (r.ok()) *response = std::move(*r);
     reactor->Finish(ToGrpc(r.status()));
   });
-  if (!queued) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                 absl::StrCat("submission: ", options_.compile_queue,
-                                              " compiles are waiting already; retry later")));
-  }
+  if (!queued.ok()) reactor->Finish(ToGrpc(queued));
   return reactor;
 }
 

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,6 +32,9 @@ struct SubmissionsOptions {
   std::size_t max_total = 1024;
   int compile_workers = 2;         // compiles at once
   std::size_t compile_queue = 16;  // waiting beyond that: RESOURCE_EXHAUSTED
+  // Compiles one owner may have waiting or running (0: no limit), so that one owner cannot
+  // take the whole compile queue.
+  std::size_t max_compiles_per_owner = 4;
   // Who a call is (caller_identity.h; must outlive the service). Null: every caller is
   // "anonymous".
   const Identities* identities = nullptr;
@@ -80,7 +84,9 @@ class SubmissionsService final : public v1::Submissions::CallbackService {
   std::string OwnerOf(const grpc::CallbackServerContext& context) const;
   // The arch and limits a spec is compiled and checked for.
   absl::StatusOr<DeviceLimits> TargetFor(const v1::SubmissionSpec& spec) const;
-  bool Enqueue(std::function<void()> job);
+  // Queues `job` for a compile worker; RESOURCE_EXHAUSTED when the queue is full or `owner`
+  // has max_compiles_per_owner compiles already.
+  absl::Status Enqueue(const std::string& owner, std::function<void()> job);
   void WorkerLoop();
 
   const SubmissionsOptions options_;
@@ -91,6 +97,7 @@ class SubmissionsService final : public v1::Submissions::CallbackService {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
+  std::map<std::string, std::size_t> compiles_of_;  // waiting or running, by owner; no zeros
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };

@@ -395,6 +395,18 @@ TEST(Submissions, LimitsPerOwner) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
 }
 
+// The owner's quota is checked before its source is compiled: a source that does not even
+// compile is refused for the quota, not for its errors, and the compile never ran.
+TEST(Submissions, OwnerQuotaIsCheckedBeforeCompiling) {
+  server::ServerOptions o = SubmissionOptions();
+  o.submissions.max_per_owner = 1;
+  const Fixture f = Start(o);
+  ASSERT_TRUE(Register(f, Spec("one", kTiny, "tiny")).ok());
+  const grpc::Status s = Register(f, Spec("two", "this is not CUDA {", "tiny"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
+  EXPECT_THAT(s.error_message(), HasSubstr("delete one first"));
+}
+
 }  // namespace
 }  // namespace kerneleval::testing
 
