@@ -58,11 +58,12 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
           if (!impl.test_only()) plan.implementations.push_back(impl.name());
         }
       }
-      const absl::Status submitted =
-          devices[i]->Submit([self = shared_from_this(), i, plan = std::move(plan)](
-                                 Backend& backend, double queue_seconds) {
+      const absl::Status submitted = devices[i]->Submit(
+          [self = shared_from_this(), i, plan = std::move(plan)](Backend& backend,
+                                                                 double queue_seconds) {
             self->OnWorker(backend, queue_seconds, i, plan);
-          });
+          },
+          caller_.owner);
       if (!submitted.ok()) {
         if (i == 0) return submitted;
         // Jobs already accepted still run (they stop at once) and end the call.
