@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build-gpu}
 targets=(kerneleval-server kerneleval-device-host kerneleval kerneleval-compile
          submission_launcher_gpu_test kernels_gpu_test service_gpu_test call_checks_gpu_test
+         tenants_gpu_test
          kerneleval-kernel-bench rpc_overhead_bench launch_path_bench)
 # BUNDLE_ONLY=1: gather what "$build_dir" already holds (a missing target is skipped).
 if [ -z "${BUNDLE_ONLY:-}" ]; then

@@ -4,7 +4,7 @@
 # the real server and client, and the peers, all in one run. Results go to $OUT (or
 # ./gpu-results); results.md there is the entry for docs/results/.
 #
-#   1. GPU tests (kernels_gpu_test, service_gpu_test).
+#   1. GPU tests (kernels_gpu_test, service_gpu_test, tenants_gpu_test).
 #   2. A server as it starts by default (CUPTI available): graph replay, three back-to-back
 #      cold runs of both suites, DRAM bytes of both suites with the test-only lazy
 #      implementation beside the fused kernel, events-timed cold, the fault and recovery.
@@ -20,7 +20,7 @@ log="$out/results.md"
 machine_section
 
 section "GPU tests"
-for t in kernels_gpu_test service_gpu_test; do
+for t in kernels_gpu_test service_gpu_test tenants_gpu_test; do
   timeout 300 "$bin/$t" --gtest_brief=1 >"$out/$t.log" 2>&1
   say "- $t: exit $? ($(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$out/$t.log" | tr '\n' ' '))"
   grep -E '^\[  FAILED|^\[  SKIPPED|Skipped|counters unavailable' "$out/$t.log" | head -n 8 | sed 's/^/    /' | tee -a "$log"
