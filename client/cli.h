@@ -116,5 +116,8 @@ int Main(int argc, char** argv);
 // describe, and an RPC error printed as "error: CODE: message" (returns kExitRpcError).
 ClientOptions ToClientOptions(const GlobalFlags& g);
 int RpcError(std::ostream& err, const grpc::Status& status);
+// `message` as JSON (report_format.h MessageToJson) and a newline; kExitOk, or
+// kExitRpcError with "error: message" when it cannot be printed.
+int PrintJson(std::ostream& out, std::ostream& err, const google::protobuf::Message& message);
 
 }  // namespace kerneleval::client::cli

@@ -17,6 +17,7 @@
 #include <google/protobuf/message.h>
 
 #include "absl/status/statusor.h"
+#include "common/preferred_sol.h"
 #include "kerneleval/v1/kerneleval.pb.h"
 
 namespace kerneleval::client {
@@ -32,9 +33,8 @@ std::optional<ReportFormat> ParseReportFormat(std::string_view name);
 // (zeros included), so that consumers see a stable set of keys. Pretty-printed.
 absl::StatusOr<std::string> MessageToJson(const google::protobuf::Message& message);
 
-// The SOL figure a table shows: DEVICE_ATTRIBUTES when present, else the first; nullptr when
-// there are none.
-const v1::SolFigure* PreferredSol(const google::protobuf::RepeatedPtrField<v1::SolFigure>& figures);
+// The SOL figure a table shows (common/preferred_sol.h).
+using ::kerneleval::PreferredSol;
 
 // Leaderboard-style text: one table per workload, the implementation summary, the
 // protocol, and one environment block per device.
@@ -55,9 +55,5 @@ std::string FormatRunResponse(const v1::RunResponse& response);
 std::string FormatDevices(const v1::ListDevicesResponse& response);
 std::string FormatSuites(const v1::ListSuitesResponse& response);
 std::string FormatImplementations(const v1::ListImplementationsResponse& response);
-
-// Short names used across formats: "cupti", "cold", "device_attributes", "passed", ...
-std::string TimerName(v1::Timer timer);
-std::string ResultStatusName(v1::ResultStatus status);
 
 }  // namespace kerneleval::client

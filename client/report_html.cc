@@ -185,6 +185,7 @@ std::string WorkloadTables(const v1::BenchmarkReport& report) {
       const std::string correctness = CorrectnessText(*r);
       const bool bad = r->status() == v1::RESULT_STATUS_INCORRECT ||
                        r->status() == v1::RESULT_STATUS_RUNTIME_ERROR ||
+                       r->status() == v1::RESULT_STATUS_REJECTED ||
                        (r->correctness().checked() && !r->correctness().passed());
       out += "<tr>" + Cell(RankText(r->rank())) + Cell(r->implementation(), "td", "l");
       if (multi_device) out += Cell(r->device(), "td", "l");

@@ -73,12 +73,9 @@ bool MultiDevice(const v1::BenchmarkReport& report) {
 }
 
 std::string CacheText(const v1::Protocol& protocol) {
-  std::string text = CacheShortName(protocol.cache());
-  if (protocol.cuda_graph()) {
-    absl::StrAppend(&text, ", graph x", protocol.graph_calls() ? protocol.graph_calls() : 20);
-  }
-  if (protocol.rotate_inputs()) absl::StrAppend(&text, ", rotate");
-  return text;
+  return ProtocolShortText(protocol.cache(), protocol.cuda_graph(),
+                           protocol.graph_calls() ? protocol.graph_calls() : 20,
+                           protocol.rotate_inputs());
 }
 
 std::string ProtocolText(const v1::Protocol& protocol) {
@@ -98,27 +95,29 @@ std::string ProtocolText(const v1::Protocol& protocol) {
   } else {
     parts.push_back(absl::StrCat(protocol.repetitions(), " repetitions"));
   }
-  parts.push_back(absl::StrCat("timer ", TimerName(protocol.timer())));
+  parts.push_back(absl::StrCat("timer ", TimerShortName(protocol.timer())));
   parts.push_back(absl::StrCat("seed ", protocol.seed()));
   if (protocol.measure_copy_bandwidth()) parts.push_back("copy bandwidth measured");
   return absl::StrJoin(parts, ", ");
 }
 
 std::string CorrectnessText(const v1::WorkloadResult& result) {
+  // Statuses that end before a check print their name alone; a checked output prints the
+  // status the check gave, with its error.
   switch (result.status()) {
     case v1::RESULT_STATUS_RUNTIME_ERROR:
-      return "ERROR";
     case v1::RESULT_STATUS_SKIPPED:
-      return "SKIPPED";
     case v1::RESULT_STATUS_REJECTED:
-      return "REJECTED";
+      return ResultStatusShortName(result.status());
     default:
       break;
   }
   const v1::Correctness& c = result.correctness();
   if (!c.checked()) return "unchecked";
-  char buffer[48];
-  std::snprintf(buffer, sizeof(buffer), "%s %.1e", c.passed() ? "PASS" : "FAIL", c.max_abs_error());
+  const std::string verdict =
+      ResultStatusShortName(c.passed() ? v1::RESULT_STATUS_PASSED : v1::RESULT_STATUS_INCORRECT);
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), "%s %.1e", verdict.c_str(), c.max_abs_error());
   std::string text = buffer;
   if (c.has_nan()) text += " NaN";
   if (c.has_inf()) text += " Inf";
@@ -148,7 +147,7 @@ std::string Number(double value) {
 
 std::string MeasuredAsText(const v1::BenchmarkReport& report, const v1::WorkloadResult& result) {
   if (!result.measured_as().empty()) return result.measured_as();
-  return absl::StrCat(TimerName(result.timer()), ", ", CacheText(report.protocol()));
+  return absl::StrCat(TimerShortName(result.timer()), ", ", CacheText(report.protocol()));
 }
 
 std::string DramText(const v1::DramTraffic& d) {

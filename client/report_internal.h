@@ -36,7 +36,7 @@ bool MultiDevice(const v1::BenchmarkReport& report);
 std::string CacheText(const v1::Protocol& protocol);
 // One sentence describing the whole protocol.
 std::string ProtocolText(const v1::Protocol& protocol);
-// "PASS 3.9e-03", "FAIL 1.2e+00", "ERROR", "SKIPPED", "unchecked".
+// "passed 3.9e-03", "incorrect 1.2e+00", "runtime_error", "skipped", "rejected", "unchecked".
 std::string CorrectnessText(const v1::WorkloadResult& result);
 // 100 x the preferred figure's ratio; negative when there is none.
 double SolPercent(const google::protobuf::RepeatedPtrField<v1::SolFigure>& figures);

@@ -33,7 +33,7 @@ std::string FormatProgress(const v1::BenchmarkProgress& progress) {
     if (!r.measured_as().empty()) absl::StrAppend(&part, " [", r.measured_as(), "]");
     if (r.integrity_flags_size() > 0) absl::StrAppend(&part, " FLAGGED");
     if (r.status() != v1::RESULT_STATUS_PASSED && r.status() != v1::RESULT_STATUS_UNSPECIFIED) {
-      absl::StrAppend(&part, " (", ResultStatusName(r.status()), ")");
+      absl::StrAppend(&part, " (", ResultStatusShortName(r.status()), ")");
     }
     parts.push_back(std::move(part));
   }
@@ -48,7 +48,7 @@ std::string FormatRunResponse(const v1::RunResponse& response) {
   TextTable table({}, /*align_numbers=*/false);
   table.AddRow({"device", response.device()});
   table.AddRow({"implementation", response.implementation()});
-  table.AddRow({"timer", TimerName(response.timer())});
+  table.AddRow({"timer", TimerShortName(response.timer())});
   table.AddRow({"median", FormatSeconds(l.median_seconds())});
   table.AddRow(
       {"mean", absl::StrCat(FormatSeconds(l.mean_seconds()), " +- ",
@@ -72,11 +72,13 @@ std::string FormatRunResponse(const v1::RunResponse& response) {
   const v1::Correctness& c = response.correctness();
   if (c.checked()) {
     char buffer[160];
-    std::snprintf(buffer, sizeof(buffer),
-                  "%s max abs %.2e, max rel %.2e, matched %.4f%% (atol %g, rtol %g)%s%s",
-                  c.passed() ? "PASS" : "FAIL", c.max_abs_error(), c.max_rel_error(),
-                  100 * c.matched_ratio(), c.tolerance().atol(), c.tolerance().rtol(),
-                  c.has_nan() ? " NaN" : "", c.has_inf() ? " Inf" : "");
+    std::snprintf(
+        buffer, sizeof(buffer),
+        "%s max abs %.2e, max rel %.2e, matched %.4f%% (atol %g, rtol %g)%s%s",
+        ResultStatusShortName(c.passed() ? v1::RESULT_STATUS_PASSED : v1::RESULT_STATUS_INCORRECT)
+            .c_str(),
+        c.max_abs_error(), c.max_rel_error(), 100 * c.matched_ratio(), c.tolerance().atol(),
+        c.tolerance().rtol(), c.has_nan() ? " NaN" : "", c.has_inf() ? " Inf" : "");
     table.AddRow({"correctness", buffer});
     if (!c.detail().empty()) table.AddRow({"detail", c.detail()});
   } else {

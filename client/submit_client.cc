@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/text_table.h"
+#include "common/enum_names.h"
 
 namespace kerneleval::client {
 namespace {
@@ -26,20 +27,6 @@ absl::StatusOr<uint32_t> PerKernel(const std::vector<uint32_t>& values, std::siz
                                                    " kernels; give it once or once per --entry"));
   }
   return values[i];
-}
-
-std::optional<v1::DType> DTypeFlag(const std::string& flag) {
-  if (flag == "bf16") return v1::DTYPE_BF16;
-  if (flag == "fp16") return v1::DTYPE_FP16;
-  if (flag == "fp32") return v1::DTYPE_FP32;
-  return std::nullopt;
-}
-
-std::optional<v1::Mode> ModeFlag(const std::string& flag) {
-  if (flag == "output") return v1::MODE_OUTPUT;
-  if (flag == "output_and_residual") return v1::MODE_OUTPUT_AND_RESIDUAL;
-  if (flag == "in_place") return v1::MODE_IN_PLACE;
-  return std::nullopt;
 }
 
 }  // namespace
@@ -119,10 +106,10 @@ absl::StatusOr<v1::SubmissionSpec> BuildSubmissionSpec(const SubmitSpec& f) {
     if (f.cluster_x > 1) k->mutable_cluster()->set_x(f.cluster_x);
     k->set_pdl(f.pdl);
   }
-  const std::optional<v1::DType> dtype = DTypeFlag(f.dtype);
+  const std::optional<v1::DType> dtype = ParseDTypeName(f.dtype);
   if (!dtype) return absl::InvalidArgumentError("--dtype: bf16, fp16 or fp32");
   spec.set_dtype(*dtype);
-  const std::optional<v1::Mode> mode = ModeFlag(f.mode);
+  const std::optional<v1::Mode> mode = ParseModeName(f.mode);
   if (!mode) return absl::InvalidArgumentError("--mode: output, output_and_residual or in_place");
   spec.set_mode(*mode);
   spec.set_target_arch(f.target_arch);
@@ -141,7 +128,7 @@ std::string FormatSubmission(const v1::Submission& s, bool with_log) {
   const v1::CompileDiagnostics& d = s.diagnostics();
   std::string out = absl::StrCat(
       s.spec().name(), "  ", s.id(), "  (", s.owner(), ")\n", "  ",
-      v1::DType_Name(s.spec().dtype()), " ", v1::Mode_Name(s.spec().mode()), ", ", d.target_arch(),
+      DTypeShortName(s.spec().dtype()), " ", ModeShortName(s.spec().mode()), ", ", d.target_arch(),
       ", NVRTC ", d.nvrtc_version(), ", ", d.cubin_bytes(), " bytes of cubin, ",
       Fixed(d.compile_seconds(), 2), " s", d.cache_hit() ? " (cached)" : "", "\n");
   TextTable table({"kernel", "block", "grid", "registers", "spill st/ld B", "smem static+dyn B",
@@ -169,8 +156,8 @@ std::string FormatSubmissionList(const v1::ListSubmissionsResponse& response) {
     for (const v1::KernelResources& k : s.diagnostics().kernels()) {
       absl::StrAppend(&registers, registers.empty() ? "" : ",", k.registers());
     }
-    table.AddRow({s.spec().name(), s.id(), v1::DType_Name(s.spec().dtype()),
-                  v1::Mode_Name(s.spec().mode()), s.spec().target_arch(),
+    table.AddRow({s.spec().name(), s.id(), DTypeShortName(s.spec().dtype()),
+                  ModeShortName(s.spec().mode()), s.spec().target_arch(),
                   absl::StrCat(s.spec().launch_plan().kernels_size()), registers});
   }
   return table.Render();

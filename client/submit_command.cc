@@ -4,20 +4,10 @@
 
 #include "client/cli.h"
 #include "client/report_format.h"
+#include "common/enum_names.h"
 
 namespace kerneleval::client::cli {
 namespace {
-
-template <typename Message>
-int PrintJson(std::ostream& out, std::ostream& err, const Message& message) {
-  absl::StatusOr<std::string> json = MessageToJson(message);
-  if (!json.ok()) {
-    err << "error: " << json.status().message() << "\n";
-    return kExitRpcError;
-  }
-  out << *json << "\n";
-  return kExitOk;
-}
 
 // bench --suite S --impl <every non-test built-in of the device> --impl <submission id>
 // --check-every-call.
@@ -78,10 +68,10 @@ void AddSubmitCommands(CLI::App* app, SubmitFlags* f) {
   submit->add_flag("--scratch", s->needs_scratch, "Pass a [batch, hidden] scratch buffer");
   submit->add_flag("--ptx", s->ptx, "The source is PTX (default: by the .ptx extension)");
   submit->add_option("--dtype", s->dtype, "dtype the kernel implements")
-      ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
+      ->check(CLI::IsMember(DTypeSpellings()))
       ->capture_default_str();
   submit->add_option("--mode", s->mode, "Mode the kernel implements")
-      ->check(CLI::IsMember({"output", "output_and_residual", "in_place"}))
+      ->check(CLI::IsMember(ModeSpellings()))
       ->capture_default_str();
   submit->add_option("--arch", s->target_arch, "sm_90a or sm_100a (default: the device's)");
   submit->add_option("--device", s->device, "Device whose limits apply (and that --suite uses)");

@@ -1,6 +1,6 @@
-// The one table between the wire contract's enums (kerneleval.v1), the kernels' enums and
-// the names people type and read ("bf16", "bfloat16", "output_and_residual", "cupti").
-// Every layer converts through here; nothing else spells these tables.
+// Between the wire contract's enums (kerneleval.v1) and the kernels' enums; the names
+// people type and read come from common/enum_names.h, included here for the callers that
+// need both. Every layer converts through these; nothing else spells these tables.
 //
 // Pure functions; safe to call from any thread.
 #pragma once
@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/enum_names.h"
 #include "kerneleval/kernels/fused_add_rmsnorm.h"
 #include "kerneleval/v1/kerneleval.pb.h"
 
@@ -27,21 +28,6 @@ v1::Mode ModeToProto(Mode mode);
 
 // Bytes per element of a wire dtype; 0 for DTYPE_UNSPECIFIED or an unknown value.
 std::uint64_t DTypeSize(v1::DType dtype);
-
-// Short names for tables, labels and flags: "bf16", "fp16", "fp32"; "output",
-// "output_and_residual", "in_place"; "cupti", "cuda_events", "host_clock"; "cold", "hot".
-std::string DTypeShortName(v1::DType dtype);
-std::string ModeShortName(v1::Mode mode);
-std::string TimerShortName(v1::Timer timer);
-std::string CacheShortName(v1::CacheMode cache);
-// A SOL figure's peak, as reports and metric labels name it: "device_attributes",
-// "datasheet", "measured_copy".
-std::string PeakSourceShortName(v1::PeakSource source);
-
-// What people type: the short names, and the long ones of suite files and frameworks
-// ("bfloat16", "float16", "half", "float32", "float"). nullopt for anything else.
-std::optional<v1::DType> ParseDTypeName(std::string_view name);
-std::optional<v1::Mode> ParseModeName(std::string_view name);
 
 // The suite-file spelling of a dtype (FlashInfer-Bench's): "bfloat16", "float16", "float32".
 std::string DTypeFileName(v1::DType dtype);

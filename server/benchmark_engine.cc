@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "common/host_name.h"
 #include "common/input_generator.h"
 #include "server/evaluation.h"
 #include "server/measurement_checks.h"
@@ -32,12 +33,6 @@ namespace {
 
 // Reasons that mean the clocks were held back, not merely idle or set by the admin.
 constexpr std::uint64_t kBenignThrottleBits = 0x1 | 0x2 | 0x100;
-
-std::string Hostname() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof(buf) - 1) != 0) return "";
-  return buf;
-}
 
 v1::Clocks ReadClocks(Backend& backend, bool* available) { return backend.ReadClocks(available); }
 
@@ -143,7 +138,7 @@ DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
   env.set_server_version(ServerVersion());
   env.set_git_revision(GitRevision());
   env.set_timestamp(absl::FormatTime(absl::RFC3339_sec, absl::Now(), absl::UTCTimeZone()));
-  env.set_hostname(Hostname());
+  env.set_hostname(HostName());
   env.set_cupti_status(backend.TimerStatus());
   bool clocks_available = false;
   *env.mutable_clocks_before() = ReadClocks(backend, &clocks_available);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/enum_names.h"
 
 namespace kerneleval::server {
 namespace {
@@ -28,24 +29,8 @@ DeclaredBytes DeclaredReadWrite(const Problem& p) {
 }
 
 std::string MeasuredAs(v1::Timer timer, const MeasureOptions& options) {
-  std::string text;
-  switch (timer) {
-    case v1::TIMER_CUPTI:
-      text = "cupti";
-      break;
-    case v1::TIMER_CUDA_EVENTS:
-      text = "events";
-      break;
-    case v1::TIMER_HOST_CLOCK:
-      text = "host clock";
-      break;
-    default:
-      text = "unknown timer";
-  }
-  absl::StrAppend(&text, options.cold ? ", cold" : ", hot");
-  if (options.graph) absl::StrAppend(&text, ", graph x", std::max(1u, options.graph_calls));
-  if (options.rotate_inputs) absl::StrAppend(&text, ", rotate");
-  return text;
+  return MeasuredAsName(timer, options.cold ? v1::CACHE_MODE_COLD : v1::CACHE_MODE_HOT,
+                        options.graph, std::max(1u, options.graph_calls), options.rotate_inputs);
 }
 
 bool AnnotateMeasurement(const Measurement& m, const Problem& problem, const v1::Device& device,

@@ -36,7 +36,7 @@ bool AnnotateMeasurement(const Measurement& m, const Problem& problem, const v1:
                          const MeasureOptions& options, double median_seconds,
                          v1::WorkloadResult* result, v1::Environment* env);
 
-// "cupti, cold", "events, hot, graph x50, rotate": the timer, cache mode and protocol.
+// "cupti, cold", "cuda_events, hot, graph x50, rotate" (common/enum_names.h MeasuredAsName).
 std::string MeasuredAs(v1::Timer timer, const MeasureOptions& options);
 
 // Folds `part` into `total` (min of mins, max of maxes, sample-weighted mean, OR of masks).

@@ -8,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/bounded_text.h"
 #include "common/conversions.h"
 
 namespace kerneleval::server::oip {
@@ -88,13 +89,9 @@ absl::StatusOr<std::string> StringParam(const InferParameter& p, const std::stri
 }
 
 absl::StatusOr<v1::Timer> ParseTimer(const std::string& name, const std::string& field) {
-  std::vector<std::string> names;
-  for (v1::Timer t : {v1::TIMER_CUPTI, v1::TIMER_CUDA_EVENTS, v1::TIMER_HOST_CLOCK}) {
-    if (name == TimerShortName(t)) return t;
-    names.push_back(TimerShortName(t));
-  }
-  return Invalid(field,
-                 absl::StrCat("'", name, "' is not a timer (", absl::StrJoin(names, ", "), ")"));
+  if (const std::optional<v1::Timer> timer = ParseTimerName(name)) return *timer;
+  return Invalid(field, absl::StrCat(Quote(name), " is not a timer (",
+                                     absl::StrJoin(TimerNames(), ", "), ")"));
 }
 
 absl::Status ApplyParameter(const std::string& key, const InferParameter& p, InferPlan* plan) {
@@ -109,9 +106,8 @@ absl::Status ApplyParameter(const std::string& key, const InferParameter& p, Inf
     if (!name.ok()) return name.status();
     const std::optional<v1::Mode> mode = ParseModeName(*name);
     if (!mode.has_value()) {
-      return Invalid(field, absl::StrCat("'", *name,
-                                         "' is not a mode (output, output_and_residual, "
-                                         "in_place)"));
+      return Invalid(field, absl::StrCat(Quote(*name), " is not a mode (",
+                                         absl::StrJoin(ModeNames(), ", "), ")"));
     }
     run.set_mode(*mode);
   } else if (key == "device") {

@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/enum_names.h"
+#include "common/preferred_sol.h"
 
 namespace kerneleval::server::store {
 
@@ -46,10 +48,8 @@ std::vector<double> ComparableSamples(const v1::StoredResult& r) {
 }
 
 double PrimarySolRatio(const v1::WorkloadResult& r) {
-  for (const v1::SolFigure& s : r.sol()) {
-    if (s.source() == v1::PEAK_SOURCE_DEVICE_ATTRIBUTES) return s.sol_ratio();
-  }
-  return r.sol().empty() ? 0 : r.sol(0).sol_ratio();
+  const v1::SolFigure* sol = PreferredSol(r.sol());
+  return sol == nullptr ? 0 : sol->sol_ratio();
 }
 
 namespace {
@@ -69,7 +69,7 @@ nlohmann::ordered_json FlatRow(const v1::StoredResult& s) {
       {"submission_hash", s.receipt().submission_hash()},
       {"device", r.device()},
       {"device_model", s.environment().device().model()},
-      {"status", v1::ResultStatus_Name(r.status())},
+      {"status", ResultStatusShortName(r.status())},
       {"median_seconds", r.latency().median_seconds()},
       {"mean_seconds", r.latency().mean_seconds()},
       {"min_seconds", r.latency().min_seconds()},

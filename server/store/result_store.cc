@@ -15,6 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/host_name.h"
 #include "server/store/comparability.h"
 #include "server/store/compare_results.h"
 #include "server/store/result_rows.h"
@@ -39,12 +40,6 @@ std::string NewRunId() {
   unsigned char bytes[16];
   for (unsigned char& b : bytes) b = static_cast<unsigned char>(rd());
   return Hex(bytes, sizeof(bytes));
-}
-
-std::string Hostname() {
-  char name[256] = {};
-  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
-  return name;
 }
 
 std::int64_t Int(const std::optional<std::string>& v) {
@@ -140,7 +135,8 @@ absl::StatusOr<std::unique_ptr<ResultStore>> ResultStore::Open(
   }
   if (absl::Status s = Migrate(db.get()); !s.ok()) return s;
   StoreOptions resolved = options;
-  if (resolved.server_name.empty()) resolved.server_name = Hostname();
+  if (resolved.server_name.empty()) resolved.server_name = HostName();
+  if (resolved.server_name.empty()) resolved.server_name = "unknown";
   std::unique_ptr<ResultStore> store(new ResultStore(std::move(resolved), std::move(db)));
   if (registry != nullptr) store->gauges_ = std::make_unique<RegressionGauges>(registry);
   store->writer_ = std::thread([s = store.get()] { s->WriterLoop(); });

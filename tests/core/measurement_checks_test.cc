@@ -145,7 +145,7 @@ TEST(MeasurementChecks, HotResultsThatFitInL2AreNotHeldToTheDramFloor) {
   v1::Environment env;
   AnnotateMeasurement(m, p, H200(), hot, 1e-6, &r, &env);
   EXPECT_EQ(r.integrity_flags_size(), 0);
-  EXPECT_EQ(r.measured_as(), "events, hot, graph x50");
+  EXPECT_EQ(r.measured_as(), "cuda_events, hot, graph x50");
   EXPECT_FALSE(r.has_dram());  // not asked for
 }
 

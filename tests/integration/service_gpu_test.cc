@@ -153,9 +153,9 @@ TEST_P(ServiceGpuTest, BenchmarkTheSuiteColdAndInGraphReplay) {
     const v1::Environment& env = report.environments(0);
     for (const v1::WorkloadResult& r : report.results()) {
       SCOPED_TRACE(r.workload() + " " + r.implementation());
-      const char* expected = graph                          ? "events, hot, graph x"
+      const char* expected = graph                          ? "cuda_events, hot, graph x"
                              : r.timer() == v1::TIMER_CUPTI ? "cupti, cold"
-                                                            : "events, cold";
+                                                            : "cuda_events, cold";
       EXPECT_EQ(r.measured_as().rfind(expected, 0), 0u) << r.measured_as();
       if (env.clocks_available()) {
         // Clocks read while the samples ran, and the admission wait before them.

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 import grpc
 
+from kerneleval import _names as names
 from kerneleval._errors import KernelEvalError
 from kerneleval._report import BenchReport, RunResult
 from kerneleval._tensors import ArrayLike, like, to_numpy, to_proto
@@ -17,29 +18,7 @@ from kerneleval.v1 import submissions_pb2_grpc as spb_grpc
 # The server's default --max-message-bytes: three 66 MB tensors and their answer fit.
 MAX_MESSAGE_BYTES = 512 * 1024 * 1024
 
-_MODES = {
-    "output": pb.MODE_OUTPUT,
-    "output_and_residual": pb.MODE_OUTPUT_AND_RESIDUAL,
-    "in_place": pb.MODE_IN_PLACE,
-}
-_TIMERS = {
-    "cupti": pb.TIMER_CUPTI,
-    "cuda_events": pb.TIMER_CUDA_EVENTS,
-    "host_clock": pb.TIMER_HOST_CLOCK,
-}
-_CACHE = {"cold": pb.CACHE_MODE_COLD, "hot": pb.CACHE_MODE_HOT}
-
 ProgressCallback = Callable[[pb.BenchmarkProgress], None]
-
-
-T = TypeVar("T")
-
-
-def _choice(table: Mapping[str, T], value: str, what: str) -> T:
-    try:
-        return table[value]
-    except KeyError:
-        raise ValueError(f"{what}: {value!r} is not one of {', '.join(table)}") from None
 
 
 def custom_suite(
@@ -54,11 +33,10 @@ def custom_suite(
 
     `dtype` is "bf16", "fp16" or "fp32"; `mode` as in `Client.run`.
     """
-    dtypes = {"bf16": pb.DTYPE_BF16, "fp16": pb.DTYPE_FP16, "fp32": pb.DTYPE_FP32}
     suite = pb.SuiteDefinition(
         name=name,
-        dtype=_choice(dtypes, dtype, "dtype"),
-        mode=_choice(_MODES, mode, "mode"),
+        dtype=names.parse(pb.DType, dtype, "dtype"),
+        mode=names.parse(pb.Mode, mode, "mode"),
         eps=eps,
         axes=[
             pb.Axis(name="batch_size"),
@@ -165,7 +143,7 @@ class Client:
             hidden_states=to_proto(hidden_states, "hidden_states"),
             residual=to_proto(residual, "residual"),
             weight=to_proto(weight, "weight"),
-            mode=_choice(_MODES, mode, "mode"),
+            mode=names.parse(pb.Mode, mode, "mode"),
             device=device,
             implementation=implementation,
             check_correctness=check,
@@ -175,21 +153,21 @@ class Client:
         if eps is not None:
             request.eps = eps
         if timer is not None:
-            request.timer = _choice(_TIMERS, timer, "timer")
+            request.timer = names.parse(pb.Timer, timer, "timer")
         response: pb.RunResponse = self._call(self._stub.Run, request, timeout)
         residual_out = None
         if response.HasField("residual_out"):
             residual_out = like(residual, to_numpy(response.residual_out))
-        sol = response.sol[0].sol_ratio if response.sol else None
+        sol = names.preferred_sol(response.sol)
         return RunResult(
             output=like(hidden_states, to_numpy(response.output)),
             residual_out=residual_out,
             device=response.device,
             implementation=response.implementation,
-            timer=pb.Timer.Name(response.timer).removeprefix("TIMER_").lower(),
+            timer=names.name(pb.Timer, response.timer),
             median_seconds=response.latency.median_seconds,
             bytes_per_second=response.bytes_per_second,
-            sol_ratio=sol,
+            sol_ratio=None if sol is None else sol.sol_ratio,
             correctness=response.correctness if response.correctness.checked else None,
             response=response,
         )
@@ -228,7 +206,7 @@ class Client:
             The report: `rows()`, `summaries()`, `to_pandas()`, and `proto`.
         """
         protocol = pb.Protocol(
-            cache=_choice(_CACHE, cache, "cache"),
+            cache=names.parse(pb.CacheMode, cache, "cache"),
             cuda_graph=cuda_graph,
             rotate_inputs=rotate_inputs,
             max_total_seconds=max_total_seconds,
@@ -238,7 +216,7 @@ class Client:
         if repetitions is not None:
             protocol.repetitions = repetitions
         if timer is not None:
-            protocol.timer = _choice(_TIMERS, timer, "timer")
+            protocol.timer = names.parse(pb.Timer, timer, "timer")
         if seed is not None:
             protocol.seed = seed
         request = pb.BenchmarkRequest(
