@@ -5,7 +5,6 @@
 
 #include "client/push.h"
 #include "client/results_command.h"
-#include "common/enum_names.h"
 
 namespace kerneleval::client::cli {
 namespace {
@@ -37,14 +36,31 @@ void AddGlobalFlags(CLI::App* app, GlobalFlags* g) {
       ->capture_default_str();
 }
 
+// --batch 0 says so, not "0 not in range 0 to 1.79769e+308".
+CLI::Validator AtLeastOne() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        long long value = 0;
+        std::size_t used = 0;
+        try {
+          value = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used != text.size() || value < 1)
+          return "must be a whole number, 1 or more, not " + text;
+        return "";
+      },
+      "N>=1");
+}
+
 void AddRunCommand(CLI::App* app, RunFlags* r) {
   CLI::App* run = app->add_subcommand("run", "Run the operation once on random or given inputs");
-  auto* batch =
-      run->add_option("--batch", r->batch, "Rows of random inputs")->check(CLI::PositiveNumber);
-  auto* hidden = run->add_option("--hidden", r->hidden, "Columns of random inputs")
-                     ->check(CLI::PositiveNumber);
+  auto* batch = run->add_option("--batch", r->batch, "Rows of random inputs")->check(AtLeastOne());
+  auto* hidden =
+      run->add_option("--hidden", r->hidden, "Columns of random inputs")->check(AtLeastOne());
   auto* dtype = run->add_option("--dtype", r->dtype, "Random inputs' dtype")
-                    ->check(CLI::IsMember(DTypeSpellings()))
+                    ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
                     ->capture_default_str();
   auto* seed = run->add_option("--seed", r->seed, "Random inputs' seed")->capture_default_str();
   auto* input =
@@ -52,7 +68,7 @@ void AddRunCommand(CLI::App* app, RunFlags* r) {
           ->check(CLI::ExistingFile);
   input->excludes(batch)->excludes(hidden)->excludes(dtype)->excludes(seed);
   run->add_option("--mode", r->mode, "What the kernel writes")
-      ->check(CLI::IsMember(ModeSpellings()))
+      ->check(CLI::IsMember({"output", "output_and_residual", "in_place"}))
       ->capture_default_str();
   run->add_option("--eps", r->eps, "RMSNorm epsilon (default 1e-6)")->check(CLI::PositiveNumber);
   run->add_option("--device", r->device, "cpu, cuda:0, ... (default: least loaded)");
@@ -65,7 +81,7 @@ void AddRunCommand(CLI::App* app, RunFlags* r) {
   run->add_option("--timer", r->timer,
                   "Timer; auto: CUDA events on a GPU (CUPTI adds ~0.5 ms per call), host clock on "
                   "the CPU")
-      ->check(CLI::IsMember(TimerSpellings()))
+      ->check(CLI::IsMember({"auto", "cupti", "events", "host"}))
       ->capture_default_str();
   run->add_option("--output", r->output, "Write output (and residual_out) as safetensors");
 }
@@ -112,7 +128,7 @@ void AddBenchCommand(CLI::App* app, BenchFlags* b) {
       ->needs(graph);
   bench->add_flag("--rotate", b->rotate, "Rotate among input copies larger than L2");
   bench->add_option("--timer", b->timer, "Timer")
-      ->check(CLI::IsMember(TimerSpellings()))
+      ->check(CLI::IsMember({"auto", "cupti", "events", "host"}))
       ->capture_default_str();
   bench->add_option("--seed", b->seed, "Input generation seed (server default 200)");
   bench->add_flag("--measure-copy", b->measure_copy, "Also report SOL against a measured copy");
@@ -154,6 +170,19 @@ absl::Status ValidateBenchFanOut(const CliConfig& config) {
   return absl::OkStatus();
 }
 
+// "HOST" dials HOST:50051, as the help says; addresses with a port, bracketed IPv6 with
+// one, and gRPC URIs ("dns:", "unix:", ...) are left as they are.
+std::string WithDefaultPort(const std::string& target) {
+  if (target.empty() || target.find("://") != std::string::npos) return target;
+  if (target[0] == '[') {
+    return target.find("]:") == std::string::npos ? target + ":50051" : target;
+  }
+  const std::size_t colon = target.find(':');
+  if (colon == std::string::npos) return target + ":50051";
+  // "dns:host", "unix:path", "ipv4:..." are schemes: a port is digits after the only colon.
+  return target;
+}
+
 absl::Status Validate(const CLI::App& app, CliConfig* config) {
   for (const CLI::App* sub : app.get_subcommands()) config->command = sub->get_name();
   if (config->global.targets.size() > 1 && config->command != "bench") {
@@ -163,6 +192,8 @@ absl::Status Validate(const CLI::App& app, CliConfig* config) {
     if (absl::Status status = ValidateBenchFanOut(*config); !status.ok()) return status;
   }
   if (config->global.targets.empty()) config->global.targets.push_back("localhost:50051");
+  for (std::string& target : config->global.targets) target = WithDefaultPort(target);
+  SetRpcErrorTarget(config->global.targets.size() == 1 ? config->global.targets.front() : "");
   if (config->command == "run" && config->run.input.empty() &&
       (config->run.batch == 0 || config->run.hidden == 0)) {
     return absl::InvalidArgumentError("run: give --input FILE, or --batch and --hidden");
@@ -193,7 +224,8 @@ std::unique_ptr<CLI::App> BuildCliApp(CliConfig* config) {
       ->add_option("--device", config->implementations_device, "Only this device's");
   app->add_subcommand("health", "grpc.health.v1 check; exit 0 when SERVING")
       ->add_option("--service", config->health_service,
-                   "Service name, e.g. readiness (default: the whole server)");
+                   "Service name (default readiness: devices ready; '' for the whole server)")
+      ->capture_default_str();
   app->add_subcommand("services", "List services through server reflection");
   AddRunCommand(app.get(), &config->run);
   AddBenchCommand(app.get(), &config->bench);

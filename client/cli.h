@@ -24,7 +24,14 @@
 
 namespace kerneleval::client::cli {
 
-enum ExitCode : int { kExitOk = 0, kExitRpcError = 1, kExitUsage = 2, kExitIncorrect = 3 };
+// kExitInterrupted: 128 + SIGINT, as a shell reports a command that Ctrl-C ended.
+enum ExitCode : int {
+  kExitOk = 0,
+  kExitRpcError = 1,
+  kExitUsage = 2,
+  kExitIncorrect = 3,
+  kExitInterrupted = 130
+};
 
 struct GlobalFlags {
   std::vector<std::string> targets;  // Repeatable for bench; one for the other commands.
@@ -91,7 +98,9 @@ struct CliConfig {
   GlobalFlags global;
   std::string command;  // The chosen subcommand's name.
   std::string implementations_device;
-  std::string health_service;
+  // Default readiness: the server is up and its devices are ready ("" = the whole server,
+  // which is SERVING before the devices are).
+  std::string health_service = "readiness";
   RunFlags run;
   BenchFlags bench;
   SubmitFlags submit;  // submit, submissions (client/submit_command.h)
@@ -114,10 +123,11 @@ int Main(int argc, char** argv);
 
 // What every command shares (client/cli_commands.cc): the connection the global flags
 // describe, and an RPC error printed as "error: CODE: message" (returns kExitRpcError).
+// RpcError adds what to do where the code says it: UNAVAILABLE asks whether the server runs
+// at the address (SetRpcErrorTarget, which parsing sets), RESOURCE_EXHAUSTED names the
+// message-size flags of both sides.
 ClientOptions ToClientOptions(const GlobalFlags& g);
 int RpcError(std::ostream& err, const grpc::Status& status);
-// `message` as JSON (report_format.h MessageToJson) and a newline; kExitOk, or
-// kExitRpcError with "error: message" when it cannot be printed.
-int PrintJson(std::ostream& out, std::ostream& err, const google::protobuf::Message& message);
+void SetRpcErrorTarget(const std::string& target);
 
 }  // namespace kerneleval::client::cli

@@ -6,8 +6,10 @@
 #include <iostream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "client/cli.h"
 #include "client/fanout.h"
+#include "client/interrupt_watcher.h"
 #include "client/kerneleval_client.h"
 #include "client/push.h"
 #include "client/report_format.h"
@@ -21,10 +23,12 @@
 namespace kerneleval::client::cli {
 namespace {
 
-// --timer: auto (the server's choice), or a timer's name or alias (common/enum_names.h);
-// the flag's check admits nothing else.
+// --timer: auto (the server's choice), cupti, events, host.
 v1::Timer TimerFromFlag(const std::string& flag) {
-  return ParseTimerName(flag).value_or(v1::TIMER_UNSPECIFIED);
+  if (flag == "cupti") return v1::TIMER_CUPTI;
+  if (flag == "events") return v1::TIMER_CUDA_EVENTS;
+  if (flag == "host") return v1::TIMER_HOST_CLOCK;
+  return v1::TIMER_UNSPECIFIED;
 }
 
 int LocalError(std::ostream& err, const absl::Status& status, int code) {
@@ -36,8 +40,13 @@ int LocalError(std::ostream& err, const absl::Status& status, int code) {
 template <typename Message, typename Format>
 int Print(const CliConfig& config, std::ostream& out, std::ostream& err, const Message& message,
           Format format) {
-  if (config.global.json) return PrintJson(out, err, message);
-  out << format(message);
+  if (!config.global.json) {
+    out << format(message);
+    return kExitOk;
+  }
+  absl::StatusOr<std::string> json = MessageToJson(message);
+  if (!json.ok()) return LocalError(err, json.status(), kExitRpcError);
+  out << *json << "\n";
   return kExitOk;
 }
 
@@ -238,6 +247,24 @@ int RunBenchFanOut(const CliConfig& config, const std::vector<BenchTarget>& targ
   return FanOutExitCode(results);
 }
 
+// After Ctrl-C: the results the progress events carried, the partial run the server keeps
+// (it stores what a cancelled bench measured), and 130.
+int Interrupted(const BenchFlags& flags, v1::BenchmarkReport partial, ReportFormat format,
+                std::ostream& out, std::ostream& err) {
+  partial.set_complete(false);
+  err << "interrupted: cancelled the benchmark after " << partial.results_size()
+      << (partial.results_size() == 1 ? " result" : " results") << "\n";
+  if (partial.results_size() > 0) {
+    if (absl::StatusOr<std::string> text = FormatReport(partial, format); text.ok()) {
+      (void)EmitReport(flags, *text, out, err);
+    }
+  }
+  if (!partial.run_id().empty()) {
+    err << "partial run stored as run " << partial.run_id() << "\n";
+  }
+  return kExitInterrupted;
+}
+
 int RunBench(const CliConfig& config, const KernelEvalClient& client, std::ostream& out,
              std::ostream& err) {
   const BenchFlags& flags = config.bench;
@@ -253,22 +280,46 @@ int RunBench(const CliConfig& config, const KernelEvalClient& client, std::ostre
   const std::vector<BenchTarget> targets = ExpandTargets(config.global.targets);
   if (targets.size() > 1) return RunBenchFanOut(config, targets, request, format, out, err);
 
-  const bool show_progress = isatty(STDERR_FILENO) == 1;
+  // A bar redrawn in place on a terminal; elsewhere (a log file, CI) one line per workload.
+  const bool terminal = isatty(STDERR_FILENO) == 1;
   bool drew = false;
   v1::BenchmarkReport report;
-  grpc::Status status = client.Benchmark(request, [&](const v1::BenchmarkEvent& event) {
-    if (event.has_report()) report = event.report();
-    if (event.has_progress() && show_progress) {
-      DrawProgress(err, event.progress());
-      drew = true;
-    }
-  });
+  v1::BenchmarkReport partial;  // what the progress events carried, for Ctrl-C
+  partial.set_suite(request.suite().empty() ? request.custom_suite().name() : request.suite());
+  CallCanceller canceller;
+  grpc::Status status;
+  bool interrupted = false;
+  {
+    InterruptWatcher watcher([&canceller] { canceller.Cancel(); });
+    status = client.Benchmark(
+        request,
+        [&](const v1::BenchmarkEvent& event) {
+          if (event.has_report()) report = event.report();
+          if (!event.has_progress()) return;
+          const v1::BenchmarkProgress& p = event.progress();
+          partial.set_run_id(p.run_id());
+          for (const v1::WorkloadResult& r : p.results()) *partial.add_results() = r;
+          if (terminal) {
+            DrawProgress(err, p);
+            drew = true;
+          } else {
+            err << FormatProgress(p) << "\n" << std::flush;
+          }
+        },
+        &canceller);
+    interrupted = watcher.interrupted();
+  }
   if (drew) err << "\r\033[K" << std::flush;
+  if (interrupted) return Interrupted(flags, partial, format, out, err);
   if (!status.ok()) return RpcError(err, status);
 
   absl::StatusOr<std::string> text = FormatReport(report, format);
   if (!text.ok()) return LocalError(err, text.status(), kExitRpcError);
   if (const int code = EmitReport(flags, *text, out, err); code != kExitOk) return code;
+  // JSON carries run_id itself; the other formats say it beside the report.
+  if (!report.run_id().empty() && format != ReportFormat::kJson) {
+    err << "stored as run " << report.run_id() << "\n";
+  }
   if (!flags.pushgateway.empty()) {
     TargetResult result;
     result.target = client.options().target;
@@ -330,20 +381,29 @@ ClientOptions ToClientOptions(const GlobalFlags& g) {
   return options;
 }
 
+namespace {
+// The one address this command dials ("" for several): set once, before any call.
+std::string& RpcErrorTarget() {
+  static std::string target;
+  return target;
+}
+}  // namespace
+
+void SetRpcErrorTarget(const std::string& target) { RpcErrorTarget() = target; }
+
 int RpcError(std::ostream& err, const grpc::Status& status) {
   err << "error: " << absl::StatusCodeToString(static_cast<absl::StatusCode>(status.error_code()))
       << ": " << status.error_message() << "\n";
-  return kExitRpcError;
-}
-
-int PrintJson(std::ostream& out, std::ostream& err, const google::protobuf::Message& message) {
-  absl::StatusOr<std::string> json = MessageToJson(message);
-  if (!json.ok()) {
-    err << "error: " << json.status().message() << "\n";
-    return kExitRpcError;
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    const std::string& target = RpcErrorTarget();
+    err << "hint: is the server running at " << (target.empty() ? "the --target address" : target)
+        << "? (kerneleval-server --listen; --target HOST:PORT, default port 50051)\n";
+  } else if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+             absl::StrContains(status.error_message(), "message")) {
+    err << "hint: a message exceeded a size limit: raise the server's with "
+           "kerneleval-server --max-message-bytes and this client's with --max-message-mib\n";
   }
-  out << *json << "\n";
-  return kExitOk;
+  return kExitRpcError;
 }
 
 int RunCommand(const CliConfig& config, std::ostream& out, std::ostream& err) {

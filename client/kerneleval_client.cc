@@ -180,12 +180,36 @@ grpc::Status KernelEvalClient::Run(const v1::RunRequest& request, v1::RunRespons
   return stub_->Run(NewContext().get(), request, response);
 }
 
+void CallCanceller::Cancel() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancelled_ = true;
+  if (context_ != nullptr) context_->TryCancel();
+}
+
+bool CallCanceller::cancelled() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancelled_;
+}
+
+void CallCanceller::Attach(grpc::ClientContext* context) {
+  std::lock_guard<std::mutex> lock(mu_);
+  context_ = context;
+  if (cancelled_) context_->TryCancel();
+}
+
+void CallCanceller::Detach() {
+  std::lock_guard<std::mutex> lock(mu_);
+  context_ = nullptr;
+}
+
 grpc::Status KernelEvalClient::Benchmark(
     const v1::BenchmarkRequest& request,
-    const std::function<void(const v1::BenchmarkEvent&)>& on_event) const {
+    const std::function<void(const v1::BenchmarkEvent&)>& on_event,
+    CallCanceller* canceller) const {
   std::unique_ptr<grpc::ClientContext> context = NewContext();
   std::unique_ptr<grpc::ClientReader<v1::BenchmarkEvent>> reader =
       stub_->Benchmark(context.get(), request);
+  if (canceller != nullptr) canceller->Attach(context.get());
   v1::BenchmarkEvent event;
   bool saw_report = false;
   while (reader->Read(&event)) {
@@ -193,6 +217,7 @@ grpc::Status KernelEvalClient::Benchmark(
     if (on_event) on_event(event);
   }
   grpc::Status status = reader->Finish();
+  if (canceller != nullptr) canceller->Detach();
   if (status.ok() && !saw_report) {
     return grpc::Status(grpc::StatusCode::INTERNAL, "the benchmark stream ended without a report");
   }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,22 @@ grpc::Status MakeChannel(const ClientOptions& options, std::shared_ptr<grpc::Cha
 // and the bearer token when one is set.
 std::unique_ptr<grpc::ClientContext> NewCallContext(const ClientOptions& options);
 
+// Lets another thread cancel a call in flight: the CLI's Ctrl-C watcher calls Cancel(), which
+// TryCancel()s the attached context (or the next one attached, at once). Thread-safe.
+class CallCanceller {
+ public:
+  void Cancel();
+  bool cancelled() const;
+  // While a call runs, its context is attached; Detach() before the context dies.
+  void Attach(grpc::ClientContext* context);
+  void Detach();
+
+ private:
+  mutable std::mutex mu_;
+  grpc::ClientContext* context_ = nullptr;
+  bool cancelled_ = false;
+};
+
 class KernelEvalClient {
  public:
   // Creates a client with its own channel; see MakeChannel for the errors.
@@ -59,8 +76,11 @@ class KernelEvalClient {
   // Reads the event stream synchronously, calling `on_event` for every event in order on the
   // calling thread. Returns the stream's status; a stream that ends OK without a report is
   // reported as INTERNAL (the contract promises exactly one).
+  // `canceller` (may be null) cancels the stream from another thread: the status is then
+  // CANCELLED, after the events received so far.
   grpc::Status Benchmark(const v1::BenchmarkRequest& request,
-                         const std::function<void(const v1::BenchmarkEvent&)>& on_event) const;
+                         const std::function<void(const v1::BenchmarkEvent&)>& on_event,
+                         CallCanceller* canceller = nullptr) const;
 
   grpc::Status ListSuites(v1::ListSuitesResponse* response) const;
   grpc::Status ListDevices(v1::ListDevicesResponse* response) const;

@@ -11,29 +11,60 @@
 #include "client/report_format.h"
 #include "client/results_client.h"
 #include "client/text_table.h"
-#include "common/enum_names.h"
+#include "common/bounded_text.h"
 
 namespace kerneleval::client::cli {
 namespace {
 
-// Unix seconds, YYYY-MM-DD or RFC 3339; 0 for empty.
+int PrintJson(std::ostream& out, std::ostream& err, const google::protobuf::Message& message) {
+  absl::StatusOr<std::string> json = MessageToJson(message);
+  if (!json.ok()) {
+    err << "error: " << json.status().message() << "\n";
+    return kExitRpcError;
+  }
+  out << *json << "\n";
+  return kExitOk;
+}
+
+// How history, leaderboard and compare print times (UTC).
+constexpr char kWhenFormat[] = "%Y-%m-%d %H:%M:%S";
+
+// Unix seconds, the printed form, YYYY-MM-DD or RFC 3339; 0 for empty.
 absl::StatusOr<std::int64_t> ParseWhen(const std::string& flag, const std::string& text) {
   if (text.empty()) return 0;
   std::int64_t seconds = 0;
   if (absl::SimpleAtoi(text, &seconds)) return seconds;
   absl::Time t;
   std::string error;
-  if (absl::ParseTime(absl::RFC3339_full, text, &t, &error) ||
+  // kWhenFormat first: the time history prints is accepted back as it is.
+  if (absl::ParseTime(kWhenFormat, text, absl::UTCTimeZone(), &t, &error) ||
+      absl::ParseTime("%Y-%m-%dT%H:%M:%S", text, absl::UTCTimeZone(), &t, &error) ||
+      absl::ParseTime(absl::RFC3339_full, text, &t, &error) ||
       absl::ParseTime("%Y-%m-%d", text, absl::UTCTimeZone(), &t, &error)) {
     return absl::ToUnixSeconds(t);
   }
   return absl::InvalidArgumentError(
-      absl::StrCat(flag, ": '", text, "' is not Unix seconds, YYYY-MM-DD or RFC 3339"));
+      absl::StrCat(flag, ": ", Quote(text),
+                   " is not Unix seconds, YYYY-MM-DD, 'YYYY-MM-DD HH:MM:SS' (UTC) or RFC 3339"));
 }
 
 std::string When(std::int64_t unix_seconds) {
-  return absl::FormatTime("%Y-%m-%d %H:%M:%S", absl::FromUnixSeconds(unix_seconds),
-                          absl::UTCTimeZone());
+  return absl::FormatTime(kWhenFormat, absl::FromUnixSeconds(unix_seconds), absl::UTCTimeZone());
+}
+
+const char* StatusWord(v1::ResultStatus s) {
+  switch (s) {
+    case v1::RESULT_STATUS_PASSED:
+      return "passed";
+    case v1::RESULT_STATUS_INCORRECT:
+      return "INCORRECT";
+    case v1::RESULT_STATUS_RUNTIME_ERROR:
+      return "ERROR";
+    case v1::RESULT_STATUS_SKIPPED:
+      return "skipped";
+    default:
+      return "-";
+  }
 }
 
 std::string ThresholdText(double threshold) {
@@ -159,10 +190,40 @@ int History(const ResultsClient& client, const CliConfig& config, const ResultsF
   request.set_page_size(f.page_size);
   request.set_page_token(f.page_token);
   request.set_include_samples(f.samples);
+  request.set_runs(f.list_runs);
   v1::HistoryResponse response;
   if (grpc::Status s = client.History(request, &response); !s.ok()) return RpcError(err, s);
   if (config.global.json) return PrintJson(out, err, response);
-  out << FormatHistory(response);
+  if (f.list_runs) {
+    TextTable table({"run", "time (UTC)", "suite", "results", "complete", "device", "server"});
+    for (const v1::RunSummary& r : response.runs()) {
+      table.AddRow({r.run_id(), When(r.created_unix_seconds()), r.suite(),
+                    std::to_string(r.results()), r.complete() ? "yes" : "NO (cut short)",
+                    r.device_model(), r.server()});
+    }
+    out << table.Render();
+    if (!response.next_page_token().empty()) {
+      out << "more: --page-token " << response.next_page_token() << "\n";
+    }
+    return kExitOk;
+  }
+  TextTable table({"result", "time (UTC)", "suite", "workload", "implementation", "device",
+                   "status", "median", "SOL %", "samples"});
+  for (const v1::StoredResult& s : response.results()) {
+    const v1::WorkloadResult& r = s.result();
+    double sol = 0;
+    for (const auto& figure : r.sol()) {
+      if (figure.source() == v1::PEAK_SOURCE_DEVICE_ATTRIBUTES || sol == 0)
+        sol = figure.sol_ratio();
+    }
+    table.AddRow(
+        {s.id(), When(s.created_unix_seconds()), s.suite(), r.workload(), r.implementation(),
+         s.environment().device().model().empty() ? r.device() : s.environment().device().model(),
+         StatusWord(r.status()), FormatSeconds(r.latency().median_seconds()),
+         sol > 0 ? Fixed(sol * 100, 1) : "-",
+         absl::StrCat(r.latency().samples(), s.downsampled() ? " (q)" : "")});
+  }
+  out << table.Render();
   if (!response.next_page_token().empty()) {
     out << "more: --page-token " << response.next_page_token() << "\n";
   }
@@ -292,22 +353,6 @@ int Export(const ResultsClient& client, const ResultsFlags& f, std::ostream& out
 
 }  // namespace
 
-std::string FormatHistory(const v1::HistoryResponse& response) {
-  TextTable table({"result", "time (UTC)", "suite", "workload", "implementation", "device",
-                   "status", "median", "SOL %", "samples"});
-  for (const v1::StoredResult& s : response.results()) {
-    const v1::WorkloadResult& r = s.result();
-    const v1::SolFigure* sol = PreferredSol(r.sol());
-    table.AddRow(
-        {s.id(), When(s.created_unix_seconds()), s.suite(), r.workload(), r.implementation(),
-         s.environment().device().model().empty() ? r.device() : s.environment().device().model(),
-         ResultStatusShortName(r.status()), FormatSeconds(r.latency().median_seconds()),
-         sol != nullptr && sol->sol_ratio() > 0 ? Fixed(sol->sol_ratio() * 100, 1) : "-",
-         absl::StrCat(r.latency().samples(), s.downsampled() ? " (q)" : "")});
-  }
-  return table.Render();
-}
-
 ResultsFlags* ProcessResultsFlags() {
   static ResultsFlags flags;
   return &flags;
@@ -321,6 +366,8 @@ void AddResultsCommands(CLI::App* app, ResultsFlags* f) {
       ->capture_default_str();
   history->add_option("--page-token", f->page_token, "The token a previous page printed");
   history->add_flag("--samples", f->samples, "Include raw samples (with --json)");
+  history->add_flag("--runs", f->list_runs,
+                    "One row per run (id, time, suite, results, complete), newest first");
 
   CLI::App* leaderboard =
       app->add_subcommand("leaderboard", "The best passing run per implementation of a suite");

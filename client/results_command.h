@@ -19,7 +19,6 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/status/status.h"
-#include "kerneleval/v1/results.pb.h"
 
 namespace kerneleval::client::cli {
 
@@ -33,6 +32,7 @@ struct ResultsFlags {
   unsigned page_size = 50;
   std::string page_token;
   bool samples = false;
+  bool list_runs = false;  // history --runs: one row per run
   double alpha = 0.05;
   double threshold = 0.01;           // compare: the practical threshold t
   std::vector<std::string> fail_on;  // compare, reproduce: verdicts that exit with 1
@@ -49,10 +49,6 @@ bool IsResultsCommand(const std::string& command);
 absl::Status ValidateResultsFlags(const std::string& command, const ResultsFlags& flags);
 
 // Runs one of the commands; returns an ExitCode (cli.h).
-// history's table: one row per stored result, its status as every format names it
-// (common/enum_names.h).
-std::string FormatHistory(const v1::HistoryResponse& response);
-
 int RunResultsCommand(const CliConfig& config, const ResultsFlags& flags, std::ostream& out,
                       std::ostream& err);
 

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/bounded_text.h"
+#include "common/did_you_mean.h"
 
 namespace kerneleval::server {
 
@@ -52,7 +53,7 @@ absl::Status CheckImplementation(const Backend& backend, const std::string& name
   std::vector<std::string> names;
   for (const v1::Implementation& impl : backend.Implementations()) names.push_back(impl.name());
   return absl::NotFoundError(absl::StrCat(field, ": ", Quote(name), " is not available on ",
-                                          backend.name(),
+                                          backend.name(), DidYouMean(name, names),
                                           " (available: ", absl::StrJoin(names, ", "), ")"));
 }
 

@@ -44,6 +44,9 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
       plan_.protocol.set_check_every_call(true);
     }
     RETURN_IF_ERROR(StillWanted(caller_, "before it was queued"));
+    // Reserved now, sent with every progress event: a client that cancels still learns
+    // which partial run the store keeps.
+    if (state_.results != nullptr) run_id_ = store::ResultStore::NewRunId();
 
     runs_.resize(devices.size());
     pending_jobs_ = devices.size();
@@ -154,7 +157,10 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
     DeviceRun run = BenchmarkOnDevice(
         backend, plan,
         [this](const v1::BenchmarkProgress& p) {
-          if (!cancelled_.load()) callbacks_.on_progress(p);
+          if (cancelled_.load()) return;
+          v1::BenchmarkProgress with_id = p;
+          with_id.set_run_id(run_id_);
+          callbacks_.on_progress(with_id);
         },
         [this] { return ShouldStop(); },
         [this, &backend](const std::string& impl, const std::vector<double>& samples) {
@@ -185,7 +191,10 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
     report.set_complete(complete);
     report.set_wall_seconds(SecondsSince(t0_));
     // Queued for the store's writer thread: the device worker does not wait for the disk.
-    if (state_.results != nullptr) state_.results->Record(report, caller_.owner);
+    if (state_.results != nullptr) {
+      report.set_run_id(run_id_);
+      report.set_run_id(state_.results->Record(report, caller_.owner));
+    }
     if (plan_.named_suite) {
       state_.metrics->RecordReport(report, absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
     }
@@ -208,6 +217,7 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
   std::once_flag cap_started_;
   std::atomic<Clock::rep> cap_ticks_{Clock::time_point::max().time_since_epoch().count()};
   std::atomic<bool> cancelled_{false};
+  std::string run_id_;  // "" without a results store; set once in Start()
 
   std::mutex mu_;
   std::size_t pending_jobs_ = 0;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/bounded_text.h"
+#include "common/did_you_mean.h"
 #include "common/status_macros.h"
 #include "common/suites.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -272,9 +273,9 @@ absl::StatusOr<BenchmarkPlan> ValidateBenchmarkRequest(
       if (s.name() == request.suite()) found = &s;
     }
     if (found == nullptr) {
-      return absl::NotFoundError(absl::StrCat("suite: ", Quote(request.suite()),
-                                              " not found (available: ", absl::StrJoin(names, ", "),
-                                              ")"));
+      return absl::NotFoundError(absl::StrCat("suite: ", Quote(request.suite()), " not found",
+                                              DidYouMean(request.suite(), names),
+                                              " (available: ", absl::StrJoin(names, ", "), ")"));
     }
     plan.suite = *found;
     plan.named_suite = true;

@@ -15,7 +15,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/bounded_text.h"
+#include "common/did_you_mean.h"
 #include "common/host_name.h"
+#include "common/status_macros.h"
 #include "server/store/comparability.h"
 #include "server/store/compare_results.h"
 #include "server/store/result_rows.h"
@@ -34,14 +37,6 @@ std::string Hex(const unsigned char* bytes, std::size_t n) {
   return out;
 }
 
-// 128 random bits: ids made by servers that share one database never collide.
-std::string NewRunId() {
-  std::random_device rd;
-  unsigned char bytes[16];
-  for (unsigned char& b : bytes) b = static_cast<unsigned char>(rd());
-  return Hex(bytes, sizeof(bytes));
-}
-
 std::int64_t Int(const std::optional<std::string>& v) {
   std::int64_t n = 0;
   if (v.has_value()) (void)absl::SimpleAtoi(*v, &n);
@@ -53,6 +48,18 @@ constexpr char kSelectColumns[] =
     "SELECT r.id, r.run_id, r.created_at, r.suite, runs.suite_hash, runs.server, r.result_json, "
     "r.samples, r.quantiles, r.downsampled, runs.report_json FROM results r JOIN runs ON "
     "runs.id = r.run_id";
+
+// A LIKE pattern matching `text` literally anywhere: "H200" finds "NVIDIA H200", and the
+// `%` or `_` of a model name match themselves only (both engines honour ESCAPE).
+constexpr char kLikeEscape[] = " ESCAPE '\\'";
+std::string Contains(const std::string& text) {
+  std::string pattern = "%";
+  for (char c : text) {
+    if (c == '%' || c == '_' || c == '\\') pattern += '\\';
+    pattern += c;
+  }
+  return pattern + "%";
+}
 
 // The term that keeps other owners' submissions out ("" for every result); `params` gets
 // the owner. Built-ins are the rows without a submission hash.
@@ -75,8 +82,10 @@ std::string Where(const v1::ResultFilter& f, const Viewer& viewer, std::vector<S
   if (!f.suite().empty()) add("r.suite =", f.suite());
   if (!f.workload().empty()) add("r.workload =", f.workload());
   if (!f.implementation().empty()) add("r.implementation =", f.implementation());
-  if (!f.device_model().empty())
-    add("r.device_model LIKE", absl::StrCat("%", f.device_model(), "%"));
+  if (!f.device_model().empty()) {
+    params->push_back(Contains(f.device_model()));
+    terms.push_back(absl::StrCat("r.device_model LIKE $", params->size(), kLikeEscape));
+  }
   if (!f.run_id().empty()) add("r.run_id =", f.run_id());
   if (f.since_unix_seconds() != 0) add("r.created_at >=", f.since_unix_seconds());
   if (f.until_unix_seconds() != 0) add("r.created_at <", f.until_unix_seconds());
@@ -152,12 +161,24 @@ ResultStore::~ResultStore() {
   if (writer_.joinable()) writer_.join();
 }
 
-void ResultStore::Record(const v1::BenchmarkReport& report, const std::string& owner) {
+// 128 random bits: ids made by servers that share one database never collide.
+std::string ResultStore::NewRunId() {
+  std::random_device rd;
+  unsigned char bytes[16];
+  for (unsigned char& b : bytes) b = static_cast<unsigned char>(rd());
+  return Hex(bytes, sizeof(bytes));
+}
+
+std::string ResultStore::Record(const v1::BenchmarkReport& report, const std::string& owner) {
+  // The id is fixed here, before the write: the caller's report can name it at once.
+  std::string run_id = report.run_id().empty() ? NewRunId() : report.run_id();
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.emplace_back(report, owner);
+    queue_.back().first.set_run_id(run_id);
   }
   cv_.notify_all();
+  return run_id;
 }
 
 void ResultStore::Flush() {
@@ -188,7 +209,7 @@ void ResultStore::WriterLoop() {
 absl::StatusOr<std::string> ResultStore::RecordNow(const v1::BenchmarkReport& report,
                                                    std::int64_t now, const std::string& owner) {
   if (now == 0) now = static_cast<std::int64_t>(std::time(nullptr));
-  const std::string run_id = NewRunId();
+  const std::string run_id = report.run_id().empty() ? NewRunId() : report.run_id();
   const std::string suite_hash = SuiteHash(report.definition());
   v1::BenchmarkReport header = report;
   header.clear_results();
@@ -333,15 +354,54 @@ absl::Status ResultStore::ApplyRetention(std::int64_t now) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<v1::StoredResult>> ResultStore::Select(const v1::ResultFilter& filter,
+absl::StatusOr<std::string> ResultStore::ResolveRunId(const std::string& text,
+                                                      const std::string& field) {
+  constexpr std::size_t kMinPrefix = 8, kIdLength = 32;
+  if (text.size() < kMinPrefix || text.size() >= kIdLength) return text;
+  // SUBSTR, not LIKE: the prefix is matched literally on SQLite and PostgreSQL alike.
+  auto rows = db_->Query(absl::StrCat("SELECT id FROM runs WHERE SUBSTR(id, 1, ", text.size(),
+                                      ") = $1 ORDER BY id "
+                                      "LIMIT 6"),
+                         {text});
+  if (!rows.ok()) return rows.status();
+  if (rows->empty()) return text;
+  if (rows->size() == 1) return rows->front()[0].value_or(text);
+  std::string candidates;
+  for (std::size_t i = 0; i < rows->size() && i < 5; ++i) {
+    absl::StrAppend(&candidates, i == 0 ? "" : ", ", (*rows)[i][0].value_or(""));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": ", Quote(text), " is the prefix of more than one run (", candidates,
+                   rows->size() > 5 ? ", ..." : "", "); give more characters"));
+}
+
+absl::Status ResultStore::CheckSuiteKnown(const std::string& suite, const std::string& field) {
+  if (suite.empty() || options_.official_suite_hashes.count(suite) > 0) return absl::OkStatus();
+  auto found = db_->Query("SELECT 1 FROM runs WHERE suite = $1 LIMIT 1", {suite});
+  if (!found.ok()) return found.status();
+  if (!found->empty()) return absl::OkStatus();
+  auto rows = db_->Query("SELECT DISTINCT suite FROM runs ORDER BY suite LIMIT 1000");
+  if (!rows.ok()) return rows.status();
+  std::vector<std::string> names;
+  for (const auto& [name, hash] : options_.official_suite_hashes) names.push_back(name);
+  for (const SqlRow& row : *rows) names.push_back(row[0].value_or(""));
+  return absl::NotFoundError(
+      absl::StrCat(field, ": no stored run of suite ", Quote(suite), DidYouMean(suite, names)));
+}
+
+absl::StatusOr<std::vector<v1::StoredResult>> ResultStore::Select(const v1::ResultFilter& given,
                                                                   std::int64_t limit,
                                                                   std::int64_t offset,
                                                                   bool include_samples,
                                                                   const Viewer& viewer) {
+  v1::ResultFilter filter = given;
+  ASSIGN_OR_RETURN(*filter.mutable_run_id(), ResolveRunId(given.run_id(), "filter.run_id"));
   std::vector<SqlValue> params;
-  const std::string sql = absl::StrCat(kSelectColumns, Where(filter, viewer, &params),
-                                       " ORDER BY r.created_at DESC, r.run_id DESC, r.id LIMIT ",
-                                       limit, " OFFSET ", offset);
+  // LENGTH before id: within a run, "RUN/2" comes before "RUN/10".
+  const std::string sql =
+      absl::StrCat(kSelectColumns, Where(filter, viewer, &params),
+                   " ORDER BY r.created_at DESC, r.run_id DESC, LENGTH(r.id), r.id LIMIT ", limit,
+                   " OFFSET ", offset);
   auto rows = db_->Query(sql, params);
   if (!rows.ok()) return rows.status();
   std::map<std::string, v1::BenchmarkReport> runs;  // parsed once per run
@@ -395,6 +455,8 @@ absl::StatusOr<v1::HistoryResponse> ResultStore::History(const v1::HistoryReques
   }
   const std::int64_t page = request.page_size() == 0 ? 50 : request.page_size();
   if (page > 1000) return absl::InvalidArgumentError("page_size: at most 1000");
+  RETURN_IF_ERROR(CheckSuiteKnown(request.filter().suite(), "filter.suite"));
+  if (request.runs()) return RunHistory(request, page, offset, viewer);
   // One row more than the page says whether another page follows.
   auto rows = Select(request.filter(), page + 1, offset, request.include_samples(), viewer);
   if (!rows.ok()) return rows.status();
@@ -408,8 +470,49 @@ absl::StatusOr<v1::HistoryResponse> ResultStore::History(const v1::HistoryReques
   return response;
 }
 
-absl::StatusOr<v1::StoredResult> ResultStore::Get(const std::string& result_id,
+// One row per run, newest first, counting the results the viewer sees; the filter's result
+// terms pick the runs (a run shows when one of its results matches).
+absl::StatusOr<v1::HistoryResponse> ResultStore::RunHistory(const v1::HistoryRequest& request,
+                                                            std::int64_t page, std::int64_t offset,
+                                                            const Viewer& viewer) {
+  v1::ResultFilter filter = request.filter();
+  ASSIGN_OR_RETURN(*filter.mutable_run_id(), ResolveRunId(filter.run_id(), "filter.run_id"));
+  std::vector<SqlValue> params;
+  const std::string sql = absl::StrCat(
+      "SELECT runs.id, runs.created_at, runs.suite, runs.server, runs.complete, COUNT(r.id), "
+      "MIN(r.device_model) FROM results r JOIN runs ON runs.id = r.run_id",
+      Where(filter, viewer, &params),
+      " GROUP BY runs.id, runs.created_at, runs.suite, runs.server, runs.complete ORDER BY "
+      "runs.created_at DESC, runs.id DESC LIMIT ",
+      page + 1, " OFFSET ", offset);
+  auto rows = db_->Query(sql, params);
+  if (!rows.ok()) return rows.status();
+  v1::HistoryResponse response;
+  for (std::size_t i = 0; i < rows->size() && static_cast<std::int64_t>(i) < page; ++i) {
+    const SqlRow& row = (*rows)[i];
+    v1::RunSummary* run = response.add_runs();
+    run->set_run_id(row[0].value_or(""));
+    run->set_created_unix_seconds(Int(row[1]));
+    run->set_suite(row[2].value_or(""));
+    run->set_server(row[3].value_or(""));
+    run->set_complete(Int(row[4]) != 0);
+    run->set_results(static_cast<std::uint32_t>(Int(row[5])));
+    run->set_device_model(row[6].value_or(""));
+  }
+  if (static_cast<std::int64_t>(rows->size()) > page) {
+    response.set_next_page_token(std::to_string(offset + page));
+  }
+  return response;
+}
+
+absl::StatusOr<v1::StoredResult> ResultStore::Get(const std::string& given_id,
                                                   const Viewer& viewer) {
+  // "<run id or its prefix>/<index>"
+  std::string result_id = given_id;
+  if (const std::size_t slash = given_id.find('/'); slash != std::string::npos) {
+    ASSIGN_OR_RETURN(std::string run, ResolveRunId(given_id.substr(0, slash), "result_id"));
+    result_id = absl::StrCat(run, given_id.substr(slash));
+  }
   auto rows = db_->Query(absl::StrCat(kSelectColumns, " WHERE r.id = $1"), {result_id});
   if (!rows.ok()) return rows.status();
   if (rows->empty()) return absl::NotFoundError("no stored result");
@@ -425,6 +528,7 @@ absl::StatusOr<v1::StoredResult> ResultStore::Get(const std::string& result_id,
 
 absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
     const v1::LeaderboardRequest& request, const Viewer& viewer) {
+  RETURN_IF_ERROR(CheckSuiteKnown(request.suite(), "suite"));
   std::vector<SqlValue> params = {request.suite()};
   std::string sql =
       "SELECT r.run_id, r.implementation, r.submission_hash, r.device_model, r.status, "
@@ -449,8 +553,8 @@ absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
         "ORDER BY created_at DESC, id LIMIT 1)";
   }
   if (!request.device_model().empty()) {
-    params.push_back(absl::StrCat("%", request.device_model(), "%"));
-    sql += absl::StrCat(" AND r.device_model LIKE $", params.size());
+    params.push_back(Contains(request.device_model()));
+    sql += absl::StrCat(" AND r.device_model LIKE $", params.size(), kLikeEscape);
   }
   if (std::string visible = VisibleTo(viewer, &params); !visible.empty()) {
     sql += absl::StrCat(" AND ", visible);
@@ -515,8 +619,9 @@ absl::StatusOr<v1::CompareResponse> ResultStore::Compare(const v1::CompareReques
       request.min_relative_difference() == 0 ? 0.01 : request.min_relative_difference();
   v1::ResultFilter base, cand;
   if (!request.baseline_run().empty() || !request.candidate_run().empty()) {
-    base.set_run_id(request.baseline_run());
-    cand.set_run_id(request.candidate_run());
+    ASSIGN_OR_RETURN(*base.mutable_run_id(), ResolveRunId(request.baseline_run(), "baseline_run"));
+    ASSIGN_OR_RETURN(*cand.mutable_run_id(),
+                     ResolveRunId(request.candidate_run(), "candidate_run"));
   } else {
     for (v1::ResultFilter* f : {&base, &cand}) {
       f->set_suite(request.suite());

@@ -62,10 +62,16 @@ class ResultStore {
       const StoreOptions& options, std::shared_ptr<prometheus::Registry> registry);
   ~ResultStore();  // writes what is queued, then stops the writer
 
-  // Queues a finished report for the writer thread; returns at once. `owner`: the caller
-  // whose Benchmark it was, who alone sees its submissions' results.
-  void Record(const v1::BenchmarkReport& report, const std::string& owner);
-  // Writes now on the calling thread; returns the run id. `now_unix_seconds` 0 = the clock.
+  // A fresh run id: 128 random bits in hex, so servers sharing a database never clash.
+  static std::string NewRunId();
+
+  // Queues a finished report for the writer thread and returns, at once, the id it will be
+  // stored under: report.run_id() when set (reserved with NewRunId() when the call began),
+  // else a new one. `owner`: the caller whose Benchmark it was, who alone sees its
+  // submissions' results.
+  std::string Record(const v1::BenchmarkReport& report, const std::string& owner);
+  // Writes now on the calling thread; returns the run id (report.run_id() when set).
+  // `now_unix_seconds` 0 = the clock.
   absl::StatusOr<std::string> RecordNow(const v1::BenchmarkReport& report,
                                         std::int64_t now_unix_seconds = 0,
                                         const std::string& owner = "");
@@ -91,6 +97,16 @@ class ResultStore {
   ResultStore(StoreOptions options, std::unique_ptr<Database> db);
   void WriterLoop();
   absl::Status DetectRegressions(const std::string& run_id, std::int64_t now);
+  // A run id, or a unique prefix of one (8 characters at least; shorter text is taken as
+  // it is): the full id. An ambiguous prefix is INVALID_ARGUMENT naming `field` and listing
+  // the candidates; a prefix of no run comes back unchanged (queries then find nothing).
+  absl::StatusOr<std::string> ResolveRunId(const std::string& text, const std::string& field);
+  // OK for "", a served suite, or a name some stored run has; else NOT_FOUND naming `field`,
+  // with the nearest stored name when it looks like a typo (an empty table would hide it).
+  absl::Status CheckSuiteKnown(const std::string& suite, const std::string& field);
+  absl::StatusOr<v1::HistoryResponse> RunHistory(const v1::HistoryRequest& request,
+                                                 std::int64_t page, std::int64_t offset,
+                                                 const Viewer& viewer);
   absl::StatusOr<std::vector<v1::StoredResult>> Select(const v1::ResultFilter& filter,
                                                        std::int64_t limit, std::int64_t offset,
                                                        bool include_samples, const Viewer& viewer);

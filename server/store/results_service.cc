@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/bounded_text.h"
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
+#include "server/raw_unary.h"
 #include "server/store/comparability.h"
 #include "server/store/compare_results.h"
 
@@ -80,9 +81,9 @@ grpc::Status CheckAlpha(double alpha) {
 
 }  // namespace
 
-grpc::Status ResultsService::History(grpc::ServerContext* context,
-                                     const v1::HistoryRequest* request,
-                                     v1::HistoryResponse* response) {
+grpc::Status ResultsService::DoHistory(grpc::CallbackServerContext* context,
+                                       const v1::HistoryRequest* request,
+                                       v1::HistoryResponse* response) {
   if (grpc::Status s = CheckFilter(request->filter()); !s.ok()) return s;
   if (request->page_size() > 1000) {
     return Invalid(absl::StrCat("page_size: ", request->page_size(), " is above 1000"));
@@ -94,9 +95,9 @@ grpc::Status ResultsService::History(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status ResultsService::Leaderboard(grpc::ServerContext* context,
-                                         const v1::LeaderboardRequest* request,
-                                         v1::LeaderboardResponse* response) {
+grpc::Status ResultsService::DoLeaderboard(grpc::CallbackServerContext* context,
+                                           const v1::LeaderboardRequest* request,
+                                           v1::LeaderboardResponse* response) {
   if (request->suite().empty()) return Invalid("suite: required");
   if (grpc::Status s = CheckName("suite", request->suite()); !s.ok()) return s;
   if (grpc::Status s = CheckName("device_model", request->device_model()); !s.ok()) return s;
@@ -106,9 +107,9 @@ grpc::Status ResultsService::Leaderboard(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status ResultsService::Compare(grpc::ServerContext* context,
-                                     const v1::CompareRequest* request,
-                                     v1::CompareResponse* response) {
+grpc::Status ResultsService::DoCompare(grpc::CallbackServerContext* context,
+                                       const v1::CompareRequest* request,
+                                       v1::CompareResponse* response) {
   const bool by_run = !request->baseline_run().empty() || !request->candidate_run().empty();
   if (by_run) {
     if (request->baseline_run().empty())
@@ -163,8 +164,9 @@ grpc::Status ResultsService::Compare(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status ResultsService::Export(grpc::ServerContext* context, const v1::ExportRequest* request,
-                                    v1::ExportResponse* response) {
+grpc::Status ResultsService::DoExport(grpc::CallbackServerContext* context,
+                                      const v1::ExportRequest* request,
+                                      v1::ExportResponse* response) {
   if (grpc::Status s = CheckFilter(request->filter()); !s.ok()) return s;
   if (!v1::ExportFormat_IsValid(request->format())) {
     return Invalid(absl::StrCat("format: unknown value ", static_cast<int>(request->format())));
@@ -178,9 +180,9 @@ grpc::Status ResultsService::Export(grpc::ServerContext* context, const v1::Expo
   return grpc::Status::OK;
 }
 
-grpc::Status ResultsService::Reproduce(grpc::ServerContext* context,
-                                       const v1::ReproduceRequest* request,
-                                       v1::ReproduceResponse* response) {
+grpc::Status ResultsService::DoReproduce(grpc::CallbackServerContext* context,
+                                         const v1::ReproduceRequest* request,
+                                         v1::ReproduceResponse* response) {
   if (request->result_id().empty()) return Invalid("result_id: required");
   if (grpc::Status s = CheckName("result_id", request->result_id()); !s.ok()) return s;
   if (grpc::Status s = CheckName("device", request->device()); !s.ok()) return s;
@@ -244,6 +246,48 @@ grpc::Status ResultsService::Reproduce(grpc::ServerContext* context,
   *response->mutable_comparison() = CompareResults(*original, report.results(0), environment,
                                                    request->alpha() == 0 ? 0.05 : request->alpha());
   return grpc::Status::OK;
+}
+
+grpc::ServerUnaryReactor* ResultsService::History(grpc::CallbackServerContext* context,
+                                                  const grpc::ByteBuffer* request,
+                                                  grpc::ByteBuffer* response) {
+  return RawUnary<v1::HistoryRequest, v1::HistoryResponse>(
+      context, request, response, "History",
+      [this](auto* c, const auto& r, auto* out) { return DoHistory(c, &r, out); });
+}
+
+grpc::ServerUnaryReactor* ResultsService::Leaderboard(grpc::CallbackServerContext* context,
+                                                      const grpc::ByteBuffer* request,
+                                                      grpc::ByteBuffer* response) {
+  return RawUnary<v1::LeaderboardRequest, v1::LeaderboardResponse>(
+      context, request, response, "Leaderboard",
+      [this](auto* c, const auto& r, auto* out) { return DoLeaderboard(c, &r, out); });
+}
+
+grpc::ServerUnaryReactor* ResultsService::Compare(grpc::CallbackServerContext* context,
+                                                  const grpc::ByteBuffer* request,
+                                                  grpc::ByteBuffer* response) {
+  return RawUnary<v1::CompareRequest, v1::CompareResponse>(
+      context, request, response, "Compare",
+      [this](auto* c, const auto& r, auto* out) { return DoCompare(c, &r, out); });
+}
+
+// A re-run waits for a device: on a thread of its own, not gRPC's callback thread.
+grpc::ServerUnaryReactor* ResultsService::Reproduce(grpc::CallbackServerContext* context,
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  return RawUnary<v1::ReproduceRequest, v1::ReproduceResponse>(
+      context, request, response, "Reproduce",
+      [this](auto* c, const auto& r, auto* out) { return DoReproduce(c, &r, out); },
+      RawUnaryThread::kOwn);
+}
+
+grpc::ServerUnaryReactor* ResultsService::Export(grpc::CallbackServerContext* context,
+                                                 const grpc::ByteBuffer* request,
+                                                 grpc::ByteBuffer* response) {
+  return RawUnary<v1::ExportRequest, v1::ExportResponse>(
+      context, request, response, "Export",
+      [this](auto* c, const auto& r, auto* out) { return DoExport(c, &r, out); });
 }
 
 }  // namespace kerneleval::server::store

@@ -13,7 +13,13 @@
 
 namespace kerneleval::server::store {
 
-class ResultsService final : public v1::Results::Service {
+// Every method is raw (server/raw_unary.h): a body that does not parse is INVALID_ARGUMENT
+// naming the method.
+class ResultsService final
+    : public v1::Results::WithRawCallbackMethod_History<
+          v1::Results::WithRawCallbackMethod_Leaderboard<v1::Results::WithRawCallbackMethod_Compare<
+              v1::Results::WithRawCallbackMethod_Reproduce<
+                  v1::Results::WithRawCallbackMethod_Export<v1::Results::CallbackService>>>>> {
  public:
   // Each caller sees built-ins' results and its own submissions' (`identities`: who a call
   // is; must outlive the service).
@@ -26,18 +32,36 @@ class ResultsService final : public v1::Results::Service {
     channel_ = std::move(channel);
   }
 
-  grpc::Status History(grpc::ServerContext* context, const v1::HistoryRequest* request,
-                       v1::HistoryResponse* response) override;
-  grpc::Status Leaderboard(grpc::ServerContext* context, const v1::LeaderboardRequest* request,
-                           v1::LeaderboardResponse* response) override;
-  grpc::Status Compare(grpc::ServerContext* context, const v1::CompareRequest* request,
-                       v1::CompareResponse* response) override;
-  grpc::Status Reproduce(grpc::ServerContext* context, const v1::ReproduceRequest* request,
-                         v1::ReproduceResponse* response) override;
-  grpc::Status Export(grpc::ServerContext* context, const v1::ExportRequest* request,
-                      v1::ExportResponse* response) override;
+  grpc::ServerUnaryReactor* History(grpc::CallbackServerContext* context,
+                                    const grpc::ByteBuffer* request,
+                                    grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Leaderboard(grpc::CallbackServerContext* context,
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Compare(grpc::CallbackServerContext* context,
+                                    const grpc::ByteBuffer* request,
+                                    grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Reproduce(grpc::CallbackServerContext* context,
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* Export(grpc::CallbackServerContext* context,
+                                   const grpc::ByteBuffer* request,
+                                   grpc::ByteBuffer* response) override;
 
  private:
+  // The methods once parsed.
+  grpc::Status DoHistory(grpc::CallbackServerContext* context, const v1::HistoryRequest* request,
+                         v1::HistoryResponse* response);
+  grpc::Status DoLeaderboard(grpc::CallbackServerContext* context,
+                             const v1::LeaderboardRequest* request,
+                             v1::LeaderboardResponse* response);
+  grpc::Status DoCompare(grpc::CallbackServerContext* context, const v1::CompareRequest* request,
+                         v1::CompareResponse* response);
+  grpc::Status DoReproduce(grpc::CallbackServerContext* context,
+                           const v1::ReproduceRequest* request, v1::ReproduceResponse* response);
+  grpc::Status DoExport(grpc::CallbackServerContext* context, const v1::ExportRequest* request,
+                        v1::ExportResponse* response);
+
   ResultStore* store_;
   const Identities* identities_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import List
 
 import grpc
@@ -88,6 +89,17 @@ def test_bench_custom_suite_streams_progress(client):
         assert row["samples"] == 3
         assert row["median_us"] > 0 and row["gb_per_s"] > 0
     assert {s["implementation"] for s in report.summaries()} == impls
+
+
+def test_bench_report_names_its_stored_run(client):
+    suite = kerneleval.custom_suite("py_run_id", batch_sizes=[1, 5], hidden_size=64, dtype="fp32")
+    progress: List[pb.BenchmarkProgress] = []
+    first = client.bench(suite, device="cpu", warmup=0, repetitions=2, on_progress=progress.append)
+    second = client.bench(suite, device="cpu", warmup=0, repetitions=2)
+    # 128 random bits in hex, known from the first progress event on, new for every bench.
+    assert re.fullmatch(r"[0-9a-f]{32}", first.run_id), first.run_id
+    assert [p.run_id for p in progress] == [first.run_id] * 2
+    assert second.run_id != first.run_id and len(second.run_id) == 32
 
 
 def test_bench_named_suite_rejects_unknown(client):

@@ -1,0 +1,111 @@
+// The CLI's rough edges, against a real server on loopback with the CLI parsed and run
+// in-process: a zero --batch said plainly, a target without a port, a hint when nothing
+// listens, did-you-mean for mistyped suite and implementation names, the message-size flags
+// named when a message is too large, and `health` checking readiness by default.
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "client/cli.h"
+#include "test_server.h"
+
+namespace kerneleval::testing {
+namespace {
+
+struct Outcome {
+  int rc = -1;
+  std::string out, err;
+};
+
+Outcome Cli(const std::vector<std::string>& args) {
+  client::cli::CliConfig config;
+  Outcome o;
+  if (absl::Status s = client::cli::ParseArgs(args, &config); !s.ok()) {
+    o.rc = client::cli::kExitUsage;
+    o.err = std::string(s.message());
+    return o;
+  }
+  std::ostringstream out, err;
+  o.rc = client::cli::RunCommand(config, out, err);
+  o.out = out.str();
+  o.err = err.str();
+  return o;
+}
+
+TEST(CliRoughEdges, ZeroBatchIsSaidWithoutAHugeRange) {
+  for (const char* flag : {"--batch", "--hidden"}) {
+    SCOPED_TRACE(flag);
+    std::vector<std::string> args = {"run", "--batch", "4", "--hidden", "8"};
+    args[std::string(flag) == "--batch" ? 2 : 4] = "0";
+    const Outcome o = Cli(args);
+    EXPECT_EQ(o.rc, client::cli::kExitUsage);
+    EXPECT_NE(o.err.find(flag), std::string::npos) << o.err;
+    EXPECT_NE(o.err.find("1 or more"), std::string::npos) << o.err;
+    EXPECT_EQ(o.err.find("e+"), std::string::npos) << o.err;
+    EXPECT_LT(o.err.size(), 160u) << o.err;
+  }
+}
+
+TEST(CliRoughEdges, TargetWithoutAPortDialsTheDefaultPort) {
+  for (const auto& [given, dialled] :
+       std::vector<std::pair<std::string, std::string>>{{"gpu-node-7", "gpu-node-7:50051"},
+                                                        {"127.0.0.1", "127.0.0.1:50051"},
+                                                        {"host:7000", "host:7000"},
+                                                        {"dns:///host:7000", "dns:///host:7000"}}) {
+    client::cli::CliConfig config;
+    ASSERT_TRUE(client::cli::ParseArgs({"--target", given, "devices"}, &config).ok());
+    EXPECT_EQ(config.global.targets.front(), dialled);
+  }
+}
+
+TEST(CliRoughEdges, NothingListeningAsksWhetherTheServerRuns) {
+  const Outcome o = Cli({"--target", "127.0.0.1:1", "--deadline", "5", "devices"});
+  EXPECT_EQ(o.rc, client::cli::kExitRpcError);
+  EXPECT_NE(o.err.find("UNAVAILABLE"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("is the server running at 127.0.0.1:1?"), std::string::npos) << o.err;
+}
+
+TEST(CliRoughEdges, MistypedNamesGetADidYouMean) {
+  TestServer t = StartServer();
+  const Outcome suite = Cli({"--target", t.target(), "bench", "--suite", "fused_add_rmsnorm_h248"});
+  EXPECT_EQ(suite.rc, client::cli::kExitRpcError);
+  EXPECT_NE(suite.err.find("NOT_FOUND"), std::string::npos) << suite.err;
+  EXPECT_NE(suite.err.find("did you mean 'fused_add_rmsnorm_h2048'?"), std::string::npos)
+      << suite.err;
+  const Outcome impl = Cli({"--target", t.target(), "run", "--batch", "2", "--hidden", "8",
+                            "--device", "cpu", "--impl", "cpu_fusd"});
+  EXPECT_EQ(impl.rc, client::cli::kExitRpcError);
+  EXPECT_NE(impl.err.find("did you mean 'cpu_fused'?"), std::string::npos) << impl.err;
+  // Nothing near: no suggestion, only the list.
+  const Outcome far = Cli({"--target", t.target(), "run", "--batch", "2", "--hidden", "8",
+                           "--device", "cpu", "--impl", "zzzzzzzzzzzz"});
+  EXPECT_EQ(far.rc, client::cli::kExitRpcError);
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
+  EXPECT_NE(far.err.find("available"), std::string::npos) << far.err;
+}
+
+TEST(CliRoughEdges, TooLargeAMessageNamesBothFlags) {
+  TestServer t = StartServer();
+  // 3 tensors of 1024 x 1024 fp32 = 12 MiB, past a 1 MiB client limit.
+  const Outcome o = Cli({"--target", t.target(), "--max-message-mib", "1", "run", "--batch", "1024",
+                         "--hidden", "1024", "--dtype", "fp32", "--device", "cpu"});
+  EXPECT_EQ(o.rc, client::cli::kExitRpcError);
+  EXPECT_NE(o.err.find("RESOURCE_EXHAUSTED"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("kerneleval-server --max-message-bytes"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("--max-message-mib"), std::string::npos) << o.err;
+}
+
+TEST(CliRoughEdges, HealthChecksReadinessByDefault) {
+  client::cli::CliConfig config;
+  ASSERT_TRUE(client::cli::ParseArgs({"health"}, &config).ok());
+  EXPECT_EQ(config.health_service, "readiness");
+  TestServer t = StartServer();
+  const Outcome ready = Cli({"--target", t.target(), "health"});
+  EXPECT_EQ(ready.rc, 0) << ready.err;
+  EXPECT_EQ(ready.out, "SERVING\n");
+  const Outcome unknown = Cli({"--target", t.target(), "health", "--service", "no_such"});
+  EXPECT_NE(unknown.rc, 0);
+}
+
+}  // namespace
+}  // namespace kerneleval::testing
