@@ -5,6 +5,7 @@
 
 #include "client/push.h"
 #include "client/results_command.h"
+#include "common/enum_names.h"
 
 namespace kerneleval::client::cli {
 namespace {
@@ -60,7 +61,7 @@ void AddRunCommand(CLI::App* app, RunFlags* r) {
   auto* hidden =
       run->add_option("--hidden", r->hidden, "Columns of random inputs")->check(AtLeastOne());
   auto* dtype = run->add_option("--dtype", r->dtype, "Random inputs' dtype")
-                    ->check(CLI::IsMember({"bf16", "fp16", "fp32"}))
+                    ->check(CLI::IsMember(DTypeSpellings()))
                     ->capture_default_str();
   auto* seed = run->add_option("--seed", r->seed, "Random inputs' seed")->capture_default_str();
   auto* input =
@@ -68,7 +69,7 @@ void AddRunCommand(CLI::App* app, RunFlags* r) {
           ->check(CLI::ExistingFile);
   input->excludes(batch)->excludes(hidden)->excludes(dtype)->excludes(seed);
   run->add_option("--mode", r->mode, "What the kernel writes")
-      ->check(CLI::IsMember({"output", "output_and_residual", "in_place"}))
+      ->check(CLI::IsMember(ModeSpellings()))
       ->capture_default_str();
   run->add_option("--eps", r->eps, "RMSNorm epsilon (default 1e-6)")->check(CLI::PositiveNumber);
   run->add_option("--device", r->device, "cpu, cuda:0, ... (default: least loaded)");
@@ -81,7 +82,7 @@ void AddRunCommand(CLI::App* app, RunFlags* r) {
   run->add_option("--timer", r->timer,
                   "Timer; auto: CUDA events on a GPU (CUPTI adds ~0.5 ms per call), host clock on "
                   "the CPU")
-      ->check(CLI::IsMember({"auto", "cupti", "events", "host"}))
+      ->check(CLI::IsMember(TimerSpellings()))
       ->capture_default_str();
   run->add_option("--output", r->output, "Write output (and residual_out) as safetensors");
 }
@@ -128,7 +129,7 @@ void AddBenchCommand(CLI::App* app, BenchFlags* b) {
       ->needs(graph);
   bench->add_flag("--rotate", b->rotate, "Rotate among input copies larger than L2");
   bench->add_option("--timer", b->timer, "Timer")
-      ->check(CLI::IsMember({"auto", "cupti", "events", "host"}))
+      ->check(CLI::IsMember(TimerSpellings()))
       ->capture_default_str();
   bench->add_option("--seed", b->seed, "Input generation seed (server default 200)");
   bench->add_flag("--measure-copy", b->measure_copy, "Also report SOL against a measured copy");

@@ -129,5 +129,8 @@ int Main(int argc, char** argv);
 ClientOptions ToClientOptions(const GlobalFlags& g);
 int RpcError(std::ostream& err, const grpc::Status& status);
 void SetRpcErrorTarget(const std::string& target);
+// `message` as JSON (report_format.h MessageToJson) and a newline; kExitOk, or
+// kExitRpcError with "error: message" when it cannot be printed.
+int PrintJson(std::ostream& out, std::ostream& err, const google::protobuf::Message& message);
 
 }  // namespace kerneleval::client::cli

@@ -23,12 +23,10 @@
 namespace kerneleval::client::cli {
 namespace {
 
-// --timer: auto (the server's choice), cupti, events, host.
+// --timer: auto (the server's choice), or a timer's name or alias (common/enum_names.h);
+// the flag's check admits nothing else.
 v1::Timer TimerFromFlag(const std::string& flag) {
-  if (flag == "cupti") return v1::TIMER_CUPTI;
-  if (flag == "events") return v1::TIMER_CUDA_EVENTS;
-  if (flag == "host") return v1::TIMER_HOST_CLOCK;
-  return v1::TIMER_UNSPECIFIED;
+  return ParseTimerName(flag).value_or(v1::TIMER_UNSPECIFIED);
 }
 
 int LocalError(std::ostream& err, const absl::Status& status, int code) {
@@ -40,13 +38,8 @@ int LocalError(std::ostream& err, const absl::Status& status, int code) {
 template <typename Message, typename Format>
 int Print(const CliConfig& config, std::ostream& out, std::ostream& err, const Message& message,
           Format format) {
-  if (!config.global.json) {
-    out << format(message);
-    return kExitOk;
-  }
-  absl::StatusOr<std::string> json = MessageToJson(message);
-  if (!json.ok()) return LocalError(err, json.status(), kExitRpcError);
-  out << *json << "\n";
+  if (config.global.json) return PrintJson(out, err, message);
+  out << format(message);
   return kExitOk;
 }
 
@@ -404,6 +397,16 @@ int RpcError(std::ostream& err, const grpc::Status& status) {
            "kerneleval-server --max-message-bytes and this client's with --max-message-mib\n";
   }
   return kExitRpcError;
+}
+
+int PrintJson(std::ostream& out, std::ostream& err, const google::protobuf::Message& message) {
+  absl::StatusOr<std::string> json = MessageToJson(message);
+  if (!json.ok()) {
+    err << "error: " << json.status().message() << "\n";
+    return kExitRpcError;
+  }
+  out << *json << "\n";
+  return kExitOk;
 }
 
 int RunCommand(const CliConfig& config, std::ostream& out, std::ostream& err) {

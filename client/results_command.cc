@@ -12,19 +12,10 @@
 #include "client/results_client.h"
 #include "client/text_table.h"
 #include "common/bounded_text.h"
+#include "common/enum_names.h"
 
 namespace kerneleval::client::cli {
 namespace {
-
-int PrintJson(std::ostream& out, std::ostream& err, const google::protobuf::Message& message) {
-  absl::StatusOr<std::string> json = MessageToJson(message);
-  if (!json.ok()) {
-    err << "error: " << json.status().message() << "\n";
-    return kExitRpcError;
-  }
-  out << *json << "\n";
-  return kExitOk;
-}
 
 // How history, leaderboard and compare print times (UTC).
 constexpr char kWhenFormat[] = "%Y-%m-%d %H:%M:%S";
@@ -50,21 +41,6 @@ absl::StatusOr<std::int64_t> ParseWhen(const std::string& flag, const std::strin
 
 std::string When(std::int64_t unix_seconds) {
   return absl::FormatTime(kWhenFormat, absl::FromUnixSeconds(unix_seconds), absl::UTCTimeZone());
-}
-
-const char* StatusWord(v1::ResultStatus s) {
-  switch (s) {
-    case v1::RESULT_STATUS_PASSED:
-      return "passed";
-    case v1::RESULT_STATUS_INCORRECT:
-      return "INCORRECT";
-    case v1::RESULT_STATUS_RUNTIME_ERROR:
-      return "ERROR";
-    case v1::RESULT_STATUS_SKIPPED:
-      return "skipped";
-    default:
-      return "-";
-  }
 }
 
 std::string ThresholdText(double threshold) {
@@ -207,23 +183,7 @@ int History(const ResultsClient& client, const CliConfig& config, const ResultsF
     }
     return kExitOk;
   }
-  TextTable table({"result", "time (UTC)", "suite", "workload", "implementation", "device",
-                   "status", "median", "SOL %", "samples"});
-  for (const v1::StoredResult& s : response.results()) {
-    const v1::WorkloadResult& r = s.result();
-    double sol = 0;
-    for (const auto& figure : r.sol()) {
-      if (figure.source() == v1::PEAK_SOURCE_DEVICE_ATTRIBUTES || sol == 0)
-        sol = figure.sol_ratio();
-    }
-    table.AddRow(
-        {s.id(), When(s.created_unix_seconds()), s.suite(), r.workload(), r.implementation(),
-         s.environment().device().model().empty() ? r.device() : s.environment().device().model(),
-         StatusWord(r.status()), FormatSeconds(r.latency().median_seconds()),
-         sol > 0 ? Fixed(sol * 100, 1) : "-",
-         absl::StrCat(r.latency().samples(), s.downsampled() ? " (q)" : "")});
-  }
-  out << table.Render();
+  out << FormatHistory(response);
   if (!response.next_page_token().empty()) {
     out << "more: --page-token " << response.next_page_token() << "\n";
   }
@@ -352,6 +312,22 @@ int Export(const ResultsClient& client, const ResultsFlags& f, std::ostream& out
 }
 
 }  // namespace
+
+std::string FormatHistory(const v1::HistoryResponse& response) {
+  TextTable table({"result", "time (UTC)", "suite", "workload", "implementation", "device",
+                   "status", "median", "SOL %", "samples"});
+  for (const v1::StoredResult& s : response.results()) {
+    const v1::WorkloadResult& r = s.result();
+    const v1::SolFigure* sol = PreferredSol(r.sol());
+    table.AddRow(
+        {s.id(), When(s.created_unix_seconds()), s.suite(), r.workload(), r.implementation(),
+         s.environment().device().model().empty() ? r.device() : s.environment().device().model(),
+         ResultStatusShortName(r.status()), FormatSeconds(r.latency().median_seconds()),
+         sol != nullptr && sol->sol_ratio() > 0 ? Fixed(sol->sol_ratio() * 100, 1) : "-",
+         absl::StrCat(r.latency().samples(), s.downsampled() ? " (q)" : "")});
+  }
+  return table.Render();
+}
 
 ResultsFlags* ProcessResultsFlags() {
   static ResultsFlags flags;

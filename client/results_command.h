@@ -19,6 +19,7 @@
 #include <CLI/CLI.hpp>
 
 #include "absl/status/status.h"
+#include "kerneleval/v1/results.pb.h"
 
 namespace kerneleval::client::cli {
 
@@ -49,6 +50,10 @@ bool IsResultsCommand(const std::string& command);
 absl::Status ValidateResultsFlags(const std::string& command, const ResultsFlags& flags);
 
 // Runs one of the commands; returns an ExitCode (cli.h).
+// history's table: one row per stored result, its status as every format names it
+// (common/enum_names.h).
+std::string FormatHistory(const v1::HistoryResponse& response);
+
 int RunResultsCommand(const CliConfig& config, const ResultsFlags& flags, std::ostream& out,
                       std::ostream& err);
 

@@ -5,13 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
+from kerneleval import _names as names
 from kerneleval.v1 import kerneleval_pb2 as pb
 
 Row = Dict[str, Any]
-
-
-def _timer(value: int) -> str:
-    return pb.Timer.Name(value).removeprefix("TIMER_").lower()
 
 
 @dataclass
@@ -42,13 +39,14 @@ class RunResult:
 
 
 def _result_row(r: pb.WorkloadResult) -> Row:
-    sol = r.sol[0].sol_ratio if r.sol else None
+    preferred = names.preferred_sol(r.sol)
+    sol = None if preferred is None else preferred.sol_ratio
     return {
         "workload": r.workload,
         **{f"axis.{k}": v for k, v in sorted(r.axes.items())},
         "implementation": r.implementation,
         "device": r.device,
-        "status": pb.ResultStatus.Name(r.status).removeprefix("RESULT_STATUS_").lower(),
+        "status": names.name(pb.ResultStatus, r.status),
         "rank": r.rank or None,
         "median_us": r.latency.median_seconds * 1e6,
         "mean_us": r.latency.mean_seconds * 1e6,
@@ -58,7 +56,7 @@ def _result_row(r: pb.WorkloadResult) -> Row:
         "sol_pct": None if sol is None else sol * 100,
         "passed": r.correctness.passed if r.correctness.checked else None,
         "max_abs_error": r.correctness.max_abs_error if r.correctness.checked else None,
-        "timer": _timer(r.timer),
+        "timer": names.name(pb.Timer, r.timer),
         "measured_as": r.measured_as,
         "error": r.error or None,
     }
