@@ -49,11 +49,11 @@ bool IsResultsCommand(const std::string& command);
 // Cross-flag rules (compare: two runs or --impl with windows); INVALID_ARGUMENT naming the flag.
 absl::Status ValidateResultsFlags(const std::string& command, const ResultsFlags& flags);
 
-// Runs one of the commands; returns an ExitCode (cli.h).
 // history's table: one row per stored result, its status as every format names it
 // (common/enum_names.h).
 std::string FormatHistory(const v1::HistoryResponse& response);
 
+// Runs one of the commands; returns an ExitCode (cli.h).
 int RunResultsCommand(const CliConfig& config, const ResultsFlags& flags, std::ostream& out,
                       std::ostream& err);
 
