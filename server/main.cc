@@ -176,6 +176,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   auto& sub = o.submissions;
   sub.compiler.tool_path = DefaultCompileTool();
+  if (const char* libraries = std::getenv("LD_LIBRARY_PATH")) sub.compiler.library_path = libraries;
   app.add_flag("--submissions", sub.enabled,
                "Serve kerneleval.v1.Submissions: register submitted kernels (compiled with NVRTC "
                "in kerneleval-compile processes)");

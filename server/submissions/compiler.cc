@@ -55,7 +55,7 @@ class Fd {
 
 // The child between fork and exec: only async-signal-safe calls.
 [[noreturn]] void ExecTool(int stdin_fd, int stdout_fd, const CompilerOptions& o,
-                           char* const argv[]) {
+                           char* const argv[], char* const envp[]) {
   dup2(stdin_fd, 0);
   dup2(stdout_fd, 1);
   const int devnull = open("/dev/null", O_WRONLY);
@@ -69,11 +69,10 @@ class Fd {
   limit(RLIMIT_CPU, static_cast<rlim_t>(o.cpu_seconds), static_cast<rlim_t>(o.cpu_seconds) + 1);
   limit(RLIMIT_FSIZE, 1 << 20, 1 << 20);  // the tool writes no files; its answer is a pipe
   limit(RLIMIT_CORE, 0, 0);
-  // An empty environment: the tool clears its own too, first thing, but nothing of the
-  // server's (tokens, proxies, LD_* variables) should reach even the dynamic loader. Under
-  // ASan the sanitizer's options (read before main) pass.
-  char* const no_environment[] = {nullptr};
-  execve(argv[0], argv, kAddressSanitizer ? environ : no_environment);
+  // `envp` (CompilerOptions::library_path at most): no secret of the server's reaches the tool,
+  // whose first act is to clear even that. Under ASan the sanitizer's options (read before main)
+  // pass.
+  execve(argv[0], argv, kAddressSanitizer ? environ : envp);
   _exit(127);
 }
 
@@ -183,10 +182,15 @@ absl::StatusOr<internal::CompileResponse> Compiler::RunTool(
   }
   if (options_.allow_unconfined) argv.push_back(unconfined.data());
   argv.push_back(nullptr);
+  std::string library_path =
+      options_.library_path.empty() ? "" : absl::StrCat("LD_LIBRARY_PATH=", options_.library_path);
+  std::vector<char*> envp;
+  if (!library_path.empty()) envp.push_back(library_path.data());
+  envp.push_back(nullptr);
 
   const pid_t pid = fork();
   if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
-  if (pid == 0) ExecTool(in_child.get(), out_child.get(), options_, argv.data());
+  if (pid == 0) ExecTool(in_child.get(), out_child.get(), options_, argv.data(), envp.data());
   in_child.Close();
   out_child.Close();
   fcntl(in_parent.get(), F_SETFL, O_NONBLOCK);

@@ -30,6 +30,9 @@ struct CompilerOptions {
   // with FAILED_PRECONDITION: --allow-unconfined-compile.
   bool allow_unconfined = false;
   ModuleLimits module_limits;  // checked on every compiled cubin before it is returned
+  // The tool's only environment variable, LD_LIBRARY_PATH (the server's own, set in main):
+  // a relocated bundle's libraries are found; tokens, database URLs and proxies stay behind.
+  std::string library_path;
 };
 
 struct CompileResult {

@@ -158,6 +158,9 @@ TestServer StartGpuServer(bool shared_context) {
   o.auth_token = kTokens;
   o.submissions.enabled = true;
   o.submissions.compiler.tool_path = CompileToolPath();
+  if (const char* libraries = std::getenv("LD_LIBRARY_PATH")) {
+    o.submissions.compiler.library_path = libraries;  // a bundle's libraries
+  }
   // The GPU machine's kernel may lack Landlock; the jail is compile_jail_test's subject.
   o.submissions.compiler.allow_unconfined = true;
   client::ClientOptions c;
