@@ -79,6 +79,21 @@ bench sub_cheats_graph --suite fused_add_rmsnorm_h2048 "${cheats[@]}" --graph --
 section "The planted cheats in hot replay without a graph"
 bench sub_cheats_hot --suite fused_add_rmsnorm_h2048 "${cheats[@]}" --hot --repetitions 20
 
+section "The planted cheats named by id (cold and graph replay): the same checks as by name"
+by_id=()
+for c in output_inspect probe_one_per_row half_rows stale_output call_counter pdl_no_wait; do
+  id=$("${cli[@]}" submissions 2>/dev/null | grep -E "cheat_$c( |$)" | grep -oE 'sub-[0-9a-f]+' |
+    head -n 1)
+  [ -n "$id" ] && by_id+=("$id")
+done
+say "ids: ${by_id[*]}"
+by_id_flags=()
+for id in "${by_id[@]}"; do by_id_flags+=(--impl "$id"); done
+bench sub_cheats_by_id --suite fused_add_rmsnorm_h2048 --impl cuda_fused "${by_id_flags[@]}" \
+  --cold --repetitions 20
+bench sub_cheats_by_id_graph --suite fused_add_rmsnorm_h2048 --impl cuda_fused \
+  "${by_id_flags[@]}" --graph --graph-calls 20 --hot --repetitions 20
+
 section "h2048: the examples ranked beside the built-ins"
 bench sub_h2048_cold --suite fused_add_rmsnorm_h2048 "${impls[@]}" --cold --repetitions 50
 bench sub_h2048_graph --suite fused_add_rmsnorm_h2048 "${impls[@]}" --graph --graph-calls 50 \
@@ -121,6 +136,11 @@ python3 scripts/check_expectations.py "$out/sub_cheats_hot.json" --ranked cuda_f
   --rejected cheat_half_rows cheat_pointer_cache cheat_stale_output cheat_read_past_inputs \
   cheat_output_inspect cheat_probe_one_per_row cheat_call_counter \
   --any cheat_skip_repeated_inputs cheat_pdl_no_wait | sed "s/^/sub_cheats_hot: /" | tee -a "$log"
+# By id: the last id is pdl_no_wait's, which only graph replay can catch.
+python3 scripts/check_expectations.py "$out/sub_cheats_by_id.json" --ranked cuda_fused \
+  --rejected "${by_id[@]:0:5}" --any "${by_id[@]:5}" | sed "s/^/sub_cheats_by_id: /" | tee -a "$log"
+python3 scripts/check_expectations.py "$out/sub_cheats_by_id_graph.json" --ranked cuda_fused \
+  --rejected "${by_id[@]}" | sed "s/^/sub_cheats_by_id_graph: /" | tee -a "$log"
 say '```'
 
 section "A hanging and a faulting submission, then the server still serves"
