@@ -443,7 +443,7 @@ TEST(SubmitCli, RegistersListsAndDeletes) {
   EXPECT_THAT(out, HasSubstr("4096+0"));  // static + dynamic shared memory
   ASSERT_EQ(Cli({"submissions", "list", "--target", f.server.target()}, &out, &err), 0) << err;
   EXPECT_THAT(out, HasSubstr("naive"));
-  EXPECT_THAT(out, HasSubstr("DTYPE_BF16"));
+  EXPECT_THAT(out, HasSubstr(" bf16 "));
   ASSERT_EQ(Cli({"submissions", "delete", "naive", "--target", f.server.target()}, &out, &err), 0);
   EXPECT_THAT(out, HasSubstr("deleted sub-"));
   EXPECT_EQ(Cli({"submissions", "get", "naive", "--target", f.server.target()}, &out, &err),
