@@ -145,14 +145,16 @@ TestServer StartUnwaited(server::ServerOptions options,
 TEST(DeviceHealth, ADeviceThatNeverWarmsUpKeepsNoOneOut) {
   auto stuck = std::make_unique<PlayedGpu>("cpu:1");
   PlayedGpu* raw = stuck.get();
-  struct OpenAtEnd {
-    PlayedGpu* b;
-    ~OpenAtEnd() { b->warm.Open(); }  // the server's shutdown joins the stuck worker
-  } open_at_end{raw};
   std::vector<std::unique_ptr<server::Backend>> backends;
   backends.push_back(std::make_unique<server::CpuBackend>("cpu:0"));
   backends.push_back(std::move(stuck));
   TestServer t = StartUnwaited(LoopbackOptions(), std::move(backends));
+  // Destroyed before `t`, while the server still owns the backend: its shutdown joins the
+  // stuck worker, which an early return would otherwise leave waiting.
+  struct OpenAtEnd {
+    PlayedGpu* b;
+    ~OpenAtEnd() { b->warm.Open(); }
+  } open_at_end{raw};
   ASSERT_NE(t.client, nullptr);
   const client::KernelEvalClient& c = *t.client;
 
