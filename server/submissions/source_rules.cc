@@ -260,9 +260,9 @@ std::vector<std::string> NvrtcOptions(absl::string_view arch, bool fast_math,
                                       absl::string_view cuda_include_dir) {
   // --no-source-include: the source's directory (NVRTC's working directory) is no include
   // path; the service gives NVRTC its headers from memory (compile_headers.h).
-  std::vector<std::string> options = {absl::StrCat("-arch=", arch), "-lineinfo",
-                                      "--ptxas-options=-v", "--ptxas-options=-O3", "-std=c++17",
-                                      "--no-source-include"};
+  std::vector<std::string> options = {
+      absl::StrCat("-arch=", arch), "-lineinfo",  "--ptxas-options=-v",
+      "--ptxas-options=-O3",        "-std=c++17", "--no-source-include"};
   if (fast_math) options.push_back("--use_fast_math");
   for (const v1::Define& d : defines) {
     options.push_back(absl::StrCat("-D", d.name(), "=", d.value().empty() ? "1" : d.value()));
