@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -35,17 +36,30 @@ std::optional<double> DatasheetPeakBytesPerSecond(std::string_view model);
 struct PeakBandwidth {
   v1::PeakSource source = v1::PEAK_SOURCE_UNSPECIFIED;
   double bytes_per_second = 0;
+  // The device's cache in front of DRAM (a GPU's L2, a CPU's last-level cache; 0 unknown) and
+  // its name in a sentence: what explains a SOL figure above 100 %.
+  std::uint64_t cache_bytes = 0;
+  std::string cache_name = "cache";
 };
 
 // The peaks a device's SOL figures use, in report order: device attributes, datasheet, and
 // the measured copy bandwidth when asked for or when it is the only one (a CPU has neither
-// attributes nor a datasheet, so its copy bandwidth is its reference).
+// attributes nor a datasheet, so its copy bandwidth is its reference). Each carries the
+// device's cache (Device.l2_cache_bytes).
 std::vector<PeakBandwidth> PeaksFor(const v1::Device& device, bool with_measured_copy);
 
 // One SOL figure per peak, in the order given; peaks that are <= 0 or not finite are skipped.
 // `measured_seconds` is the latency compared against (the median); when it is <= 0 the
-// figure carries sol_seconds and a sol_ratio of 0.
+// figure carries sol_seconds and a sol_ratio of 0. A figure above 100 % is flagged
+// (above_peak) with the reason (AbovePeakReason).
 std::vector<v1::SolFigure> SolFigures(std::uint64_t bytes_moved, double measured_seconds,
                                       const std::vector<PeakBandwidth>& peaks);
+
+// Why `bytes_moved` in `measured_seconds` beat `peak`, in one line: the working set fits in
+// the cache in front of DRAM; else a measured copy peak that came out low at start; else a
+// rate above a fixed peak with the working set beyond the cache, which the timer or the
+// declared bytes must explain.
+std::string AbovePeakReason(std::uint64_t bytes_moved, double measured_seconds,
+                            const PeakBandwidth& peak);
 
 }  // namespace kerneleval::server

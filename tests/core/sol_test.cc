@@ -78,5 +78,76 @@ TEST(SolFigures, NoMeasurementGivesZeroRatio) {
   EXPECT_EQ(figures[0].sol_ratio(), 0);
 }
 
+TEST(SolFigures, AtOrBelowThePeakIsNotFlagged) {
+  // Exactly 100 % is possible; only a rate beyond the peak needs a reason.
+  const auto figures = SolFigures(4800, 1e-9, {{v1::PEAK_SOURCE_DATASHEET, 4.8e12, 1 << 20}});
+  ASSERT_EQ(figures.size(), 1u);
+  EXPECT_DOUBLE_EQ(figures[0].sol_ratio(), 1.0);
+  EXPECT_FALSE(figures[0].above_peak());
+  EXPECT_EQ(figures[0].above_peak_reason(), "");
+}
+
+TEST(SolFigures, AboveThePeakWithAWorkingSetInCacheNamesTheCache) {
+  // The CPU report of the issue: 12 MiB moved against a 9.29 GB/s copy peak at 251 %.
+  const std::uint64_t bytes = 12u << 20;
+  const double peak = 9.29e9;
+  const double seconds = static_cast<double>(bytes) / (2.51 * peak);
+  const auto figures = SolFigures(
+      bytes, seconds, {{v1::PEAK_SOURCE_MEASURED_COPY, peak, 32u << 20, "last-level cache"}});
+  ASSERT_EQ(figures.size(), 1u);
+  EXPECT_NEAR(figures[0].sol_ratio(), 2.51, 1e-9);
+  EXPECT_TRUE(figures[0].above_peak());
+  EXPECT_EQ(figures[0].above_peak_reason(),
+            "working set 12 MiB fits in the 32 MiB last-level cache: SOL is measured against "
+            "the DRAM peak");
+}
+
+TEST(SolFigures, AboveAMeasuredPeakBeyondTheCacheBlamesThePeak) {
+  // 64 MiB does not fit in 32 MiB: the copy peak measured at start came out low.
+  const std::uint64_t bytes = 64u << 20;
+  const double seconds = static_cast<double>(bytes) / 11.2e9;
+  const auto figures = SolFigures(
+      bytes, seconds, {{v1::PEAK_SOURCE_MEASURED_COPY, 9.29e9, 32u << 20, "last-level cache"}});
+  ASSERT_EQ(figures.size(), 1u);
+  EXPECT_TRUE(figures[0].above_peak());
+  EXPECT_EQ(figures[0].above_peak_reason(),
+            "peak measured at start, 9.29 GB/s, below this run's 11.20 GB/s");
+}
+
+TEST(SolFigures, AboveAFixedPeakBeyondTheCacheSuspectsTheMeasurement) {
+  const std::uint64_t bytes = 152166400;  // 145 MiB on a 50 MiB L2
+  const auto figures = SolFigures(bytes, static_cast<double>(bytes) / 5.1e12,
+                                  {{v1::PEAK_SOURCE_DATASHEET, 4.8e12, 50u << 20, "L2 cache"},
+                                   {v1::PEAK_SOURCE_MEASURED_COPY, 6e12, 50u << 20, "L2 cache"}});
+  ASSERT_EQ(figures.size(), 2u);
+  EXPECT_TRUE(figures[0].above_peak());
+  EXPECT_EQ(figures[0].above_peak_reason(),
+            "this run's 5.10 TB/s is above the datasheet peak 4.80 TB/s with a working set of "
+            "145 MiB, beyond the L2 cache: the timer or the declared bytes are suspect");
+  // The same result is below the other peak: only the figure above it is flagged.
+  EXPECT_FALSE(figures[1].above_peak());
+}
+
+TEST(PeaksFor, CarriesTheDeviceCacheForTheReason) {
+  v1::Device cpu;
+  cpu.set_kind("cpu");
+  cpu.set_l2_cache_bytes(32u << 20);
+  cpu.set_measured_copy_bytes_per_second(9.29e9);
+  const auto cpu_peaks = PeaksFor(cpu, false);
+  ASSERT_EQ(cpu_peaks.size(), 1u);
+  EXPECT_EQ(cpu_peaks[0].source, v1::PEAK_SOURCE_MEASURED_COPY);
+  EXPECT_EQ(cpu_peaks[0].cache_bytes, 32u << 20);
+  EXPECT_EQ(cpu_peaks[0].cache_name, "last-level cache");
+
+  v1::Device gpu;
+  gpu.set_kind("cuda");
+  gpu.set_l2_cache_bytes(50u << 20);
+  gpu.set_peak_bytes_per_second(4.8e12);
+  gpu.set_datasheet_bytes_per_second(4.8e12);
+  const auto gpu_peaks = PeaksFor(gpu, false);
+  ASSERT_EQ(gpu_peaks.size(), 2u);
+  for (const PeakBandwidth& p : gpu_peaks) EXPECT_EQ(p.cache_name, "L2 cache");
+}
+
 }  // namespace
 }  // namespace kerneleval::server
