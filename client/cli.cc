@@ -18,7 +18,9 @@ void AddGlobalFlags(CLI::App* app, GlobalFlags* g) {
   app->add_option("--deadline", g->deadline_seconds, "Seconds per call; for bench, the whole run")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app->add_flag("--json", g->json, "Print responses as JSON (proto field names)");
+  app->add_flag("--json", g->json,
+                "Print responses as JSON: proto field names, 64-bit integers as numbers, enums "
+                "by their short names (bf16, host_clock)");
   app->add_option("--token", g->token, "Bearer token sent as `authorization` metadata")
       ->envname("KERNELEVAL_TOKEN");
   app->add_flag("--tls", g->tls, "Use TLS");
@@ -137,8 +139,10 @@ void AddBenchCommand(CLI::App* app, BenchFlags* b) {
                   "Also count DRAM bytes read and written per call (CUPTI range profiler)");
   bench->add_flag("--check-every-call", b->check_every_call,
                   "Check every call of the built-ins on the device, as submissions' calls are");
-  bench->add_option("--format", b->format, "Report format (default table)")
-      ->check(CLI::IsMember({"table", "json", "csv", "html"}));
+  bench
+      ->add_option("--format", b->format,
+                   "Report format (default table); jsonl: one JSON object per result and line")
+      ->check(CLI::IsMember({"table", "json", "jsonl", "csv", "html"}));
   bench->add_option("--out", b->out, "Write the report to this file");
   bench
       ->add_option("--concurrency", b->concurrency,

@@ -87,7 +87,7 @@ struct BenchFlags {
   bool measure_copy = false;
   bool measure_dram_bytes = false;
   bool check_every_call = false;
-  std::string format;       // table | json | csv | html; empty = table (json with --json).
+  std::string format;       // table | json | jsonl | csv | html; empty = table (json with --json).
   std::string out;          // Write the report here instead of stdout.
   int concurrency = 4;      // Targets benchmarked at once.
   std::string pushgateway;  // http://HOST:PORT: push each target's results there.

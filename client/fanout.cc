@@ -348,6 +348,17 @@ absl::StatusOr<std::string> FormatFanOut(const std::vector<TargetResult>& result
   switch (format) {
     case ReportFormat::kJson:
       return FormatJson(results);
+    case ReportFormat::kJsonl: {
+      // Failed targets have no lines: their errors are on stderr and in the exit code.
+      std::string lines;
+      for (const TargetResult& r : results) {
+        if (!r.status.ok()) continue;
+        absl::StatusOr<std::string> text = FormatReportJsonl(r.report, r.target);
+        if (!text.ok()) return text.status();
+        lines += *text;
+      }
+      return lines;
+    }
     case ReportFormat::kCsv:
       return FormatCsv(results);
     case ReportFormat::kTable:

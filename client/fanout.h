@@ -91,7 +91,8 @@ std::string StatusText(const grpc::Status& status);
 // True when a report holds a result that is INCORRECT or a RUNTIME_ERROR.
 bool HasFailedResult(const v1::BenchmarkReport& report);
 
-// The merged document in `format` (kJson, kTable or kCsv; kHtml is INVALID_ARGUMENT).
+// The merged document in `format` (kJson, kJsonl, kTable or kCsv; kHtml is
+// INVALID_ARGUMENT). kJsonl: each target's result lines, "target" first in each.
 absl::StatusOr<std::string> FormatFanOut(const std::vector<TargetResult>& results,
                                          ReportFormat format);
 

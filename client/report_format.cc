@@ -6,6 +6,7 @@ namespace kerneleval::client {
 std::optional<ReportFormat> ParseReportFormat(std::string_view name) {
   if (name == "table") return ReportFormat::kTable;
   if (name == "json") return ReportFormat::kJson;
+  if (name == "jsonl") return ReportFormat::kJsonl;
   if (name == "csv") return ReportFormat::kCsv;
   if (name == "html") return ReportFormat::kHtml;
   return std::nullopt;
@@ -15,6 +16,8 @@ absl::StatusOr<std::string> FormatReport(const v1::BenchmarkReport& report, Repo
   switch (format) {
     case ReportFormat::kJson:
       return MessageToJson(report);
+    case ReportFormat::kJsonl:
+      return FormatReportJsonl(report);
     case ReportFormat::kCsv:
       return FormatReportCsv(report);
     case ReportFormat::kHtml:

@@ -24,14 +24,23 @@ namespace kerneleval::client {
 
 namespace v1 = ::kerneleval::v1;
 
-enum class ReportFormat { kTable, kJson, kCsv, kHtml };
+enum class ReportFormat { kTable, kJson, kJsonl, kCsv, kHtml };
 
-// "table" | "json" | "csv" | "html".
+// "table" | "json" | "jsonl" | "csv" | "html".
 std::optional<ReportFormat> ParseReportFormat(std::string_view name);
 
-// The proto3 JSON mapping with field names as in the .proto and every primitive field printed
-// (zeros included), so that consumers see a stable set of keys. Pretty-printed.
+// The CLI's JSON of any message (client/contract_json.h): proto field names, every primitive
+// field printed (zeros included) so that consumers see a stable set of keys, 64-bit integers
+// as numbers and enums by the contract's short names. Pretty-printed, or on one line.
 absl::StatusOr<std::string> MessageToJson(const google::protobuf::Message& message);
+absl::StatusOr<std::string> MessageToJsonLine(const google::protobuf::Message& message);
+
+// JSON Lines: one object per workload result, the result's own fields after "run_id" and
+// "suite" (and "target" first when `target` is not empty, for a fan-out), each line ending
+// in a newline; what `jq -c` and pandas.read_json(lines=True) take, and what a scheduled job
+// appends to a log. Empty when the report has no results.
+absl::StatusOr<std::string> FormatReportJsonl(const v1::BenchmarkReport& report,
+                                              const std::string& target = "");
 
 // The SOL figure a table shows (common/preferred_sol.h).
 using ::kerneleval::PreferredSol;
@@ -45,7 +54,7 @@ std::string FormatReportCsv(const v1::BenchmarkReport& report);
 // log-log plot of median latency against the suite's var axis, one <polyline> per
 // implementation (per implementation x device when several devices ran).
 std::string FormatReportHtml(const v1::BenchmarkReport& report);
-// Dispatches on `format`; only kJson can fail.
+// Dispatches on `format`; only kJson and kJsonl can fail.
 absl::StatusOr<std::string> FormatReport(const v1::BenchmarkReport& report, ReportFormat format);
 
 // One line for a progress event: "[3/7] batch_size=34 on cuda:0: fused 4.33 us, ...".

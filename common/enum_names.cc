@@ -2,6 +2,9 @@
 
 #include <array>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+
 namespace kerneleval {
 namespace {
 
@@ -122,6 +125,45 @@ std::string ProtocolShortText(v1::CacheMode cache, bool graph, unsigned graph_ca
 std::string MeasuredAsName(v1::Timer timer, v1::CacheMode cache, bool graph, unsigned graph_calls,
                            bool rotate) {
   return TimerShortName(timer) + ", " + ProtocolShortText(cache, graph, graph_calls, rotate);
+}
+
+namespace {
+
+// The generic rule: the enum's prefix is its values' common leading words ("VERDICT_" of
+// VERDICT_SAME, VERDICT_SLOWER, ...), so a one-word value keeps its word.
+std::string DerivedShortName(const google::protobuf::EnumDescriptor& type, int number) {
+  const google::protobuf::EnumValueDescriptor* value = type.FindValueByNumber(number);
+  if (value == nullptr) value = type.FindValueByNumber(0);
+  if (value == nullptr) return "unspecified";
+  std::string prefix = type.value(0)->name();
+  for (int i = 1; i < type.value_count(); ++i) {
+    const std::string& other = type.value(i)->name();
+    std::size_t n = 0;
+    while (n < prefix.size() && n < other.size() && prefix[n] == other[n]) ++n;
+    prefix.resize(n);
+  }
+  prefix.resize(prefix.rfind('_') == std::string::npos ? 0 : prefix.rfind('_') + 1);
+  std::string name(value->name());
+  if (absl::StartsWith(name, prefix) && name.size() > prefix.size()) name.erase(0, prefix.size());
+  return absl::AsciiStrToLower(name);
+}
+
+}  // namespace
+
+std::string EnumShortName(const google::protobuf::EnumDescriptor& type, int number) {
+  if (&type == v1::DType_descriptor()) return DTypeShortName(static_cast<v1::DType>(number));
+  if (&type == v1::Mode_descriptor()) return ModeShortName(static_cast<v1::Mode>(number));
+  if (&type == v1::Timer_descriptor()) return TimerShortName(static_cast<v1::Timer>(number));
+  if (&type == v1::CacheMode_descriptor()) {
+    return CacheShortName(static_cast<v1::CacheMode>(number));
+  }
+  if (&type == v1::ResultStatus_descriptor()) {
+    return ResultStatusShortName(static_cast<v1::ResultStatus>(number));
+  }
+  if (&type == v1::PeakSource_descriptor()) {
+    return PeakSourceShortName(static_cast<v1::PeakSource>(number));
+  }
+  return DerivedShortName(type, number);
 }
 
 std::optional<v1::DType> ParseDTypeName(std::string_view name) { return ParseIn(kDTypes, name); }

@@ -36,6 +36,14 @@ std::string ProtocolShortText(v1::CacheMode cache, bool graph, unsigned graph_ca
 std::string MeasuredAsName(v1::Timer timer, v1::CacheMode cache, bool graph, unsigned graph_calls,
                            bool rotate);
 
+// The printed name of value `number` of any enum of the contract, for formats that walk
+// messages by descriptor (the CLI's JSON): the tables above for the enums they cover, and for
+// the others (Verdict, ExportFormat, SourceLanguage, and any enum added later) the same rule
+// read from the descriptor, the value's name without the enum's prefix in lower case
+// ("VERDICT_SLOWER" -> "slower"). A number the descriptor does not know prints as the
+// enum's zero value would.
+std::string EnumShortName(const google::protobuf::EnumDescriptor& type, int number);
+
 // The printed names and the aliases: dtypes also as suite files and frameworks spell them
 // ("bfloat16", "float16", "half", "float32", "float"); timers as the CLI spelled them
 // ("events", "host") and "auto" for TIMER_UNSPECIFIED. nullopt for anything else.
