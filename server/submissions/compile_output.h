@@ -25,4 +25,11 @@ std::map<std::string, v1::KernelResources> ParsePtxasInfo(absl::string_view log)
 std::optional<std::vector<long long>> PtxEntryParamBytes(absl::string_view ptx,
                                                          absl::string_view lowered_name);
 
+// Whether `.entry <lowered_name>` of `ptx` can execute griddepcontrol.wait: the instruction is
+// in its body or in a .func its body names, transitively (a name in an indirect call's
+// target list counts; comments are not code). nullopt when the PTX has no such entry. A
+// presence test only: a wait on a path never taken still counts, which the chained checks of
+// hot and graph replay catch where overlap would pay (docs/submissions.md).
+std::optional<bool> PtxEntryWaitsForGrid(absl::string_view ptx, absl::string_view lowered_name);
+
 }  // namespace kerneleval::server::submissions

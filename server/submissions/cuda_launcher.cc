@@ -210,7 +210,10 @@ cudaError_t SubmissionLauncher::Launch(const FusedAddRmsNormArgs& args, void* sc
     void* kernel_args[] = {&params};
     CUlaunchAttribute attrs[2] = {};
     unsigned n = 0;
-    if (k.pdl()) {
+    // Only a kernel that waits for its predecessor may overlap it (launch_plan.h); a record
+    // stored before the compile reported the wait is launched in plain stream order.
+    if (k.pdl() && i < submission_.diagnostics().kernels_size() &&
+        submission_.diagnostics().kernels(i).waits_for_grid_dependency()) {
       attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
       attrs[n].value.programmaticStreamSerializationAllowed = 1;
       ++n;

@@ -132,6 +132,15 @@ absl::Status ValidateResources(
                        r.static_smem_bytes(), " static bytes is more than the ",
                        limits.max_smem_per_block_optin, " bytes a CTA may use on ", limits.arch));
     }
+    if (k.pdl() && !r.waits_for_grid_dependency()) {
+      // Launched with pdl, a kernel that never waits overlaps its predecessor freely: the
+      // calls of a graph replay would run side by side and be timed as if one after another.
+      return absl::InvalidArgumentError(absl::StrCat(
+          at, ".pdl: ", Quote(k.entry()),
+          " never executes griddepcontrol.wait (cudaGridDependencySynchronize); a kernel "
+          "launched with programmatic dependent launch must wait for its predecessor before "
+          "touching memory it writes"));
+    }
     // Registers are allocated per warp in units of 256 (8 per thread).
     const std::int64_t regs = (static_cast<std::int64_t>(r.registers()) + 7) / 8 * 8;
     if (regs * k.block_size() > limits.registers_per_sm) {

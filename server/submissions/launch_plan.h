@@ -46,7 +46,8 @@ absl::Status ValidateLaunchPlan(const v1::LaunchPlan& plan, const DeviceLimits& 
 
 // The plan with the compiled kernels' resources (same order as the plan): static plus
 // dynamic shared memory within the opt-in maximum, registers x block size within an SM's
-// register file. Spills are reported, not refused.
+// register file, and a `pdl` kernel that can execute griddepcontrol.wait. Spills are
+// reported, not refused.
 absl::Status ValidateResources(
     const v1::LaunchPlan& plan,
     const google::protobuf::RepeatedPtrField<v1::KernelResources>& kernels,

@@ -73,10 +73,11 @@ absl::Status CheckEntryParams(const std::string& ptx, const std::string& lowered
   return absl::OkStatus();
 }
 
-// Fills the per-entry figures in plan order from the ptxas lines of `log`.
+// Fills the per-entry figures in plan order from the ptxas lines of `log`, and whether each
+// entry of `ptx` can wait for its grid dependency (a `pdl` launch needs it).
 absl::Status FillResources(const internal::CompileRequest& req,
                            const std::vector<std::string>& lowered, const std::string& log,
-                           v1::CompileDiagnostics* d) {
+                           absl::string_view ptx, v1::CompileDiagnostics* d) {
   const auto figures = ParsePtxasInfo(log);
   for (int i = 0; i < req.entries_size(); ++i) {
     const auto it = figures.find(lowered[i]);
@@ -88,6 +89,7 @@ absl::Status FillResources(const internal::CompileRequest& req,
     v1::KernelResources* k = d->add_kernels();
     *k = it->second;
     k->set_entry(req.entries(i));
+    k->set_waits_for_grid_dependency(PtxEntryWaitsForGrid(ptx, lowered[i]).value_or(false));
   }
   return absl::OkStatus();
 }
@@ -180,7 +182,7 @@ internal::CompileResponse CompileCuda(const internal::CompileRequest& req,
   cubin->resize(cubin_size);
   nvrtcGetCUBIN(program.get(), cubin->data());
   v1::CompileDiagnostics* d = response.mutable_diagnostics();
-  if (absl::Status s = FillResources(req, lowered, log, d); !s.ok()) {
+  if (absl::Status s = FillResources(req, lowered, log, ptx, d); !s.ok()) {
     return Fail(s.code(), std::string(s.message()), log);
   }
   for (const std::string& o : options) d->add_options(o);
@@ -225,7 +227,7 @@ internal::CompileResponse CompilePtx(const internal::CompileRequest& req) {
   response.mutable_cubin()->resize(cubin_size);
   nvJitLinkGetLinkedCubin(link.get(), response.mutable_cubin()->data());
   v1::CompileDiagnostics* d = response.mutable_diagnostics();
-  if (absl::Status s = FillResources(req, lowered, log, d); !s.ok()) {
+  if (absl::Status s = FillResources(req, lowered, log, req.source(), d); !s.ok()) {
     return Fail(s.code(), std::string(s.message()), log);
   }
   for (const char* o : options) d->add_options(o);

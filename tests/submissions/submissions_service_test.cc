@@ -12,7 +12,7 @@
 
 #include "client/cli.h"
 #include "client/submit_client.h"
-#include "test_server.h"
+#include "submissions_test_server.h"
 
 namespace kerneleval::testing {
 namespace {
@@ -27,29 +27,7 @@ std::string ReadExample(const std::string& name) {
   return text.str();
 }
 
-server::ServerOptions SubmissionOptions() {
-  server::ServerOptions o = LoopbackOptions();
-  o.submissions.enabled = true;
-  o.submissions.compiler.tool_path = KERNELEVAL_TEST_COMPILE_TOOL;
-  return o;
-}
-
-struct Fixture {
-  TestServer server;
-  std::unique_ptr<client::SubmissionsClient> submissions;
-};
-
-Fixture Start(server::ServerOptions options = SubmissionOptions(),
-              client::ClientOptions client_options = {}) {
-  Fixture f;
-  f.server = StartServer(options, {}, client_options);
-  client_options.target = f.server.target();
-  client_options.deadline_seconds = 120;
-  std::shared_ptr<grpc::Channel> channel;
-  EXPECT_TRUE(client::MakeChannel(client_options, &channel).ok());
-  f.submissions = std::make_unique<client::SubmissionsClient>(channel, client_options);
-  return f;
-}
+using Fixture = SubmissionsServer;
 
 // A plan of one kernel, `block` threads, one row per CTA.
 v1::SubmissionSpec Spec(const std::string& name, const std::string& source,
@@ -79,18 +57,19 @@ grpc::Status Register(const Fixture& f, const v1::SubmissionSpec& spec,
 }
 
 TEST(Submissions, ExamplesCompileWithTheirResources) {
-  const Fixture f = Start();
+  const Fixture f = StartSubmissionsServer();
   struct Example {
     const char* file;
     const char* entry;
     std::uint32_t block, rows;
+    bool waits;  // executes griddepcontrol.wait: registered with pdl
   };
-  for (const Example& e : {Example{"naive_block_per_row.cu", "naive_block_per_row", 256, 1},
-                           Example{"warp_per_row_vec.cu", "warp_per_row_vec", 256, 8},
-                           Example{"fused_rows_vec16.cu", "fused_rows_vec16<0>", 128, 1}}) {
+  for (const Example& e : {Example{"naive_block_per_row.cu", "naive_block_per_row", 256, 1, false},
+                           Example{"warp_per_row_vec.cu", "warp_per_row_vec", 256, 8, false},
+                           Example{"fused_rows_vec16.cu", "fused_rows_vec16<0>", 128, 1, true}}) {
     v1::SubmissionSpec spec =
         Spec(std::string(e.file).substr(0, 12), ReadExample(e.file), e.entry, e.block, e.rows);
-    spec.mutable_launch_plan()->mutable_kernels(0)->set_pdl(true);
+    spec.mutable_launch_plan()->mutable_kernels(0)->set_pdl(e.waits);
     v1::RegisterSubmissionResponse r;
     const grpc::Status s = Register(f, spec, &r);
     ASSERT_TRUE(s.ok()) << e.file << ": " << s.error_message();
@@ -104,6 +83,7 @@ TEST(Submissions, ExamplesCompileWithTheirResources) {
     ASSERT_EQ(sub.diagnostics().kernels_size(), 1);
     const v1::KernelResources& k = sub.diagnostics().kernels(0);
     EXPECT_EQ(k.entry(), e.entry);
+    EXPECT_EQ(k.waits_for_grid_dependency(), e.waits) << e.file;
     EXPECT_GT(k.registers(), 8) << e.file;
     EXPECT_LE(k.registers(), 64) << e.file;
     EXPECT_EQ(k.spill_store_bytes(), 0) << e.file;
@@ -126,7 +106,7 @@ TEST(Submissions, ExamplesCompileWithTheirResources) {
 }
 
 TEST(Submissions, RegisteringAgainIsIdempotentAndCached) {
-  const Fixture f = Start();
+  const Fixture f = StartSubmissionsServer();
   v1::RegisterSubmissionResponse first, again;
   ASSERT_TRUE(Register(f, Spec("tiny", kTiny, "tiny"), &first).ok());
   ASSERT_TRUE(Register(f, Spec("tiny", kTiny, "tiny"), &again).ok());
@@ -141,7 +121,7 @@ TEST(Submissions, RegisteringAgainIsIdempotentAndCached) {
 }
 
 TEST(Submissions, CompileErrorsCarryTheLogWithLineNumbers) {
-  const Fixture f = Start();
+  const Fixture f = StartSubmissionsServer();
   const std::string source =
       "#include <kerneleval/submission_abi.h>\n"
       "extern \"C\" __global__ void k(const kerneleval_params p) {\n"
@@ -155,7 +135,7 @@ TEST(Submissions, CompileErrorsCarryTheLogWithLineNumbers) {
 }
 
 TEST(Submissions, KernelsMustTakeTheAbi) {
-  const Fixture f = Start();
+  const Fixture f = StartSubmissionsServer();
   const std::string wrong = "extern \"C\" __global__ void k(float* out, int n) { out[n] = 1.f; }\n";
   grpc::Status s = Register(f, Spec("wrong", wrong, "k"));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -167,7 +147,7 @@ TEST(Submissions, KernelsMustTakeTheAbi) {
 }
 
 TEST(Submissions, EmptyAndHugeSources) {
-  const Fixture f = Start();
+  const Fixture f = StartSubmissionsServer();
   grpc::Status s = Register(f, Spec("empty", "", "k"));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("submission.source: empty"));
@@ -178,7 +158,7 @@ TEST(Submissions, EmptyAndHugeSources) {
 }
 
 TEST(Submissions, ForbiddenIncludesNameTheLine) {
-  const Fixture f = Start();
+  const Fixture f = StartSubmissionsServer();
   for (const char* include :
        {"#include <stdio.h>", "#include \"/etc/passwd\"", "#include \"../server/server.h\""}) {
     const grpc::Status s =
@@ -189,7 +169,7 @@ TEST(Submissions, ForbiddenIncludesNameTheLine) {
 }
 
 TEST(Submissions, OptionsAreWhitelisted) {
-  const Fixture f = Start();
+  const Fixture f = StartSubmissionsServer();
   v1::SubmissionSpec spec = Spec("opts", kTiny, "tiny");
   v1::Define* d = spec.mutable_options()->add_defines();
   d->set_name("X");
@@ -220,7 +200,7 @@ TEST(Submissions, OptionsAreWhitelisted) {
 }
 
 TEST(Submissions, BadLaunchPlansNameTheField) {
-  const Fixture f = Start();
+  const Fixture f = StartSubmissionsServer();
   for (std::uint32_t block : {0u, 2048u, 100u}) {
     const grpc::Status s = Register(f, Spec("plan", kTiny, "tiny", block));
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << block;
@@ -248,8 +228,59 @@ TEST(Submissions, BadLaunchPlansNameTheField) {
   EXPECT_THAT(Register(f, spec).error_message(), HasSubstr("submission.dtype"));
 }
 
+// A kernel launched with pdl may start before its predecessor ends; one that never executes
+// griddepcontrol.wait would overlap the calls of a graph replay and be timed as if they ran
+// one after another. Refused at registration, however the wait is hidden.
+TEST(Submissions, PdlKernelsMustWaitForTheirPredecessor) {
+  const Fixture f = StartSubmissionsServer();
+  const std::string source =
+      "#include <kerneleval/submission_abi.h>\n"
+      "__device__ __noinline__ void Wait() { asm volatile(\"griddepcontrol.wait;\" ::: "
+      "\"memory\"); }\n"
+      "extern \"C\" __global__ void waits_in_callee(const kerneleval_params p) {\n"
+      "  Wait();\n"
+      "  if (threadIdx.x == 0) static_cast<float*>(p.output)[blockIdx.x] = p.eps;\n"
+      "}\n"
+      "__device__ __noinline__ void Unused() { asm volatile(\"griddepcontrol.wait;\"); }\n"
+      "extern \"C\" __global__ void never_waits(const kerneleval_params p) {\n"
+      "  asm volatile(\"griddepcontrol.launch_dependents;\" ::: \"memory\");\n"
+      "  if (threadIdx.x == 0) static_cast<float*>(p.output)[blockIdx.x] = p.eps;\n"
+      "}\n";
+  v1::SubmissionSpec waits = Spec("waits", source, "waits_in_callee");
+  waits.mutable_launch_plan()->mutable_kernels(0)->set_pdl(true);
+  v1::RegisterSubmissionResponse r;
+  const grpc::Status ok = Register(f, waits, &r);
+  ASSERT_TRUE(ok.ok()) << ok.error_message();
+  EXPECT_TRUE(r.submission().diagnostics().kernels(0).waits_for_grid_dependency());
+
+  v1::SubmissionSpec never = Spec("never", source, "never_waits");
+  never.mutable_launch_plan()->mutable_kernels(0)->set_pdl(true);
+  grpc::Status refused = Register(f, never);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("submission.launch_plan.kernels[0].pdl"));
+  EXPECT_THAT(refused.error_message(), HasSubstr("never executes griddepcontrol.wait"));
+  // Without pdl it runs in stream order, and nothing needs a wait.
+  never.mutable_launch_plan()->mutable_kernels(0)->set_pdl(false);
+  EXPECT_TRUE(Register(f, never).ok());
+
+  // PTX whose only wait is in a comment, or in a function the entry never names.
+  v1::SubmissionSpec ptx = Spec(
+      "ptx_wait",
+      absl::StrCat(".version 8.0\n.target sm_90a\n.address_size 64\n"
+                   ".func unused()\n{\n  griddepcontrol.wait;\n  ret;\n}\n"
+                   ".visible .entry nothing(\n"
+                   "  .param .align 8 .b8 nothing_param_0[144]\n)\n{\n  // griddepcontrol.wait;\n"
+                   "  /* griddepcontrol.wait; */\n  ret;\n}\n"),
+      "nothing");
+  ptx.set_language(v1::SOURCE_LANGUAGE_PTX);
+  ptx.mutable_launch_plan()->mutable_kernels(0)->set_pdl(true);
+  refused = Register(f, ptx);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("kernels[0].pdl"));
+}
+
 TEST(Submissions, UnknownIdsAreNotFound) {
-  const Fixture f = Start();
+  const Fixture f = StartSubmissionsServer();
   v1::GetSubmissionResponse got;
   grpc::Status s = f.submissions->Get("sub-000000000000000000000000", &got);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
@@ -265,7 +296,7 @@ TEST(Submissions, UnknownIdsAreNotFound) {
 }
 
 TEST(Submissions, DuplicateNamesAreRefused) {
-  const Fixture f = Start();
+  const Fixture f = StartSubmissionsServer();
   ASSERT_TRUE(Register(f, Spec("mine", kTiny, "tiny")).ok());
   const grpc::Status s =
       Register(f, Spec("mine", ReadExample("naive_block_per_row.cu"), "naive_block_per_row"));
@@ -274,7 +305,7 @@ TEST(Submissions, DuplicateNamesAreRefused) {
 }
 
 TEST(Submissions, EchoedValuesAreBounded) {
-  const Fixture f = Start();
+  const Fixture f = StartSubmissionsServer();
   const grpc::Status s = Register(f, Spec(std::string(10000, 'n'), kTiny, "tiny"));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("submission.name"));
@@ -285,7 +316,7 @@ TEST(Submissions, EchoedValuesAreBounded) {
 TEST(Submissions, OffUnlessTheServerSaysSo) {
   server::ServerOptions o = SubmissionOptions();
   o.submissions.enabled = false;
-  const Fixture f = Start(o);
+  const Fixture f = StartSubmissionsServer(o);
   grpc::Status s = Register(f, Spec("tiny", kTiny, "tiny"));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_THAT(s.error_message(), HasSubstr("--submissions"));
@@ -298,7 +329,7 @@ TEST(Submissions, BehindTheToken) {
   o.auth_token = "s3cret";
   client::ClientOptions with_token;
   with_token.bearer_token = "s3cret";
-  const Fixture f = Start(o, with_token);
+  const Fixture f = StartSubmissionsServer(o, with_token);
   v1::RegisterSubmissionResponse r;
   ASSERT_TRUE(Register(f, Spec("tiny", kTiny, "tiny"), &r).ok());
   EXPECT_EQ(r.submission().owner(), "token");
@@ -315,7 +346,7 @@ TEST(Submissions, CompileTimeIsBounded) {
   server::ServerOptions o = SubmissionOptions();
   o.submissions.compiler.cpu_seconds = 2;
   o.submissions.compiler.wall_seconds = 6;
-  const Fixture f = Start(o);
+  const Fixture f = StartSubmissionsServer(o);
   // Three instantiations per level, memoized by nothing: exponential work for the front end.
   const std::string spin =
       "#include <kerneleval/submission_abi.h>\n"
@@ -337,7 +368,7 @@ TEST(Submissions, CompileTimeIsBounded) {
 }
 
 TEST(Submissions, PtxIsAssembled) {
-  const Fixture f = Start();
+  const Fixture f = StartSubmissionsServer();
   v1::SubmissionSpec spec = Spec("ptx",
                                  ".version 8.0\n.target sm_90a\n.address_size 64\n"
                                  ".visible .entry nothing(\n"
@@ -374,12 +405,12 @@ TEST(Submissions, KeptAcrossRestartsInTheDataDirectory) {
   o.submissions.data_dir = dir.string();
   std::string id;
   {
-    const Fixture f = Start(o);
+    const Fixture f = StartSubmissionsServer(o);
     v1::RegisterSubmissionResponse r;
     ASSERT_TRUE(Register(f, Spec("kept", kTiny, "tiny"), &r).ok());
     id = r.submission().id();
   }
-  const Fixture f = Start(o);
+  const Fixture f = StartSubmissionsServer(o);
   v1::GetSubmissionResponse got;
   ASSERT_TRUE(f.submissions->Get("kept", &got).ok());
   EXPECT_EQ(got.submission().id(), id);
@@ -389,7 +420,7 @@ TEST(Submissions, KeptAcrossRestartsInTheDataDirectory) {
 TEST(Submissions, LimitsPerOwner) {
   server::ServerOptions o = SubmissionOptions();
   o.submissions.max_per_owner = 1;
-  const Fixture f = Start(o);
+  const Fixture f = StartSubmissionsServer(o);
   ASSERT_TRUE(Register(f, Spec("one", kTiny, "tiny")).ok());
   const grpc::Status s = Register(f, Spec("two", kTiny, "tiny", 128));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
@@ -400,7 +431,7 @@ TEST(Submissions, LimitsPerOwner) {
 TEST(Submissions, OwnerQuotaIsCheckedBeforeCompiling) {
   server::ServerOptions o = SubmissionOptions();
   o.submissions.max_per_owner = 1;
-  const Fixture f = Start(o);
+  const Fixture f = StartSubmissionsServer(o);
   ASSERT_TRUE(Register(f, Spec("one", kTiny, "tiny")).ok());
   const grpc::Status s = Register(f, Spec("two", "this is not CUDA {", "tiny"));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << s.error_message();
@@ -429,7 +460,7 @@ int Cli(const std::vector<std::string>& args, std::string* out, std::string* err
 }
 
 TEST(SubmitCli, RegistersListsAndDeletes) {
-  const Fixture f = Start();
+  const Fixture f = StartSubmissionsServer();
   const std::string source = std::string(KERNELEVAL_TEST_EXAMPLES_DIR) + "/naive_block_per_row.cu";
   std::string out, err;
   ASSERT_EQ(
