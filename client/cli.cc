@@ -76,7 +76,10 @@ void AddRunCommand(CLI::App* app, RunFlags* r) {
   run->add_option("--eps", r->eps, "RMSNorm epsilon (default 1e-6)")->check(CLI::PositiveNumber);
   run->add_option("--device", r->device, "cpu, cuda:0, ... (default: least loaded)");
   run->add_option("--impl", r->implementation, "Implementation (default: the device's)");
-  run->add_flag("--check", r->check, "Compare against the fp64 reference");
+  // Checked by default, as in the Python client: a run that is fast and wrong should not
+  // read as a result. --check is still accepted.
+  run->add_flag("--check,!--no-check", r->check,
+                "Compare against the fp64 reference (default; --no-check skips it)");
   run->add_option("--warmup", r->warmup, "Untimed calls first")->capture_default_str();
   run->add_option("--repetitions", r->repetitions, "Timed calls (1..1000)")
       ->check(CLI::Range(1, 1000))

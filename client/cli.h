@@ -55,7 +55,7 @@ struct RunFlags {
   double eps = 0;  // 0 = the server's default (1e-6).
   std::string device;
   std::string implementation;
-  bool check = false;
+  bool check = true;  // --no-check: false
   uint32_t warmup = 0;
   uint32_t repetitions = 1;
   std::string timer = "auto";

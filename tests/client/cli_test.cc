@@ -98,6 +98,16 @@ TEST(CliParse, RunWithRandomInputs) {
   EXPECT_DOUBLE_EQ(config.run.eps, 1e-5);
 }
 
+// The same default as the Python client's Client.run(check=True): checked unless asked not.
+TEST(CliParse, RunChecksCorrectnessUnlessNoCheck) {
+  CliConfig checked;
+  ASSERT_TRUE(Parse({"run", "--batch", "2", "--hidden", "8"}, &checked).ok());
+  EXPECT_TRUE(checked.run.check);
+  CliConfig unchecked;
+  ASSERT_TRUE(Parse({"run", "--batch", "2", "--hidden", "8", "--no-check"}, &unchecked).ok());
+  EXPECT_FALSE(unchecked.run.check);
+}
+
 TEST(CliParse, ListCommands) {
   for (const char* command : {"devices", "suites", "services"}) {
     CliConfig config;

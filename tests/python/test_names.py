@@ -9,6 +9,8 @@ import pytest
 
 from kerneleval import _names as names
 from kerneleval.v1 import kerneleval_pb2 as pb
+from kerneleval.v1 import results_pb2 as rpb
+from kerneleval.v1 import submissions_pb2 as spb
 
 ENUMS = [
     (pb.DType, "DTYPE_"),
@@ -18,6 +20,19 @@ ENUMS = [
     (pb.ResultStatus, "RESULT_STATUS_"),
     (pb.PeakSource, "PEAK_SOURCE_"),
 ]
+# The enums without a table entry take the same rule (the CLI's JSON prints them so).
+UNTABLED = [
+    (rpb.Verdict, "VERDICT_"),
+    (rpb.ExportFormat, "EXPORT_FORMAT_"),
+    (spb.SourceLanguage, "SOURCE_LANGUAGE_"),
+]
+
+
+@pytest.mark.parametrize("enum,prefix", UNTABLED, ids=[p for _, p in UNTABLED])
+def test_enums_without_a_table_print_their_contract_names(enum, prefix):
+    for value in enum.values():
+        expected = "unspecified" if value == 0 else enum.Name(value)[len(prefix):].lower()
+        assert names.name(enum, value) == expected
 
 
 @pytest.mark.parametrize("enum,prefix", ENUMS, ids=[p for _, p in ENUMS])

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple, Union
+import warnings
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 import grpc
+import pandas as pd
 
 from kerneleval import _names as names
 from kerneleval._errors import KernelEvalError
+from kerneleval import _store as store
 from kerneleval._report import BenchReport, RunResult
+from kerneleval._store import Comparison, Reproduction, When
 from kerneleval._tensors import ArrayLike, like, to_numpy, to_proto
 from kerneleval.v1 import kerneleval_pb2 as pb
 from kerneleval.v1 import kerneleval_pb2_grpc as pb_grpc
+from kerneleval.v1 import results_pb2 as rpb
+from kerneleval.v1 import results_pb2_grpc as rpb_grpc
 from kerneleval.v1 import submissions_pb2 as spb
 from kerneleval.v1 import submissions_pb2_grpc as spb_grpc
 
@@ -86,6 +92,7 @@ class Client:
             self._channel = grpc.insecure_channel(target, options)
         self._stub = pb_grpc.KernelEvalStub(self._channel)
         self._submissions = spb_grpc.SubmissionsStub(self._channel)
+        self._results = rpb_grpc.ResultsStub(self._channel)
         self._metadata: Tuple[Tuple[str, str], ...] = ()
         if token:
             self._metadata = (("authorization", f"Bearer {token}"),)
@@ -129,7 +136,8 @@ class Client:
                 float32 / float16 / bfloat16 (any device; they are copied to the host).
             mode: "output", "output_and_residual" or "in_place" (see kerneleval.proto).
             eps: None for the server's default (1e-6).
-            check: compare the outputs with the server's fp64 reference.
+            check: compare the outputs with the server's fp64 reference (the default, as
+                for `kerneleval run`; check=False is `--no-check`).
             device: "cpu", "cuda:0", ...; "" lets the server pick the least-loaded one.
             implementation: "" for the device's default; see `implementations()`.
             warmup, repetitions: untimed and timed calls on copies of the inputs.
@@ -290,3 +298,183 @@ class Client:
         """Deletes a submission by id or name; returns its id."""
         request = spb.DeleteSubmissionRequest(submission=submission)
         return self._call(self._submissions.DeleteSubmission, request, timeout).id
+
+    # The results store (kerneleval.v1.Results). Each method is one RPC, with the CLI verb's
+    # defaults; tables are pandas DataFrames (kerneleval._store describes the columns).
+
+    def history(
+        self,
+        suite: str = "",
+        workload: str = "",
+        implementation: str = "",
+        device_model: str = "",
+        run_id: str = "",
+        since: When = None,
+        until: When = None,
+        limit: int = 50,
+        page_token: str = "",
+        runs: bool = False,
+        include_samples: bool = False,
+        timeout: Optional[float] = None,
+    ) -> pd.DataFrame:
+        """Stored results, newest first, as `kerneleval history`: one row per result, or
+        with `runs=True` one row per run (run_id, time, suite, results, complete, ...).
+
+        Filters: `suite`, `workload`, `implementation` (or a submission id), `device_model`
+        (a substring: "H200"), `run_id` (a unique prefix is enough), `since` / `until`
+        (Unix seconds, "YYYY-MM-DD", RFC 3339 text or datetime; until is exclusive).
+        `limit` rows per page (max 1000); the DataFrame's attrs["next_page_token"] is the
+        `page_token` of the next page ("" on the last). `include_samples` adds each result's
+        raw samples as a `samples_seconds` column.
+        """
+        request = rpb.HistoryRequest(
+            filter=store.result_filter(
+                suite, workload, implementation, device_model, run_id, since, until
+            ),
+            page_size=limit,
+            page_token=page_token,
+            include_samples=include_samples,
+            runs=runs,
+        )
+        response: rpb.HistoryResponse = self._call(self._results.History, request, timeout)
+        if runs:
+            rows = [store.run_row(r) for r in response.runs]
+        else:
+            rows = [store.stored_row(r) for r in response.results]
+            if include_samples:
+                for row, r in zip(rows, response.results):
+                    row["samples_seconds"] = list(r.result.samples_seconds)
+        table = store.frame(rows, store.history_columns(runs))
+        table.attrs["next_page_token"] = response.next_page_token
+        return table
+
+    def leaderboard(
+        self, suite: str, device_model: str = "", timeout: Optional[float] = None
+    ) -> pd.DataFrame:
+        """The best passing run per implementation of `suite`, as `kerneleval leaderboard`.
+
+        Ranked by geomean SOL, or by mean latency when the runs' peaks differ within a
+        device model: attrs["ranked_by_latency"] and attrs["peak_note"] say so.
+        """
+        request = rpb.LeaderboardRequest(suite=suite, device_model=device_model)
+        response: rpb.LeaderboardResponse = self._call(
+            self._results.Leaderboard, request, timeout
+        )
+        table = store.frame(
+            [store.leaderboard_row(e) for e in response.entries], store.leaderboard_columns()
+        )
+        table.attrs["ranked_by_latency"] = response.ranked_by_latency
+        table.attrs["peak_note"] = response.peak_note
+        return table
+
+    def compare(
+        self,
+        baseline_run: str = "",
+        candidate_run: str = "",
+        implementation: str = "",
+        suite: str = "",
+        device_model: str = "",
+        baseline_since: When = None,
+        baseline_until: When = None,
+        candidate_since: When = None,
+        candidate_until: When = None,
+        alpha: float = 0.05,
+        threshold: float = 0.01,
+        timeout: Optional[float] = None,
+    ) -> Comparison:
+        """Two runs, or one implementation of a suite across two time windows, workload by
+        workload, as `kerneleval compare`.
+
+        Give `baseline_run` and `candidate_run` (ids or unique prefixes), or
+        `implementation` and `suite` (and `device_model`) with the windows. A change is
+        called when Mann-Whitney U is significant at `alpha` and the 95 % interval of the
+        ratio of medians lies beyond 1 +- `threshold`. `Comparison.fails()` is
+        `--fail-on slower` for a CI job.
+        """
+        if bool(baseline_run) != bool(candidate_run):
+            raise ValueError("compare: give both baseline_run and candidate_run, or neither")
+        if baseline_run and implementation:
+            raise ValueError("compare: implementation is for windows, not with two run ids")
+        if not baseline_run and not (implementation and suite):
+            raise ValueError(
+                "compare: give two run ids, or implementation and suite with the two windows"
+            )
+        request = rpb.CompareRequest(
+            baseline_run=baseline_run,
+            candidate_run=candidate_run,
+            implementation=implementation,
+            suite=suite,
+            device_model=device_model,
+            alpha=alpha,
+            min_relative_difference=threshold,
+        )
+        if not baseline_run:
+            request.baseline_window.since_unix_seconds = store.unix_seconds(
+                baseline_since, "baseline_since"
+            )
+            request.baseline_window.until_unix_seconds = store.unix_seconds(
+                baseline_until, "baseline_until"
+            )
+            request.candidate_window.since_unix_seconds = store.unix_seconds(
+                candidate_since, "candidate_since"
+            )
+            request.candidate_window.until_unix_seconds = store.unix_seconds(
+                candidate_until, "candidate_until"
+            )
+        return Comparison(self._call(self._results.Compare, request, timeout))
+
+    def reproduce(
+        self,
+        result_id: str,
+        device: str = "",
+        alpha: float = 0.05,
+        timeout: Optional[float] = None,
+    ) -> Reproduction:
+        """Re-runs a stored result's receipt on this server and compares, as
+        `kerneleval reproduce`. `device` "" is the least-loaded one."""
+        request = rpb.ReproduceRequest(result_id=result_id, device=device, alpha=alpha)
+        return Reproduction(self._call(self._results.Reproduce, request, timeout))
+
+    def export(
+        self,
+        suite: str = "",
+        workload: str = "",
+        implementation: str = "",
+        device_model: str = "",
+        run_id: str = "",
+        since: When = None,
+        until: When = None,
+        format: str = "jsonl",
+        limit: int = 50,
+        raw: bool = False,
+        timeout: Optional[float] = None,
+    ) -> Any:
+        """Stored results in the server's export schema, as `kerneleval export`.
+
+        `format` "jsonl" and "csv" (one flat row per result, the same columns) come back as
+        a DataFrame, "trace" (FlashInfer-Bench traces) as a list of dicts; `raw=True` gives
+        the text itself. At most `limit` rows (max 100000), the newest: when more matched,
+        a warning says so and the DataFrame's attrs["truncated"] is True.
+        """
+        if format not in store.EXPORT_FORMATS:
+            raise ValueError(f"format: {format!r} is not one of jsonl, csv, trace")
+        request = rpb.ExportRequest(
+            filter=store.result_filter(
+                suite, workload, implementation, device_model, run_id, since, until
+            ),
+            format=store.EXPORT_FORMATS[format],
+            limit=limit,
+        )
+        response: rpb.ExportResponse = self._call(self._results.Export, request, timeout)
+        if response.truncated:
+            warnings.warn(
+                f"export: truncated: more results match than limit={limit}; "
+                f"the newest {response.rows} are exported",
+                stacklevel=2,
+            )
+        if raw:
+            return response.data
+        table = store.parse_export(response.data, format)
+        if isinstance(table, pd.DataFrame):
+            table.attrs["truncated"] = response.truncated
+        return table

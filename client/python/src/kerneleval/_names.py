@@ -34,12 +34,29 @@ def _enum_name(enum: Any) -> str:
     return enum.DESCRIPTOR.name
 
 
+def _prefix(enum: Any) -> str:
+    """The values' common leading words ("VERDICT_"), for the enums without a table entry
+    (Verdict, ExportFormat, SourceLanguage): the rule common/enum_names.cc's EnumShortName
+    applies to them."""
+    kind = _enum_name(enum)
+    if kind in _PREFIX:
+        return _PREFIX[kind]
+    spelled = list(enum.keys())
+    prefix = spelled[0]
+    for other in spelled[1:]:
+        n = 0
+        while n < min(len(prefix), len(other)) and prefix[n] == other[n]:
+            n += 1
+        prefix = prefix[:n]
+    return prefix[: prefix.rfind("_") + 1]
+
+
 def name(enum: Any, value: int) -> str:
     """The printed name of `value` of `enum` (e.g. `name(pb.Timer, pb.TIMER_CUPTI)`)."""
     kind = _enum_name(enum)
     if value == 0 or value not in enum.values():
         return _UNSPECIFIED.get(kind, "unspecified")
-    return enum.Name(value).removeprefix(_PREFIX[kind]).lower()
+    return enum.Name(value).removeprefix(_prefix(enum)).lower()
 
 
 def names(enum: Any) -> List[str]:

@@ -38,7 +38,7 @@ class RunResult:
         return None if self.correctness is None else self.correctness.passed
 
 
-def _result_row(r: pb.WorkloadResult) -> Row:
+def result_row(r: pb.WorkloadResult) -> Row:
     preferred = names.preferred_sol(r.sol)
     sol = None if preferred is None else preferred.sol_ratio
     return {
@@ -94,7 +94,7 @@ class BenchReport:
         (against the first peak the server reports), passed, max_abs_error, timer,
         measured_as, error.
         """
-        return [_result_row(r) for r in self.proto.results]
+        return [result_row(r) for r in self.proto.results]
 
     def summaries(self) -> List[Row]:
         """One dict per implementation x device: rank, mean latency, geomean SOL, passes."""

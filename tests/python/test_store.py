@@ -1,0 +1,207 @@
+"""The Python client's store verbs (history, compare, leaderboard, export, reproduce) against
+a real server on loopback: each a Results RPC with the CLI verb's defaults, tables as pandas
+DataFrames; and the package built with its stubs outside the source tree."""
+
+from __future__ import annotations
+
+import inspect
+import pathlib
+import time
+import warnings
+
+import grpc
+import numpy as np
+import pandas as pd
+import pytest
+
+import kerneleval
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+VERDICTS = {"same", "faster", "slower", "inconclusive", "incomparable"}
+SUITE = "py_store"
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    with kerneleval.Client(server.target, timeout=120) as c:
+        yield c
+
+
+def stored(client, run_id: str, count: int) -> pd.DataFrame:
+    """The store writes a run after Benchmark answers: polls history until it is there."""
+    for _ in range(100):
+        table = client.history(run_id=run_id)
+        if len(table) >= count:
+            return table
+        time.sleep(0.1)
+    pytest.fail(f"run {run_id} has {len(table)} of {count} results in history after 10 s")
+
+
+@pytest.fixture(scope="module")
+def runs(client):
+    """Two runs of one two-workload suite, two implementations each, stored."""
+    suite = kerneleval.custom_suite(SUITE, [1, 257], 64, dtype="fp32")
+    reports = [
+        client.bench(
+            suite, implementations=["cpu_fused", "cpu_unfused"], device="cpu", warmup=1,
+            repetitions=8,
+        )
+        for _ in range(2)
+    ]
+    for r in reports:
+        assert r.run_id, "a server with a store names the run every bench became"
+        stored(client, r.run_id, 4)
+    return reports
+
+
+def test_history_rows_are_the_runs_results(client, runs):
+    table = client.history(run_id=runs[0].run_id)
+    assert isinstance(table, pd.DataFrame)
+    assert len(table) == 4
+    assert set(table.run_id) == {runs[0].run_id}
+    assert sorted(set(table.workload)) == ["batch_size=1", "batch_size=257"]
+    assert set(table.implementation) == {"cpu_fused", "cpu_unfused"}
+    assert set(table.status) == {"passed"}
+    assert set(table.timer) == {"host_clock"}
+    # Numbers as numbers: what a filter on them needs.
+    assert pd.api.types.is_integer_dtype(table["created_unix_seconds"])
+    assert pd.api.types.is_integer_dtype(table["axis.batch_size"])
+    assert list(table[table["axis.batch_size"] > 100].workload.unique()) == ["batch_size=257"]
+    assert (table.median_us > 0).all()
+    assert str(table.time.dt.tz) == "UTC"
+    assert all(rid.startswith(runs[0].run_id + "/") for rid in table.result_id)
+    # The same rows as the bench report's, plus the store's columns.
+    assert set(runs[0].to_pandas().columns) <= set(table.columns)
+
+
+def test_history_filters_pages_and_runs(client, runs):
+    runs_table = client.history(runs=True, suite=SUITE)
+    assert {r.run_id for r in runs} <= set(runs_table.run_id)
+    row = runs_table.set_index("run_id").loc[runs[1].run_id]
+    assert row.results == 4 and bool(row.complete) is True
+    # Newest first.
+    assert list(runs_table.run_id[:2]) == [runs[1].run_id, runs[0].run_id]
+
+    page = client.history(suite=SUITE, limit=3)
+    assert len(page) == 3 and page.attrs["next_page_token"]
+    rest = client.history(suite=SUITE, limit=3, page_token=page.attrs["next_page_token"])
+    assert not set(rest.result_id) & set(page.result_id)
+
+    # A run id prefix, the printed time accepted back, an empty window.
+    prefix = runs[0].run_id[:12]
+    assert set(client.history(run_id=prefix).run_id) == {runs[0].run_id}
+    newest = runs_table.time[0].to_pydatetime()
+    assert len(client.history(suite=SUITE, since=newest)) >= 4
+    assert client.history(suite=SUITE, until="1970-01-02").empty
+    empty = client.history(suite=SUITE, until=86400)
+    # The columns exist with no rows (but the axes', which come from the results).
+    assert list(empty.columns) == [c for c in page.columns if not c.startswith("axis.")]
+
+    samples = client.history(run_id=runs[0].run_id, include_samples=True)
+    assert all(len(s) == 8 for s in samples.samples_seconds)
+
+
+def test_history_errors_name_the_field(client):
+    with pytest.raises(kerneleval.KernelEvalError) as error:
+        client.history(suite="no_such_suite_anywhere")
+    assert error.value.code == grpc.StatusCode.NOT_FOUND
+    with pytest.raises(ValueError, match="since"):
+        client.history(since="last tuesday")
+
+
+def test_compare_two_runs(client, runs):
+    result = client.compare(runs[0].run_id, runs[1].run_id)
+    assert isinstance(result, kerneleval.Comparison)
+    table = result.to_pandas()
+    assert len(table) == 4
+    assert set(table.verdict) <= VERDICTS
+    assert (table.baseline_samples == 8).all() and (table.candidate_samples == 8).all()
+    counts = {v: int((table.verdict == v).sum()) for v in VERDICTS}
+    assert counts["faster"] == result.faster and counts["slower"] == result.slower
+    assert counts["same"] == result.same
+    assert counts["inconclusive"] == result.inconclusive
+    assert counts["incomparable"] == result.incomparable
+    assert result.fails(["slower"]) == (result.slower > 0)
+    strict = ["slower", "inconclusive", "incomparable"]
+    assert result.fails(strict) == any(v in strict for v in table.verdict)
+    with pytest.raises(ValueError, match="fail_on"):
+        result.fails(["regressed"])
+
+
+def test_compare_across_windows_and_argument_errors(client, runs):
+    result = client.compare(
+        implementation="cpu_fused", suite=SUITE, baseline_until=time.time() + 3600,
+        candidate_since=0,
+    )
+    assert set(result.to_pandas().implementation) <= {"cpu_fused"}
+    with pytest.raises(ValueError, match="both"):
+        client.compare(runs[0].run_id)
+    with pytest.raises(ValueError, match="run ids"):
+        client.compare()
+    with pytest.raises(kerneleval.KernelEvalError) as error:
+        client.compare("no-such-run", runs[0].run_id)
+    assert error.value.code in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT)
+
+
+def test_leaderboard(client, runs):
+    board = client.leaderboard(SUITE)
+    assert set(board.implementation) == {"cpu_fused", "cpu_unfused"}
+    assert sorted(board["rank"]) == [1, 2]
+    assert set(board.run_id) <= {r.run_id for r in runs}
+    assert isinstance(board.attrs["ranked_by_latency"], bool)
+    best = board[board["rank"] == 1].iloc[0]
+    assert best.vs_best == pytest.approx(1.0)
+
+
+def test_export_formats_agree(client, runs):
+    rows = client.export(run_id=runs[0].run_id)
+    csv = client.export(run_id=runs[0].run_id, format="csv")
+    assert len(rows) == len(csv) == 4
+    assert list(rows.columns) == list(csv.columns), "one export schema"
+    assert set(rows.result_id) == set(csv.result_id)
+    assert pd.api.types.is_integer_dtype(rows["created_unix_seconds"])
+    assert set(rows.status) == {"passed"}
+    traces = client.export(run_id=runs[0].run_id, format="trace")
+    assert isinstance(traces, list) and len(traces) == 4
+    text = client.export(run_id=runs[0].run_id, raw=True)
+    assert text.count("\n") == 4
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cut = client.export(suite=SUITE, limit=1)
+    assert len(cut) == 1 and cut.attrs["truncated"] is True
+    assert any("truncated" in str(w.message) for w in caught)
+    with pytest.raises(ValueError, match="format"):
+        client.export(format="parquet")
+
+
+def test_reproduce_a_stored_result(client, runs):
+    result_id = client.history(run_id=runs[0].run_id).result_id[0]
+    again = client.reproduce(result_id, device="cpu")
+    assert isinstance(again, kerneleval.Reproduction)
+    assert again.original["result_id"] == result_id
+    assert again.reproduced["workload"] == again.original["workload"]
+    assert again.reproduced["status"] == "passed"
+    assert again.verdict in VERDICTS
+    assert again.fails(["slower"]) == (again.verdict == "slower")
+
+
+def test_defaults_match_the_cli(client):
+    # `kerneleval run` checks correctness unless --no-check; Client.run(check=True) too.
+    assert inspect.signature(kerneleval.Client.run).parameters["check"].default is True
+    ones = np.ones((2, 8), dtype=np.float32)
+    assert client.run(ones, ones, np.ones(8, dtype=np.float32)).passed is True
+    # The store verbs' defaults are the CLI's: history and export 50 rows, alpha 0.05,
+    # threshold 0.01.
+    assert inspect.signature(kerneleval.Client.history).parameters["limit"].default == 50
+    assert inspect.signature(kerneleval.Client.export).parameters["limit"].default == 50
+    compare = inspect.signature(kerneleval.Client.compare).parameters
+    assert compare["alpha"].default == 0.05 and compare["threshold"].default == 0.01
+
+
+def test_stubs_are_built_outside_the_source_tree():
+    import kerneleval.v1.results_pb2 as generated
+
+    source = ROOT / "client" / "python" / "src"
+    assert not (source / "kerneleval" / "v1").exists(), "pip install wrote into the checkout"
+    assert source not in pathlib.Path(generated.__file__).resolve().parents
