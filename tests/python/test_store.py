@@ -191,10 +191,10 @@ def test_defaults_match_the_cli(client):
     assert inspect.signature(kerneleval.Client.run).parameters["check"].default is True
     ones = np.ones((2, 8), dtype=np.float32)
     assert client.run(ones, ones, np.ones(8, dtype=np.float32)).passed is True
-    # The store verbs' defaults are the CLI's: history and export 50 rows, alpha 0.05,
-    # threshold 0.01.
+    # The store verbs' defaults are the CLI's: history 50 rows a page, export 1000 rows,
+    # alpha 0.05, threshold 0.01.
     assert inspect.signature(kerneleval.Client.history).parameters["limit"].default == 50
-    assert inspect.signature(kerneleval.Client.export).parameters["limit"].default == 50
+    assert inspect.signature(kerneleval.Client.export).parameters["limit"].default == 1000
     compare = inspect.signature(kerneleval.Client.compare).parameters
     assert compare["alpha"].default == 0.05 and compare["threshold"].default == 0.01
 

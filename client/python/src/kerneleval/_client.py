@@ -445,7 +445,7 @@ class Client:
         since: When = None,
         until: When = None,
         format: str = "jsonl",
-        limit: int = 50,
+        limit: int = 1000,
         raw: bool = False,
         timeout: Optional[float] = None,
     ) -> Any:
