@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/parallel_ranges.h"
 #include "kerneleval/kernels/half_types.h"
 
 namespace kerneleval {
@@ -83,6 +84,16 @@ void FillRandom(DType dtype, std::size_t begin, std::size_t end, std::uint64_t s
 std::vector<std::uint8_t> RandomTensor(DType dtype, std::size_t elements, std::uint64_t seed) {
   std::vector<std::uint8_t> bytes(elements * ElementSize(dtype));
   FillRandom(dtype, 0, elements, seed, bytes.data());
+  return bytes;
+}
+
+std::vector<std::uint8_t> ParallelRandomTensor(DType dtype, std::size_t elements,
+                                               std::uint64_t seed, std::size_t threads) {
+  std::vector<std::uint8_t> bytes(elements * ElementSize(dtype));
+  // Even ranges: FillRandom draws elements in pairs (Box-Muller).
+  ParallelRanges(elements, threads, 2, [&](std::size_t begin, std::size_t end) {
+    FillRandom(dtype, begin, end, seed, bytes.data());
+  });
   return bytes;
 }
 

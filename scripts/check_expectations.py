@@ -28,8 +28,10 @@ def main():
               [(n, None) for n in args.any])
     for name, want_ranked in wanted:
         rows = [r for r in results if r.get("implementation") == name]
-        statuses = sorted({r.get("status", "").replace("RESULT_STATUS_", "") for r in rows})
-        ranked = [r for r in rows if r.get("status") == "RESULT_STATUS_PASSED" and r.get("rank", 0) > 0]
+        # The CLI prints the contract's short names ("passed"); older reports the enum's.
+        status = lambda r: r.get("status", "").replace("RESULT_STATUS_", "").lower()
+        statuses = sorted({status(r) for r in rows})
+        ranked = [r for r in rows if status(r) == "passed" and int(r.get("rank", 0)) > 0]
         if want_ranked is None:
             good, verdict, expected = True, "INFO", "no expectation"
         else:

@@ -1,9 +1,14 @@
 #include "server/evaluation.h"
 
+#include <algorithm>
 #include <cmath>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/input_generator.h"
+#include "common/parallel_ranges.h"
 #include "kerneleval/kernels/half_types.h"
 #include "server/call_checks.h"
 #include "server/correctness.h"
@@ -11,10 +16,11 @@
 namespace kerneleval::server {
 namespace {
 
-// Scans one [batch, hidden] (or [hidden]) input for NaN and Inf; names the first one.
-void ScanInput(const Problem& problem, const void* data, std::size_t n, const char* name,
-               Reference* ref) {
-  for (std::size_t i = 0; i < n; ++i) {
+// Scans elements [begin, end) of one [batch, hidden] (or [hidden]) input of `n` elements for
+// NaN and Inf; names the first one.
+void ScanInput(const Problem& problem, const void* data, std::size_t n, std::size_t begin,
+               std::size_t end, const char* name, Reference* ref) {
+  for (std::size_t i = begin; i < end; ++i) {
     const float v = LoadAsFloat(problem.dtype, data, i);
     if (std::isfinite(v)) continue;
     const bool nan = std::isnan(v);
@@ -35,8 +41,13 @@ absl::StatusOr<std::string> VerifyOnFreshInputs(Backend& backend, const Evaluati
                                                 int round) {
   const Problem& p = spec.problem;
   const std::uint64_t seed = SecretSeed();
-  const std::vector<std::uint8_t> x = RandomTensor(p.dtype, p.TensorElements(), seed ^ 1);
-  const std::vector<std::uint8_t> r = RandomTensor(p.dtype, p.TensorElements(), seed ^ 2);
+  // Host work of the round on every core: at 33 M elements each tensor and the reference
+  // take about a second on one.
+  const std::size_t threads = HostWorkThreads();
+  const std::vector<std::uint8_t> x =
+      ParallelRandomTensor(p.dtype, p.TensorElements(), seed ^ 1, threads);
+  const std::vector<std::uint8_t> r =
+      ParallelRandomTensor(p.dtype, p.TensorElements(), seed ^ 2, threads);
   const std::vector<std::uint8_t> w =
       RandomTensor(p.dtype, static_cast<std::size_t>(p.hidden), seed ^ 3);
   const HostInputs inputs{x.data(), r.data(), w.data()};
@@ -59,7 +70,7 @@ absl::StatusOr<std::string> VerifyOnFreshInputs(Backend& backend, const Evaluati
   if (!m->call_check_failure.empty()) {
     return absl::StrCat("verification round ", round + 1, ": ", m->call_check_failure);
   }
-  const Reference reference = ComputeReference(p, inputs);
+  const Reference reference = ComputeReference(p, inputs, threads);
   const v1::Correctness c = CheckOutputs(p, {out.data(), res.data()}, reference, spec.tolerance);
   if (c.passed()) return std::string();
   return absl::StrCat("verification round ", round + 1, " on fresh inputs failed: ", c.detail());
@@ -67,18 +78,41 @@ absl::StatusOr<std::string> VerifyOnFreshInputs(Backend& backend, const Evaluati
 
 }  // namespace
 
-Reference ComputeReference(const Problem& problem, const HostInputs& inputs) {
+Reference ComputeReference(const Problem& problem, const HostInputs& inputs, std::size_t threads) {
   Reference ref;
   const std::size_t n = problem.TensorElements();
+  const auto hidden = static_cast<std::size_t>(problem.hidden);
+  const std::size_t element = ElementSize(problem.dtype);
   const bool writes_residual = WritesResidual(problem.mode);
   ref.output.resize(n);
   ref.residual_out.resize(writes_residual ? n : 0);
-  FusedAddRmsNormReference(problem.dtype, problem.batch, problem.hidden, problem.eps,
-                           inputs.hidden_states, inputs.residual, inputs.weight, ref.output.data(),
-                           writes_residual ? ref.residual_out.data() : nullptr);
-  ScanInput(problem, inputs.hidden_states, n, "hidden_states", &ref);
-  ScanInput(problem, inputs.residual, n, "residual", &ref);
-  ScanInput(problem, inputs.weight, static_cast<std::size_t>(problem.hidden), "weight", &ref);
+  // Whole rows per thread; each range's scan findings kept apart, then the first one (in
+  // element order) reported, as a single scan would.
+  std::mutex scans_mu;
+  std::vector<std::pair<std::size_t, Reference>> found;
+  ParallelRanges(n, threads, hidden, [&](std::size_t begin, std::size_t end) {
+    const std::size_t row = begin / hidden, rows = (end - begin) / hidden;
+    auto at = [&](const void* base) { return static_cast<const char*>(base) + begin * element; };
+    FusedAddRmsNormReference(problem.dtype, static_cast<std::int64_t>(rows), problem.hidden,
+                             problem.eps, at(inputs.hidden_states), at(inputs.residual),
+                             inputs.weight, ref.output.data() + begin,
+                             writes_residual ? ref.residual_out.data() + begin : nullptr);
+    Reference scan;
+    ScanInput(problem, inputs.hidden_states, n, begin, end, "hidden_states", &scan);
+    Reference residual_scan;
+    ScanInput(problem, inputs.residual, n, begin, end, "residual", &residual_scan);
+    std::lock_guard<std::mutex> lock(scans_mu);
+    found.emplace_back(row, std::move(scan));
+    found.emplace_back(row + n, std::move(residual_scan));  // after every hidden_states row
+  });
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [order, scan] : found) {
+    ref.input_has_nan = ref.input_has_nan || scan.input_has_nan;
+    ref.input_has_inf = ref.input_has_inf || scan.input_has_inf;
+    if (ref.nonfinite_input.empty()) ref.nonfinite_input = scan.nonfinite_input;
+  }
+  ScanInput(problem, inputs.weight, hidden, 0, hidden, "weight", &ref);
   return ref;
 }
 

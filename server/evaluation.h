@@ -29,7 +29,9 @@ struct Reference {
   bool input_has_nan = false;
   bool input_has_inf = false;
 };
-Reference ComputeReference(const Problem& problem, const HostInputs& inputs);
+// Rows are split over `threads` host threads (the same result for any count).
+Reference ComputeReference(const Problem& problem, const HostInputs& inputs,
+                           std::size_t threads = 1);
 
 // `outputs` against `reference`: output and residual_out checked under their own names, and
 // a non-finite input reported (has_nan / has_inf set, the input row named in `detail`).

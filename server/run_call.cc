@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/parallel_ranges.h"
 #include "server/correctness.h"
 #include "server/evaluation.h"
 #include "server/sol.h"
@@ -74,7 +75,7 @@ absl::Status EvaluateRun(ServiceState& state, Backend& backend, const Caller& ca
   const bool check = request.check_correctness() || resolved.submission.has_value();
   if (check) {
     // After the measurement, on the outputs the caller gets back.
-    const Reference reference = ComputeReference(problem, spec.inputs);
+    const Reference reference = ComputeReference(problem, spec.inputs, HostWorkThreads());
     e->correctness = CheckOutputs(problem, spec.outputs, reference, spec.tolerance);
   }
   if (!e->verification_failure.empty()) {

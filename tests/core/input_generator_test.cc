@@ -83,6 +83,18 @@ TEST(RandomTensor, LooksStandardNormal) {
   }
 }
 
+TEST(ParallelRandomTensor, SameBytesForAnyThreadCount) {
+  for (DType dtype : {DType::kBF16, DType::kFP16, DType::kFP32}) {
+    for (std::size_t n : {0u, 1u, 7u, 1001u}) {
+      const std::vector<std::uint8_t> one = RandomTensor(dtype, n, 42);
+      for (std::size_t threads : {1u, 2u, 3u, 16u}) {
+        EXPECT_EQ(ParallelRandomTensor(dtype, n, 42, threads), one)
+            << DTypeName(dtype) << " n " << n << " threads " << threads;
+      }
+    }
+  }
+}
+
 TEST(DeriveSeed, StableAcrossReleases) {
   EXPECT_EQ(DeriveSeed(200, "hidden_states", 0), 0x79afce681cf5da5eull);
   EXPECT_EQ(DeriveSeed(200, "weight", 3), 0xe5777e8421a2bd2bull);

@@ -139,6 +139,43 @@ TEST(CheckOutputs, AnInfInputIsReportedWithItsRow) {
       << c.detail();
 }
 
+// Rows split over threads: the same reference, and the same first non-finite input, as one
+// thread's scan (hidden_states before residual, then by element).
+TEST(ComputeReference, AnyThreadCountGivesOneThreadsAnswer) {
+  Problem p = SmallProblem(Mode::kOutputAndResidual);
+  p.batch = 37;
+  Tensors in = RandomInputs(p);
+  const Reference one = ComputeReference(p, in.inputs(), 1);
+  // An oracle of its own for one element: row 5, column 2, in fp64 from the inputs.
+  {
+    double sum_sq = 0;
+    for (int c = 0; c < p.hidden; ++c) {
+      const double s = LoadAsFloat(p.dtype, in.x.data(), 5 * 8 + c) +
+                       static_cast<double>(LoadAsFloat(p.dtype, in.r.data(), 5 * 8 + c));
+      sum_sq += s * s;
+    }
+    const double s = LoadAsFloat(p.dtype, in.x.data(), 5 * 8 + 2) +
+                     static_cast<double>(LoadAsFloat(p.dtype, in.r.data(), 5 * 8 + 2));
+    const double expected =
+        s / std::sqrt(sum_sq / p.hidden + p.eps) * LoadAsFloat(p.dtype, in.w.data(), 2);
+    // The definition rounds the sum to the dtype once (fp32 here): within its rounding.
+    EXPECT_NEAR(one.output[5 * 8 + 2], expected, 1e-6 * std::fabs(expected) + 1e-9);
+  }
+  for (std::size_t threads : {2u, 3u, 8u, 64u}) {
+    const Reference many = ComputeReference(p, in.inputs(), threads);
+    EXPECT_EQ(many.output, one.output) << threads;
+    EXPECT_EQ(many.residual_out, one.residual_out) << threads;
+    EXPECT_EQ(many.nonfinite_input, "") << threads;
+  }
+  StoreFromFloat(p.dtype, in.r.data(), 2 * 8 + 3, INFINITY);  // residual row 2
+  StoreFromFloat(p.dtype, in.x.data(), 30 * 8 + 1, NAN);      // hidden_states row 30
+  for (std::size_t threads : {1u, 4u, 37u}) {
+    const Reference r = ComputeReference(p, in.inputs(), threads);
+    EXPECT_TRUE(r.input_has_nan && r.input_has_inf) << threads;
+    EXPECT_EQ(r.nonfinite_input, "hidden_states[30, 1] (row 30) is nan") << threads;
+  }
+}
+
 // A resize past what the region may hold fails with RESOURCE_EXHAUSTED and leaves the
 // region mapped at its old size (it used to unmap first and keep a null base). Run in a
 // child: it lowers RLIMIT_FSIZE, which bounds a memfd's size too.
