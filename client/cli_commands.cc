@@ -241,19 +241,26 @@ int RunBenchFanOut(const CliConfig& config, const std::vector<BenchTarget>& targ
 }
 
 // After Ctrl-C: the results the progress events carried, the partial run the server keeps
-// (it stores what a cancelled bench measured), and 130.
+// (it stores what a cancelled bench measured), and 130. JSON always gets its document (a
+// script parsing stdout sees complete: false, not nothing), even with no results yet. The
+// server sends the run id with each progress event, so before the first workload has
+// finished this client cannot know it: it says so and where to look.
 int Interrupted(const BenchFlags& flags, v1::BenchmarkReport partial, ReportFormat format,
                 std::ostream& out, std::ostream& err) {
   partial.set_complete(false);
   err << "interrupted: cancelled the benchmark after " << partial.results_size()
       << (partial.results_size() == 1 ? " result" : " results") << "\n";
-  if (partial.results_size() > 0) {
+  if (partial.results_size() > 0 || format == ReportFormat::kJson) {
     if (absl::StatusOr<std::string> text = FormatReport(partial, format); text.ok()) {
       (void)EmitReport(flags, *text, out, err);
     }
   }
   if (!partial.run_id().empty()) {
     err << "partial run stored as run " << partial.run_id() << "\n";
+  } else {
+    err << "no run id: cancelled before the first workload finished, and the server names the "
+           "run with the first result; if it kept one, `kerneleval history --runs --suite "
+        << partial.suite() << "` lists it (complete: NO)\n";
   }
   return kExitInterrupted;
 }

@@ -14,8 +14,11 @@ std::optional<ReportFormat> ParseReportFormat(std::string_view name) {
 
 absl::StatusOr<std::string> FormatReport(const v1::BenchmarkReport& report, ReportFormat format) {
   switch (format) {
-    case ReportFormat::kJson:
-      return MessageToJson(report);
+    case ReportFormat::kJson: {
+      absl::StatusOr<std::string> json = MessageToJson(report);
+      if (!json.ok()) return json.status();
+      return *json + "\n";
+    }
     case ReportFormat::kJsonl:
       return FormatReportJsonl(report);
     case ReportFormat::kCsv:

@@ -1,5 +1,6 @@
 #include "client/results_command.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 
@@ -154,6 +155,12 @@ void AddFilterFlags(CLI::App* command, ResultsFlags* f) {
   command->add_option("--until", f->until, "Before this time");
 }
 
+// "9.29 GB/s (measured_copy)", or "-" when the run has no SOL figure.
+std::string PeakText(v1::PeakSource source, double bytes_per_second) {
+  if (source == v1::PEAK_SOURCE_UNSPECIFIED || !(bytes_per_second > 0)) return "-";
+  return absl::StrFormat("%.2f GB/s (%s)", bytes_per_second / 1e9, PeakSourceShortName(source));
+}
+
 int History(const ResultsClient& client, const CliConfig& config, const ResultsFlags& f,
             std::ostream& out, std::ostream& err) {
   v1::HistoryRequest request;
@@ -171,11 +178,13 @@ int History(const ResultsClient& client, const CliConfig& config, const ResultsF
   if (grpc::Status s = client.History(request, &response); !s.ok()) return RpcError(err, s);
   if (config.global.json) return PrintJson(out, err, response);
   if (f.list_runs) {
-    TextTable table({"run", "time (UTC)", "suite", "results", "complete", "device", "server"});
+    TextTable table(
+        {"run", "time (UTC)", "suite", "results", "complete", "device", "SOL peak", "server"});
     for (const v1::RunSummary& r : response.runs()) {
       table.AddRow({r.run_id(), When(r.created_unix_seconds()), r.suite(),
                     std::to_string(r.results()), r.complete() ? "yes" : "NO (cut short)",
-                    r.device_model(), r.server()});
+                    r.device_model(), PeakText(r.peak_source(), r.peak_bytes_per_second()),
+                    r.server()});
     }
     out << table.Render();
     if (!response.next_page_token().empty()) {
@@ -198,16 +207,21 @@ int Leaderboard(const ResultsClient& client, const CliConfig& config, const Resu
   v1::LeaderboardResponse response;
   if (grpc::Status s = client.Leaderboard(request, &response); !s.ok()) return RpcError(err, s);
   if (config.global.json) return PrintJson(out, err, response);
-  TextTable table({"rank", "implementation", "device", "SOL % (geomean)", "mean latency", "vs best",
-                   "workloads", "run", "server", "time (UTC)"});
+  TextTable table({"rank", "implementation", "device", "SOL % (geomean)", "SOL peak",
+                   "mean latency", "vs best", "workloads", "run", "server", "time (UTC)"});
   for (const v1::LeaderboardEntry& e : response.entries()) {
     table.AddRow({std::to_string(e.rank()), e.implementation(), e.device_model(),
-                  Fixed(e.geomean_sol_ratio() * 100, 1), FormatSeconds(e.mean_latency_seconds()),
-                  absl::StrCat(Fixed(e.vs_best(), 3), "x"), std::to_string(e.workloads()),
-                  e.run_id(), e.server(), When(e.created_unix_seconds())});
+                  Fixed(e.geomean_sol_ratio() * 100, 1),
+                  PeakText(e.peak_source(), e.peak_bytes_per_second()),
+                  FormatSeconds(e.mean_latency_seconds()), absl::StrCat(Fixed(e.vs_best(), 3), "x"),
+                  std::to_string(e.workloads()), e.run_id(), e.server(),
+                  When(e.created_unix_seconds())});
   }
-  out << "leaderboard " << f.suite << (f.gpu.empty() ? "" : " on " + f.gpu) << "\n"
+  out << "leaderboard " << f.suite << (f.gpu.empty() ? "" : " on " + f.gpu)
+      << (response.ranked_by_latency() ? ", ranked by mean latency" : ", ranked by geomean SOL")
+      << "\n"
       << table.Render();
+  if (!response.peak_note().empty()) out << response.peak_note() << "\n";
   return kExitOk;
 }
 
@@ -245,10 +259,19 @@ int Compare(const ResultsClient& client, const CliConfig& config, const ResultsF
     return FailOn(f.fail_on, response.comparisons(), err);
   }
   TextTable table = ComparisonTable();
-  for (const v1::SampleComparison& c : response.comparisons()) AddComparisonRow(&table, c);
-  out << table.Render() << response.faster() << " faster, " << response.slower() << " slower, "
-      << response.same() << " no significant difference (within " << ThresholdText(f.threshold)
-      << "), " << response.inconclusive() << " inconclusive, " << response.incomparable()
+  std::vector<std::string> peak_notes;
+  for (const v1::SampleComparison& c : response.comparisons()) {
+    AddComparisonRow(&table, c);
+    if (!c.peak_difference().empty() &&
+        std::find(peak_notes.begin(), peak_notes.end(), c.peak_difference()) == peak_notes.end()) {
+      peak_notes.push_back(c.peak_difference());
+    }
+  }
+  out << table.Render();
+  for (const std::string& note : peak_notes) out << note << "\n";
+  out << response.faster() << " faster, " << response.slower() << " slower, " << response.same()
+      << " no significant difference (within " << ThresholdText(f.threshold) << "), "
+      << response.inconclusive() << " inconclusive, " << response.incomparable()
       << " not comparable (Mann-Whitney U at alpha " << f.alpha
       << " and the 95% bootstrap CI of the ratio of medians against the threshold)\n";
   return FailOn(f.fail_on, response.comparisons(), err);
@@ -290,7 +313,7 @@ int Export(const ResultsClient& client, const ResultsFlags& f, std::ostream& out
   request.set_format(f.format == "csv"     ? v1::EXPORT_FORMAT_CSV
                      : f.format == "trace" ? v1::EXPORT_FORMAT_TRACE_JSONL
                                            : v1::EXPORT_FORMAT_JSONL);
-  request.set_limit(f.page_size);
+  request.set_limit(f.export_limit);
   v1::ExportResponse response;
   if (grpc::Status s = client.Export(request, &response); !s.ok()) return RpcError(err, s);
   if (response.truncated()) {
@@ -326,7 +349,14 @@ std::string FormatHistory(const v1::HistoryResponse& response) {
          sol != nullptr && sol->sol_ratio() > 0 ? Fixed(sol->sol_ratio() * 100, 1) : "-",
          absl::StrCat(r.latency().samples(), s.downsampled() ? " (q)" : "")});
   }
-  return table.Render();
+  std::string text = table.Render();
+  for (const v1::StoredResult& s : response.results()) {
+    const v1::SolFigure* sol = PreferredSol(s.result().sol());
+    if (sol != nullptr && sol->above_peak()) {
+      absl::StrAppend(&text, s.id(), ": SOL above 100 %: ", sol->above_peak_reason(), "\n");
+    }
+  }
+  return text;
 }
 
 ResultsFlags* ProcessResultsFlags() {
@@ -396,7 +426,7 @@ void AddResultsCommands(CLI::App* app, ResultsFlags* f) {
   export_command->add_option("--format", f->format, "jsonl | csv | trace")
       ->check(CLI::IsMember({"jsonl", "csv", "trace"}))
       ->capture_default_str();
-  export_command->add_option("--limit", f->page_size, "Rows at most (max 100000)")
+  export_command->add_option("--limit", f->export_limit, "Rows at most (max 100000)")
       ->capture_default_str();
   export_command->add_option("--out", f->out, "Write to this file (default: stdout)");
 }

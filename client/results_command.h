@@ -30,7 +30,8 @@ struct ResultsFlags {
   std::string since, until;
   std::string baseline_since, baseline_until, candidate_since, candidate_until;
   std::vector<std::string> runs;  // compare A B / reproduce ID
-  unsigned page_size = 50;
+  unsigned page_size = 50;        // history --limit
+  unsigned export_limit = 1000;   // export --limit: the service's own default
   std::string page_token;
   bool samples = false;
   bool list_runs = false;  // history --runs: one row per run

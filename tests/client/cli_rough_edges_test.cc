@@ -1,10 +1,20 @@
 // The CLI's rough edges, against a real server on loopback with the CLI parsed and run
 // in-process: a zero --batch said plainly, a target without a port, a hint when nothing
 // listens, did-you-mean for mistyped suite and implementation names, the message-size flags
-// named when a message is too large, and `health` checking readiness by default.
+// named when a message is too large, `health` checking readiness by default, and Ctrl-C
+// before a bench's first workload has finished.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
 
 #include "client/cli.h"
 #include "test_server.h"
@@ -105,6 +115,65 @@ TEST(CliRoughEdges, HealthChecksReadinessByDefault) {
   EXPECT_EQ(ready.out, "SERVING\n");
   const Outcome unknown = Cli({"--target", t.target(), "health", "--service", "no_such"});
   EXPECT_NE(unknown.rc, 0);
+}
+
+// Ctrl-C while the first (and only) workload still runs: no progress event has come, so no
+// results and no run id; the CLI still cancels, prints a JSON document a script can parse
+// (complete: false, no results), says why it has no run id and exits 130. SIGINT goes to
+// this process, as a terminal's Ctrl-C would, again and again until the command returns:
+// the CLI's watcher turns it into a cancel; outside the watcher a no-op handler takes it.
+TEST(CliRoughEdges, CtrlCBeforeTheFirstWorkloadPrintsAPartialReportAndExits130) {
+  struct sigaction ignore {};
+  ignore.sa_handler = [](int) {};
+  struct sigaction previous {};
+  ASSERT_EQ(sigaction(SIGINT, &ignore, &previous), 0);
+
+  TestServer t = StartServer();
+  ASSERT_NE(t.server, nullptr);
+  // One workload long enough to be interrupted on any machine: 4096 cold-cache calls on
+  // 4 MiB tensors.
+  const std::string suite = ::testing::TempDir() + "/ctrl_c_suite.json";
+  std::ofstream(suite) << R"({"name": "ctrl_c", "op_type": "fused_add_rmsnorm",
+  "mode": "output",
+  "axes": {"batch_size": {"type": "var"}, "hidden_size": {"type": "const", "value": 4096}},
+  "inputs": {
+    "hidden_states": {"shape": ["batch_size", "hidden_size"], "dtype": "float32"},
+    "residual": {"shape": ["batch_size", "hidden_size"], "dtype": "float32"},
+    "weight": {"shape": ["hidden_size"], "dtype": "float32"}
+  },
+  "outputs": {"output": {"shape": ["batch_size", "hidden_size"], "dtype": "float32"}},
+  "workloads": [{"axes": {"batch_size": 256}}]})";
+
+  std::atomic<bool> done{false};
+  std::thread ctrl_c([&done] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    while (!done.load()) {
+      kill(getpid(), SIGINT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const Outcome o =
+      Cli({"--target", t.target(), "bench", "--suite-file", suite, "--impl", "cpu_fused",
+           "--warmup", "0", "--repetitions", "4096", "--format", "json"});
+  done.store(true);
+  ctrl_c.join();
+  sigaction(SIGINT, &previous, nullptr);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  EXPECT_EQ(o.rc, client::cli::kExitInterrupted) << o.err;
+  EXPECT_NE(o.err.find("interrupted: cancelled the benchmark after 0 results"), std::string::npos)
+      << o.err;
+  EXPECT_NE(o.err.find("no run id"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("history --runs --suite ctrl_c"), std::string::npos) << o.err;
+  const nlohmann::json doc = nlohmann::json::parse(o.out, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << o.out;
+  EXPECT_EQ(doc["suite"], "ctrl_c");
+  EXPECT_EQ(doc["complete"], false);
+  ASSERT_TRUE(doc.contains("results")) << o.out;
+  EXPECT_TRUE(doc["results"].empty());
+  EXPECT_LT(seconds, 60) << "the cancel reached the server";
 }
 
 }  // namespace

@@ -61,12 +61,14 @@ Outcome Cli(const std::string& target, std::vector<std::string> args) {
   return o;
 }
 
-// "CacheMode" -> "CACHE_MODE_", the prefix protobuf's style guide gives an enum's values.
+// "CacheMode" -> "CACHE_MODE_", "DType" -> "DTYPE_": the prefix protobuf's style guide
+// gives an enum's values (a word starts at an upper-case letter after a lower-case one).
 std::string StylePrefix(const EnumDescriptor& type) {
   std::string prefix;
-  for (char c : type.name()) {
-    if (absl::ascii_isupper(c) && !prefix.empty()) prefix += '_';
-    prefix += absl::ascii_toupper(c);
+  const std::string& name = type.name();
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (i > 0 && absl::ascii_isupper(name[i]) && absl::ascii_islower(name[i - 1])) prefix += '_';
+    prefix += absl::ascii_toupper(name[i]);
   }
   return prefix + "_";
 }
@@ -276,7 +278,7 @@ TEST(CliJson, SubmissionsPrintTheirIntegersAndLanguageTheSameWay) {
   s->set_created_unix_seconds(1764633600);
   s->mutable_spec()->set_language(v1::SOURCE_LANGUAGE_PTX);
   s->mutable_spec()->set_dtype(v1::DTYPE_BF16);
-  s->mutable_diagnostics()->set_spill_store_bytes(12);
+  s->mutable_diagnostics()->add_kernels()->set_spill_store_bytes(12);
   const absl::StatusOr<std::string> text = client::MessageToJson(response);
   ASSERT_TRUE(text.ok()) << text.status();
   const Seen seen = CheckDocument(*v1::ListSubmissionsResponse::descriptor(), *text);
