@@ -61,7 +61,7 @@ void ExpectGood(const nlohmann::json& entry, const std::string& target) {
   EXPECT_EQ(entry["report"]["complete"], true);
   ASSERT_FALSE(entry["report"]["results"].empty());
   for (const nlohmann::json& r : entry["report"]["results"]) {
-    EXPECT_EQ(r["status"], "RESULT_STATUS_PASSED") << r.dump();
+    EXPECT_EQ(r["status"], "passed") << r.dump();
   }
 }
 

@@ -194,10 +194,6 @@ class Checks:
                   f"{found[0]} != {expected}")
 
 
-PEAKS = {"PEAK_SOURCE_DEVICE_ATTRIBUTES": "device_attributes", "PEAK_SOURCE_DATASHEET": "datasheet",
-         "PEAK_SOURCE_MEASURED_COPY": "measured_copy"}
-
-
 PROTOCOL = "cold_custom"  # --repetitions 2 --warmup 1: not the scheduled protocol
 
 
@@ -210,7 +206,7 @@ def check_group(checks, samples, job, instance, report, started, finished, node=
                       and l.get("job") == job and l.get("instance") == instance and l.get("node")]
         checks.true(f"{instance}: no node label without NODE_NAME", not unlabelled, unlabelled[:2])
     suite = report["suite"]
-    results = [r for r in report["results"] if r["status"] != "RESULT_STATUS_SKIPPED"]
+    results = [r for r in report["results"] if r["status"] != "skipped"]
     checks.true(f"{instance}: the report has results", bool(results))
     fused = [r for r in results if r["implementation"] == "cpu_fused"]
     checks.true(f"{instance}: cpu_fused ran", bool(fused))
@@ -220,7 +216,7 @@ def check_group(checks, samples, job, instance, report, started, finished, node=
         what = f"{instance} {node} {r['implementation']} {r['workload']}"
         checks.value(samples, f"{what} correct", "kerneleval_benchmark_correct", labels,
                      1.0 if r["correctness"]["passed"] else 0.0)
-        if r["status"] in ("RESULT_STATUS_PASSED", "RESULT_STATUS_INCORRECT"):
+        if r["status"] in ("passed", "incorrect"):
             checks.value(samples, f"{what} latency", "kerneleval_benchmark_latency_seconds", labels,
                          r["latency"]["median_seconds"])
             checks.value(samples, f"{what} bandwidth",
@@ -228,7 +224,7 @@ def check_group(checks, samples, job, instance, report, started, finished, node=
                          r["bytes_per_second"])
             for figure in r.get("sol", []):
                 checks.value(samples, f"{what} sol {figure['source']}", "kerneleval_benchmark_sol_ratio",
-                             dict(labels, peak=PEAKS.get(figure["source"], "unknown")),
+                             dict(labels, peak=figure["source"]),
                              figure["sol_ratio"])
     for r in fused:
         labels = dict(group, suite=suite, workload=r["workload"], implementation="cpu_fused",
@@ -244,7 +240,7 @@ def check_group(checks, samples, job, instance, report, started, finished, node=
         checks.true(f"{instance} {s['implementation']} one peak behind the suite SOL", len(peaks) == 1, peaks)
         checks.value(samples, f"{instance} {s['implementation']} suite SOL peak",
                      "kerneleval_benchmark_suite_sol_ratio",
-                     dict(labels, peak=PEAKS.get(next(iter(peaks), ""), "unknown")), s["geomean_sol_ratio"])
+                     dict(labels, peak=next(iter(peaks), "unknown")), s["geomean_sol_ratio"])
         checks.value(samples, f"{instance} {s['implementation']} suite mean latency",
                      "kerneleval_benchmark_suite_mean_latency_seconds", labels,
                      s["mean_latency_seconds"])

@@ -39,7 +39,7 @@ TEST(ResultsStore, HistorySurvivesARestart) {
     ASSERT_EQ(history["results"].size(), 4u) << history.dump();
     for (const auto& r : history["results"]) {
       EXPECT_EQ(r["result"]["samples_seconds"].size(), 20u);  // the raw samples are kept
-      EXPECT_EQ(r["receipt"]["seed"], "200");                 // uint64 as a JSON string
+      EXPECT_EQ(r["receipt"]["seed"], 200);                   // uint64 as a JSON number
       EXPECT_EQ(r["receipt"]["suite_hash"].get<std::string>().size(), 64u);
       EXPECT_FALSE(r["environment"]["server_version"].get<std::string>().empty());
     }
@@ -83,7 +83,7 @@ TEST(ResultsStore, CompareCallsAPlantedFivePercentSlowdownAndNotIdenticalRuns) {
   ASSERT_EQ(slower["comparisons"].size(), 2u) << slower.dump();
   EXPECT_EQ(slower["slower"], 2);
   for (const auto& c : slower["comparisons"]) {
-    EXPECT_EQ(c["verdict"], "VERDICT_SLOWER");
+    EXPECT_EQ(c["verdict"], "slower");
     EXPECT_NEAR(c["ratio"].get<double>(), 1.05, 1e-9);
     EXPECT_GT(c["ratio_ci_low"].get<double>(), 1.0);
     EXPECT_LT(c["p_value"].get<double>(), 0.001);
@@ -173,12 +173,12 @@ TEST(ResultsStore, RealRunsCompareAndReproduce) {
   for (const auto& c : cmp["comparisons"]) {
     EXPECT_EQ(c["baseline_samples"], 20);
     EXPECT_GT(c["ratio"].get<double>(), 0);
-    EXPECT_NE(c["verdict"], "VERDICT_INCOMPARABLE");
+    EXPECT_NE(c["verdict"], "incomparable");
   }
   const std::string result_id = history["results"][0]["id"];
   const nlohmann::json again = Json(Cli(t.target(), {"reproduce", result_id, "--json"}));
   EXPECT_EQ(again["original"]["id"], result_id);
-  EXPECT_EQ(again["reproduced"]["status"], "RESULT_STATUS_PASSED") << again.dump();
+  EXPECT_EQ(again["reproduced"]["status"], "passed") << again.dump();
   EXPECT_EQ(again["reproduced"]["samples_seconds"].size(), 20u);
   EXPECT_EQ(again["comparison"]["candidate_samples"], 20);
   EXPECT_EQ(again["comparison"].value("incomparable_reason", ""), "") << again.dump();
@@ -378,7 +378,7 @@ TEST(ResultsStore, CompareRefusesResultsOfAnotherProblemProtocolOrDevice) {
     EXPECT_EQ(cmp["incomparable"], 2) << cmp.dump();
     EXPECT_EQ(cmp.value("faster", 0), 0) << cmp.dump();
     for (const auto& c : cmp["comparisons"]) {
-      EXPECT_EQ(c["verdict"], "VERDICT_INCOMPARABLE");
+      EXPECT_EQ(c["verdict"], "incomparable");
       const std::string reason = c.value("incomparable_reason", "");
       for (const std::string& d : differences) {
         EXPECT_NE(reason.find(d), std::string::npos) << reason;
@@ -448,7 +448,7 @@ TEST(ResultsStore, CompareShowsSpreadSaysInconclusiveAndFailsOnSlower) {
   EXPECT_EQ(few["inconclusive"], 2) << few.dump();
   EXPECT_EQ(few.value("same", 0), 0) << few.dump();
   for (const auto& c : few["comparisons"]) {
-    EXPECT_EQ(c["verdict"], "VERDICT_INCONCLUSIVE");
+    EXPECT_EQ(c["verdict"], "inconclusive");
     EXPECT_EQ(c["baseline_samples"], 4);
   }
   EXPECT_EQ(Cli(t.target(), {"compare", few_base, few_cand, "--fail-on", "slower"}).rc, 0);
@@ -488,8 +488,8 @@ TEST(ResultsStore, ReproducesAResultOfTheBuiltInSuite) {
   const nlohmann::json again = Json(Cli(t.target(), {"reproduce", id, "--json"}));
   EXPECT_EQ(again["original"]["id"], id);
   EXPECT_EQ(again["reproduced"]["workload"], "batch_size=79") << again.dump();
-  EXPECT_EQ(again["reproduced"]["axes"]["batch_size"], "79");  // int64 as a JSON string
-  EXPECT_EQ(again["reproduced"]["status"], "RESULT_STATUS_PASSED") << again.dump();
+  EXPECT_EQ(again["reproduced"]["axes"]["batch_size"], 79);  // int64 as a JSON number
+  EXPECT_EQ(again["reproduced"]["status"], "passed") << again.dump();
   EXPECT_EQ(again["reproduced"]["samples_seconds"].size(), 5u);
   EXPECT_EQ(again["comparison"]["candidate_samples"], 5);
   EXPECT_EQ(again["comparison"].value("incomparable_reason", ""), "") << again.dump();
@@ -531,12 +531,12 @@ TEST(ResultsStore, ReproducesUnnamedWorkloadsAndFindsThemByAxes) {
   for (const auto& r : stored["results"]) {
     const nlohmann::json again = Json(Cli(t.target(), {"reproduce", r["id"], "--json"}));
     EXPECT_EQ(again["reproduced"]["workload"], r["result"]["workload"]) << again.dump();
-    EXPECT_EQ(again["reproduced"]["status"], "RESULT_STATUS_PASSED") << again.dump();
+    EXPECT_EQ(again["reproduced"]["status"], "passed") << again.dump();
   }
   const nlohmann::json by_axes = Json(Cli(t.target(), {"reproduce", renamed + "/1", "--json"}));
   EXPECT_EQ(by_axes["original"]["result"]["workload"], "old_batch_size=17") << by_axes.dump();
-  EXPECT_EQ(by_axes["reproduced"]["axes"]["batch_size"], "17") << by_axes.dump();
-  EXPECT_EQ(by_axes["comparison"]["verdict"], "VERDICT_INCOMPARABLE");
+  EXPECT_EQ(by_axes["reproduced"]["axes"]["batch_size"], 17) << by_axes.dump();
+  EXPECT_EQ(by_axes["comparison"]["verdict"], "incomparable");
   EXPECT_NE(by_axes["comparison"]["incomparable_reason"].get<std::string>().find(
                 "device model NVIDIA H200 vs"),
             std::string::npos)
