@@ -11,6 +11,8 @@
 #include "client/report_internal.h"
 #include "client/tensors.h"
 #include "client/text_table.h"
+#include "common/enum_names.h"
+#include "common/preferred_sol.h"
 
 namespace kerneleval::client {
 namespace {
@@ -198,7 +200,11 @@ std::string WorkloadTables(const v1::BenchmarkReport& report) {
       out += Cell(r->error().empty() ? correctness : correctness + ": " + r->error(), "td",
                   bad ? "fail" : "pass");
       const std::string dram = DramText(r->dram());
-      const std::string flags = absl::StrJoin(r->integrity_flags(), "; ");
+      std::vector<std::string> flag_list(r->integrity_flags().begin(), r->integrity_flags().end());
+      if (const v1::SolFigure* sol = PreferredSol(r->sol()); sol != nullptr && sol->above_peak()) {
+        flag_list.push_back("SOL above 100 %: " + sol->above_peak_reason());
+      }
+      const std::string flags = absl::StrJoin(flag_list, "; ");
       out += Cell(MeasuredAsText(report, *r), "td", "l") +
              Cell(ClockSummaryText(r->clocks()), "td", "l") +
              Cell(dram.empty() ? "-" : dram, "td", "l") +
@@ -207,6 +213,23 @@ std::string WorkloadTables(const v1::BenchmarkReport& report) {
     out += "</table>\n";
   }
   return out;
+}
+
+// The peak each device's summary SOL % is against (its results' first figure, as the
+// summaries' geomean takes it): "cpu: 9.29 GB/s (measured_copy)", devices in report order.
+std::string SummaryPeaks(const v1::BenchmarkReport& report) {
+  std::vector<std::string> devices, peaks;
+  for (const v1::WorkloadResult& r : report.results()) {
+    if (r.sol_size() == 0 ||
+        std::find(devices.begin(), devices.end(), r.device()) != devices.end()) {
+      continue;
+    }
+    devices.push_back(r.device());
+    peaks.push_back(absl::StrCat(r.device(), ": ",
+                                 FormatBandwidth(r.sol(0).peak_bytes_per_second()), " (",
+                                 PeakSourceShortName(r.sol(0).source()), ")"));
+  }
+  return peaks.empty() ? "no peak known" : absl::StrJoin(peaks, ", ");
 }
 
 std::string SummaryTable(const v1::BenchmarkReport& report) {
@@ -223,7 +246,8 @@ std::string SummaryTable(const v1::BenchmarkReport& report) {
   }
   return out +
          "</table>\n<p class=\"note\">Mean latency: mean of per-workload medians. SOL % "
-         "against the device-attribute peak bandwidth.</p>\n";
+         "against the peak bandwidth " +
+         Escape(SummaryPeaks(report)) + ".</p>\n";
 }
 
 std::string EnvironmentTables(const v1::BenchmarkReport& report) {
@@ -242,7 +266,9 @@ std::string EnvironmentTables(const v1::BenchmarkReport& report) {
         row("uuid", d.uuid()),
         row("peak bandwidth",
             absl::StrCat(FormatBandwidth(d.peak_bytes_per_second()), " (device attributes), ",
-                         FormatBandwidth(d.datasheet_bytes_per_second()), " (datasheet)")),
+                         FormatBandwidth(d.datasheet_bytes_per_second()), " (datasheet), ",
+                         FormatBandwidth(d.measured_copy_bytes_per_second()),
+                         " (measured copy, at server start)")),
         row("driver", env.driver_version()), row("CUDA", env.cuda_runtime_version()));
     if (env.clocks_available()) {
       absl::StrAppend(&out, row("clocks before", clocks(env.clocks_before())),

@@ -141,6 +141,9 @@ std::string FormatReportTable(const v1::BenchmarkReport& report) {
       for (const std::string& flag : r->integrity_flags()) {
         notes.push_back(absl::StrCat(who, "FLAG ", flag));
       }
+      if (const v1::SolFigure* sol = PreferredSol(r->sol()); sol != nullptr && sol->above_peak()) {
+        notes.push_back(absl::StrCat(who, "SOL above 100 %: ", sol->above_peak_reason()));
+      }
       if (peak.empty()) peak = PeakNote(r->sol());
       if (!r->error().empty()) {
         errors.push_back(absl::StrCat(group.name, " / ", r->implementation(), ": ", r->error()));

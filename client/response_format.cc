@@ -68,6 +68,7 @@ std::string FormatRunResponse(const v1::RunResponse& response) {
                   absl::StrCat(Fixed(100 * sol.sol_ratio(), 1), " % of ",
                                FormatBandwidth(sol.peak_bytes_per_second()), " (floor ",
                                FormatSeconds(sol.sol_seconds()), ")")});
+    if (sol.above_peak()) table.AddRow({"  above 100 %", sol.above_peak_reason()});
   }
   const v1::Correctness& c = response.correctness();
   if (c.checked()) {
