@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "server/device_factory.h"
 #include "server/device_host.h"
+#include "server/nvml.h"
 
 int main(int argc, char** argv) {
   kerneleval::SetLogProgram("kerneleval-device-host");
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   app.add_flag("--builtins-only", builtins_only,
                "Refuse submitted kernels: this host's context holds other callers' data");
   CLI11_PARSE(app, argc, argv);
+  kerneleval::server::Nvml::ParentIsTheService();
   if (fault_injection) {
     // fault_crash aborts on purpose: no core file for an expected crash.
     const rlimit no_core{0, 0};

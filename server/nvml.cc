@@ -69,6 +69,10 @@ struct Nvml::Api {
   nvmlReturn_t (*processes)(nvmlDevice_t, unsigned int*, nvmlProcessInfo_t*) = nullptr;  // optional
 };
 
+bool Nvml::parent_is_service_ = false;
+
+void Nvml::ParentIsTheService() { parent_is_service_ = true; }
+
 Nvml& Nvml::Get() {
   static Nvml* nvml = new Nvml;
   return *nvml;
@@ -156,13 +160,16 @@ int Nvml::OtherComputeProcesses(const std::string& uuid) const {
   if (r == NVML_ERROR_INSUFFICIENT_SIZE) return static_cast<int>(count);
   if (r != NVML_SUCCESS) return -1;
   // This process's own family does not count: the server and its device hosts (a test
-  // binary may hold a server of each isolation at once).
+  // binary may hold a server of each isolation at once), and in a device host its sibling
+  // hosts (ParentIsTheService).
   const auto self = static_cast<unsigned int>(getpid());
   const auto parent = static_cast<unsigned int>(getppid());
   int others = 0;
   for (unsigned int i = 0; i < count && i < 64; ++i) {
     const unsigned int pid = infos[i].pid;
-    if (pid == self || pid == parent || ParentOf(pid) == self) continue;
+    if (pid == self || pid == parent) continue;
+    const unsigned int pid_parent = ParentOf(pid);
+    if (pid_parent == self || (parent_is_service_ && pid_parent == parent)) continue;
     ++others;
   }
   return others;

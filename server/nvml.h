@@ -25,11 +25,21 @@ class Nvml {
   // The GPU's maximum SM clock in MHz (0 when unknown).
   unsigned MaxSmClockMhz(const std::string& uuid) const;
   // Processes with a compute context on the GPU other than this one, its parent and its
-  // children; -1 when NVML cannot list them (old driver, a sandbox that hides them).
+  // children (and, in a device host, its parent's other children); -1 when NVML cannot list
+  // them (old driver, a sandbox that hides them).
   int OtherComputeProcesses(const std::string& uuid) const;
+
+  // Called once by kerneleval-device-host's main, before any device is opened: its parent is
+  // the server, whose other children are the service's own device and tenant hosts. Those
+  // hold contexts on the same GPUs but run nothing while this host measures (one device
+  // worker runs one job at a time per GPU), so they are not "other processes" to wait for:
+  // counted as such, every workload of every implementation waited the full idle limit
+  // (1 s) whenever a tenant host was alive beside the built-in one.
+  static void ParentIsTheService();
 
  private:
   Nvml();
+  static bool parent_is_service_;
   bool available_ = false;
   std::string status_;
   struct Api;
