@@ -21,6 +21,10 @@ void AddGlobalFlags(CLI::App* app, GlobalFlags* g) {
   app->add_flag("--json", g->json,
                 "Print responses as JSON: proto field names, 64-bit integers as numbers, enums "
                 "by their short names (bf16, host_clock)");
+  app->add_flag("--jsonl", g->jsonl,
+                "Print JSON Lines: one compact object per row of a listing (history results or "
+                "runs, comparisons, leaderboard entries, devices, submissions) or per bench "
+                "result; any other answer on one line");
   app->add_option("--token", g->token, "Bearer token sent as `authorization` metadata")
       ->envname("KERNELEVAL_TOKEN");
   app->add_flag("--tls", g->tls, "Use TLS");
@@ -193,6 +197,7 @@ std::string WithDefaultPort(const std::string& target) {
 
 absl::Status Validate(const CLI::App& app, CliConfig* config) {
   for (const CLI::App* sub : app.get_subcommands()) config->command = sub->get_name();
+  if (config->global.jsonl) config->global.json = true;
   if (config->global.targets.size() > 1 && config->command != "bench") {
     return absl::InvalidArgumentError("--target: several targets are for bench only");
   }

@@ -37,7 +37,8 @@ struct GlobalFlags {
   std::vector<std::string> targets;  // Repeatable for bench; one for the other commands.
   double deadline_seconds = 300;
   bool json = false;
-  std::string token;  // --token, else $KERNELEVAL_TOKEN.
+  bool jsonl = false;  // --jsonl: JSON Lines (json is set with it)
+  std::string token;   // --token, else $KERNELEVAL_TOKEN.
   bool tls = false;
   std::string tls_ca, tls_cert, tls_key, tls_server_name;
   int64_t max_message_mib = 1024;
@@ -129,8 +130,10 @@ int Main(int argc, char** argv);
 ClientOptions ToClientOptions(const GlobalFlags& g);
 int RpcError(std::ostream& err, const grpc::Status& status);
 void SetRpcErrorTarget(const std::string& target);
-// `message` as JSON (report_format.h MessageToJson) and a newline; kExitOk, or
-// kExitRpcError with "error: message" when it cannot be printed.
-int PrintJson(std::ostream& out, std::ostream& err, const google::protobuf::Message& message);
+// `message` as JSON (report_format.h MessageToJson) and a newline, or with --jsonl as JSON
+// Lines (MessageToJsonLines); kExitOk, or kExitRpcError with "error: message" when it cannot
+// be printed.
+int PrintJson(const GlobalFlags& g, std::ostream& out, std::ostream& err,
+              const google::protobuf::Message& message);
 
 }  // namespace kerneleval::client::cli

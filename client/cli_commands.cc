@@ -38,7 +38,7 @@ int LocalError(std::ostream& err, const absl::Status& status, int code) {
 template <typename Message, typename Format>
 int Print(const CliConfig& config, std::ostream& out, std::ostream& err, const Message& message,
           Format format) {
-  if (config.global.json) return PrintJson(out, err, message);
+  if (config.global.json) return PrintJson(config.global, out, err, message);
   out << format(message);
   return kExitOk;
 }
@@ -272,8 +272,10 @@ int RunBench(const CliConfig& config, const KernelEvalClient& client, std::ostre
   if (absl::Status status = BuildBenchRequest(flags, &request); !status.ok()) {
     return LocalError(err, status, kExitUsage);
   }
-  const std::string format_name =
-      !flags.format.empty() ? flags.format : (config.global.json ? "json" : "table");
+  const std::string format_name = !flags.format.empty() ? flags.format
+                                  : config.global.jsonl ? "jsonl"
+                                  : config.global.json  ? "json"
+                                                        : "table";
   const ReportFormat format = ParseReportFormat(format_name).value_or(ReportFormat::kTable);
 
   // Several targets (or one name with several addresses): the fan-out. One: as always.
@@ -406,13 +408,14 @@ int RpcError(std::ostream& err, const grpc::Status& status) {
   return kExitRpcError;
 }
 
-int PrintJson(std::ostream& out, std::ostream& err, const google::protobuf::Message& message) {
-  absl::StatusOr<std::string> json = MessageToJson(message);
+int PrintJson(const GlobalFlags& g, std::ostream& out, std::ostream& err,
+              const google::protobuf::Message& message) {
+  absl::StatusOr<std::string> json = g.jsonl ? MessageToJsonLines(message) : MessageToJson(message);
   if (!json.ok()) {
     err << "error: " << json.status().message() << "\n";
     return kExitRpcError;
   }
-  out << *json << "\n";
+  out << *json << (g.jsonl ? "" : "\n");
   return kExitOk;
 }
 

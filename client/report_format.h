@@ -34,6 +34,12 @@ std::optional<ReportFormat> ParseReportFormat(std::string_view name);
 // as numbers and enums by the contract's short names. Pretty-printed, or on one line.
 absl::StatusOr<std::string> MessageToJson(const google::protobuf::Message& message);
 absl::StatusOr<std::string> MessageToJsonLine(const google::protobuf::Message& message);
+// JSON Lines of a response, each line ending in a newline. A listing (a message of repeated
+// message fields and scalars only: HistoryResponse, CompareResponse, LeaderboardResponse,
+// ListDevicesResponse, ...) prints one line per element of its repeated message fields, in
+// field order, and leaves its scalars (page tokens, counts) out: nothing for an empty one.
+// Any other message prints whole on one line.
+absl::StatusOr<std::string> MessageToJsonLines(const google::protobuf::Message& message);
 
 // JSON Lines: one object per workload result, the result's own fields after "run_id" and
 // "suite" (and "target" first when `target` is not empty, for a fan-out), each line ending

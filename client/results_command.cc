@@ -176,7 +176,7 @@ int History(const ResultsClient& client, const CliConfig& config, const ResultsF
   request.set_runs(f.list_runs);
   v1::HistoryResponse response;
   if (grpc::Status s = client.History(request, &response); !s.ok()) return RpcError(err, s);
-  if (config.global.json) return PrintJson(out, err, response);
+  if (config.global.json) return PrintJson(config.global, out, err, response);
   if (f.list_runs) {
     TextTable table(
         {"run", "time (UTC)", "suite", "results", "complete", "device", "SOL peak", "server"});
@@ -206,7 +206,7 @@ int Leaderboard(const ResultsClient& client, const CliConfig& config, const Resu
   request.set_device_model(f.gpu);
   v1::LeaderboardResponse response;
   if (grpc::Status s = client.Leaderboard(request, &response); !s.ok()) return RpcError(err, s);
-  if (config.global.json) return PrintJson(out, err, response);
+  if (config.global.json) return PrintJson(config.global, out, err, response);
   TextTable table({"rank", "implementation", "device", "SOL % (geomean)", "SOL peak",
                    "mean latency", "vs best", "workloads", "run", "server", "time (UTC)"});
   for (const v1::LeaderboardEntry& e : response.entries()) {
@@ -255,7 +255,7 @@ int Compare(const ResultsClient& client, const CliConfig& config, const ResultsF
   v1::CompareResponse response;
   if (grpc::Status s = client.Compare(request, &response); !s.ok()) return RpcError(err, s);
   if (config.global.json) {
-    if (int rc = PrintJson(out, err, response); rc != kExitOk) return rc;
+    if (int rc = PrintJson(config.global, out, err, response); rc != kExitOk) return rc;
     return FailOn(f.fail_on, response.comparisons(), err);
   }
   TextTable table = ComparisonTable();
@@ -288,7 +288,7 @@ int Reproduce(const ResultsClient& client, const CliConfig& config, const Result
   google::protobuf::RepeatedPtrField<v1::SampleComparison> rows;
   *rows.Add() = response.comparison();
   if (config.global.json) {
-    if (int rc = PrintJson(out, err, response); rc != kExitOk) return rc;
+    if (int rc = PrintJson(config.global, out, err, response); rc != kExitOk) return rc;
     return FailOn(f.fail_on, rows, err);
   }
   const v1::Receipt& receipt = response.original().receipt();

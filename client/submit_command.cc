@@ -111,7 +111,7 @@ int RunSubmitCommand(const CliConfig& config, std::ostream& out, std::ostream& e
     v1::RegisterSubmissionResponse response;
     if (grpc::Status s = client.Register(*spec, &response); !s.ok()) return RpcError(err, s);
     if (config.global.json) {
-      if (int rc = PrintJson(out, err, response); rc != kExitOk) return rc;
+      if (int rc = PrintJson(config.global, out, err, response); rc != kExitOk) return rc;
     } else {
       out << (response.created() ? "registered " : "already registered ")
           << FormatSubmission(response.submission(), f.show_log) << "\n";
@@ -122,7 +122,7 @@ int RunSubmitCommand(const CliConfig& config, std::ostream& out, std::ostream& e
   if (f.action == "list") {
     v1::ListSubmissionsResponse response;
     if (grpc::Status s = client.List(&response); !s.ok()) return RpcError(err, s);
-    if (config.global.json) return PrintJson(out, err, response);
+    if (config.global.json) return PrintJson(config.global, out, err, response);
     out << FormatSubmissionList(response);
     return kExitOk;
   }
@@ -133,13 +133,13 @@ int RunSubmitCommand(const CliConfig& config, std::ostream& out, std::ostream& e
   if (f.action == "get") {
     v1::GetSubmissionResponse response;
     if (grpc::Status s = client.Get(f.submission, &response); !s.ok()) return RpcError(err, s);
-    if (config.global.json) return PrintJson(out, err, response);
+    if (config.global.json) return PrintJson(config.global, out, err, response);
     out << FormatSubmission(response.submission(), true);
     return kExitOk;
   }
   v1::DeleteSubmissionResponse response;
   if (grpc::Status s = client.Delete(f.submission, &response); !s.ok()) return RpcError(err, s);
-  if (config.global.json) return PrintJson(out, err, response);
+  if (config.global.json) return PrintJson(config.global, out, err, response);
   out << "deleted " << response.id() << "\n";
   return kExitOk;
 }

@@ -257,6 +257,29 @@ TEST(CliJson, EveryOutputPrintsIntegersAsNumbersAndEnumsByTheirShortNames) {
   ASSERT_EQ(board.rc, 0) << board.err;
   EXPECT_GT(CheckDocument(*v1::LeaderboardResponse::descriptor(), board.out).integers, 0);
 
+  // --jsonl: one row of the listing per line, every line checked the same way.
+  const auto lines_of = [&](std::vector<std::string> args, const Descriptor& row) {
+    args.push_back("--jsonl");
+    const Outcome o = Cli(target, args);
+    EXPECT_EQ(o.rc, 0) << o.err;
+    std::vector<std::string> lines = absl::StrSplit(o.out, '\n', absl::SkipEmpty());
+    for (const std::string& line : lines) CheckDocument(row, line);
+    return lines.size();
+  };
+  EXPECT_EQ(lines_of({"history", "--suite", "json_output"}, *v1::StoredResult::descriptor()), 4u);
+  EXPECT_GE(lines_of({"history", "--runs"}, *v1::RunSummary::descriptor()), 2u);
+  EXPECT_EQ(lines_of({"compare", run_id, second_run}, *v1::SampleComparison::descriptor()), 2u);
+  EXPECT_EQ(
+      lines_of({"leaderboard", "--suite", "json_output"}, *v1::LeaderboardEntry::descriptor()), 1u);
+  EXPECT_EQ(lines_of({"devices"}, *v1::Device::descriptor()), 1u);
+  EXPECT_EQ(lines_of({"run", "--batch", "2", "--hidden", "8"}, *v1::RunResponse::descriptor()), 1u);
+  EXPECT_EQ(lines_of({"history", "--suite", "json_output", "--until", "86400"},
+                     *v1::StoredResult::descriptor()),
+            0u);
+  std::vector<std::string> bench_jsonl = BenchArgs("jsonl");
+  bench_jsonl.resize(bench_jsonl.size() - 2);  // no --format: --jsonl picks it
+  EXPECT_EQ(lines_of(bench_jsonl, *v1::WorkloadResult::descriptor()), 2u);
+
   // export's rows are the server's flat schema: the same rule holds for them.
   const Outcome exported = Cli(target, {"export", "--suite", "json_output"});
   ASSERT_EQ(exported.rc, 0) << exported.err;
