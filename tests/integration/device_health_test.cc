@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <future>
 #include <mutex>
 #include <thread>
 
+#include "played_gpu_backend.h"
 #include "test_server.h"
 
 namespace kerneleval::testing {
@@ -19,76 +19,37 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A one-shot flag one thread opens and another waits for (bounded, so that a broken server
-// fails the test instead of hanging it).
-class Gate {
- public:
-  void Open() {
-    std::lock_guard<std::mutex> lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  bool Wait(std::chrono::seconds limit = std::chrono::seconds(120)) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, limit, [this] { return open_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
-};
-
 // A CPU device named `name` that plays a GPU: its warm-up waits for `warm` (a context that
 // takes forever), and `fault` breaks it for good unless `can_recover` (a rebuild that fails).
-class PlayedGpu final : public server::Backend {
+class StuckOrBrokenGpu final : public PlayedGpu {
  public:
-  explicit PlayedGpu(const std::string& name) : cpu_(name) {}
-  const std::string& name() const override { return cpu_.name(); }
-  v1::Device Describe() const override { return cpu_.Describe(); }
+  explicit StuckOrBrokenGpu(const std::string& name) : PlayedGpu(name) {}
   std::vector<v1::Implementation> Implementations() const override {
-    std::vector<v1::Implementation> impls = cpu_.Implementations();
-    v1::Implementation fault;
-    fault.set_name("fault");
-    fault.set_device_kind("cpu");
-    fault.set_test_only(true);
-    impls.push_back(fault);
-    return impls;
+    return CpuImplementationsAnd("fault", /*test_only=*/true);
   }
   absl::Status WarmUp() override {
     if (!warm.Wait()) return absl::InternalError("the test never let the warm-up end");
-    return cpu_.WarmUp();
+    return PlayedGpu::WarmUp();
   }
   absl::StatusOr<server::Measurement> Measure(const server::Problem& p,
                                               const server::HostInputs& in,
                                               const server::HostOutputs& out,
                                               const std::string& impl,
                                               const server::MeasureOptions& o) override {
-    if (!healthy_.load()) return absl::UnavailableError("device is broken");
-    if (impl == "fault") {
-      healthy_.store(false);
-      ReportFault();
-      return absl::InternalError("cudaErrorIllegalAddress (simulated)");
-    }
-    return cpu_.Measure(p, in, out, impl, o);
+    if (!Healthy()) return absl::UnavailableError("device is broken");
+    if (impl == "fault") return Fault();
+    return PlayedGpu::Measure(p, in, out, impl, o);
   }
-  double MeasuredCopyBandwidth() const override { return cpu_.MeasuredCopyBandwidth(); }
-  v1::Clocks ReadClocks(bool* available) override { return cpu_.ReadClocks(available); }
-  bool Healthy() const override { return healthy_.load(); }
   absl::Status Recover() override {
     ++recover_attempts;
     if (!can_recover.load()) return absl::InternalError("cudaErrorDevicesUnavailable (simulated)");
-    healthy_.store(true);
+    Repaired();
     return absl::OkStatus();
   }
 
   Gate warm;
   std::atomic<bool> can_recover{false};
   std::atomic<int> recover_attempts{0};
-
- private:
-  server::CpuBackend cpu_;
-  std::atomic<bool> healthy_{true};
 };
 
 // Polls `check` until it holds, for up to `limit`.
@@ -143,8 +104,8 @@ TestServer StartUnwaited(server::ServerOptions options,
 }
 
 TEST(DeviceHealth, ADeviceThatNeverWarmsUpKeepsNoOneOut) {
-  auto stuck = std::make_unique<PlayedGpu>("cpu:1");
-  PlayedGpu* raw = stuck.get();
+  auto stuck = std::make_unique<StuckOrBrokenGpu>("cpu:1");
+  StuckOrBrokenGpu* raw = stuck.get();
   std::vector<std::unique_ptr<server::Backend>> backends;
   backends.push_back(std::make_unique<server::CpuBackend>("cpu:0"));
   backends.push_back(std::move(stuck));
@@ -152,7 +113,7 @@ TEST(DeviceHealth, ADeviceThatNeverWarmsUpKeepsNoOneOut) {
   // Destroyed before `t`, while the server still owns the backend: its shutdown joins the
   // stuck worker, which an early return would otherwise leave waiting.
   struct OpenAtEnd {
-    PlayedGpu* b;
+    StuckOrBrokenGpu* b;
     ~OpenAtEnd() { b->warm.Open(); }
   } open_at_end{raw};
   ASSERT_NE(t.client, nullptr);
@@ -187,10 +148,10 @@ TEST(DeviceHealth, ADeviceThatNeverWarmsUpKeepsNoOneOut) {
 }
 
 TEST(DeviceHealth, ABrokenDeviceIsOutAloneAndLivenessFailsOnlyWhenEveryDeviceIs) {
-  auto first = std::make_unique<PlayedGpu>("cpu:0");
-  auto second = std::make_unique<PlayedGpu>("cpu:1");
-  PlayedGpu* a = first.get();
-  PlayedGpu* b = second.get();
+  auto first = std::make_unique<StuckOrBrokenGpu>("cpu:0");
+  auto second = std::make_unique<StuckOrBrokenGpu>("cpu:1");
+  StuckOrBrokenGpu* a = first.get();
+  StuckOrBrokenGpu* b = second.get();
   a->warm.Open();
   b->warm.Open();
   std::vector<std::unique_ptr<server::Backend>> backends;

@@ -5,12 +5,12 @@
 // gates that hold the fault and the rebuild until the test has made its checks.
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <future>
 #include <mutex>
 #include <thread>
 
 #include "client/tensors.h"
+#include "played_gpu_backend.h"
 #include "test_server.h"
 
 namespace kerneleval::testing {
@@ -18,76 +18,40 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A one-shot flag one thread opens and another waits for (bounded, so a broken server fails
-// the test instead of hanging it).
-class Gate {
+// A GPU whose context breaks on `fault`, with gates that hold the fault and the rebuild until
+// the test has made its checks.
+class FaultingBackend final : public PlayedGpu {
  public:
-  void Open() {
-    std::lock_guard<std::mutex> lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  bool Wait(std::chrono::seconds limit = std::chrono::seconds(120)) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, limit, [this] { return open_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
-};
-
-class FaultingBackend final : public server::Backend {
- public:
-  FaultingBackend() : cpu_("cpu") {}
-  const std::string& name() const override { return cpu_.name(); }
-  v1::Device Describe() const override { return cpu_.Describe(); }
   std::vector<v1::Implementation> Implementations() const override {
-    std::vector<v1::Implementation> impls = cpu_.Implementations();
-    v1::Implementation fault;
-    fault.set_name("fault");
-    fault.set_device_kind("cpu");
-    impls.push_back(fault);
-    return impls;
+    return CpuImplementationsAnd("fault", /*test_only=*/false);
   }
-  absl::Status WarmUp() override { return cpu_.WarmUp(); }
   absl::StatusOr<server::Measurement> Measure(const server::Problem& p,
                                               const server::HostInputs& in,
                                               const server::HostOutputs& out,
                                               const std::string& impl,
                                               const server::MeasureOptions& o) override {
-    if (!healthy_.load()) {
+    if (!Healthy()) {
       ++measured_while_broken;
       return absl::UnavailableError("device is recovering");
     }
     if (impl == "fault") {
       fault_running.Open();
       if (!release_fault.Wait()) return absl::InternalError("the test never released the fault");
-      healthy_.store(false);
-      ReportFault();
-      return absl::InternalError("cudaErrorIllegalAddress (simulated)");
+      return Fault();
     }
-    return cpu_.Measure(p, in, out, impl, o);
+    return PlayedGpu::Measure(p, in, out, impl, o);
   }
-  double MeasuredCopyBandwidth() const override { return cpu_.MeasuredCopyBandwidth(); }
-  v1::Clocks ReadClocks(bool* available) override { return cpu_.ReadClocks(available); }
-  bool Healthy() const override { return healthy_.load(); }
   absl::Status Recover() override {
     recovering.Open();
     release_recovery.Wait();  // the context rebuild, held until the test has looked
     ++recoveries;
-    healthy_.store(true);
+    Repaired();
     return absl::OkStatus();
   }
 
   Gate fault_running, release_fault, recovering, release_recovery;
   std::atomic<int> recoveries{0};
   std::atomic<int> measured_while_broken{0};
-
- private:
-  server::CpuBackend cpu_;
-  std::atomic<bool> healthy_{true};
 };
 
 v1::RunRequest RandomRun(std::uint64_t seed) {

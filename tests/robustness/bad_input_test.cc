@@ -5,15 +5,12 @@
 // provoke.
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <utility>
 
-#include <grpcpp/generic/generic_stub.h>
-
 #include "bad_run_catalogue.h"
+#include "raw_call.h"
 #include "robustness_util.h"
 #include "test_server.h"
 
@@ -286,39 +283,6 @@ TEST_F(BadInputTest, MalformedBenchmarkRequests) {
   std::cout << cases.size() << " malformed Benchmark requests rejected\n";
 }
 
-// Sends raw bytes as the request of `method`, bypassing the client's serialization; the one
-// response message (if any) goes to `reply`.
-grpc::Status RawCall(const std::string& target, const std::string& method, const std::string& bytes,
-                     std::string* reply) {
-  auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
-  grpc::GenericStub stub(channel);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
-  grpc::Slice slice(bytes);
-  const grpc::ByteBuffer request(&slice, 1);
-  grpc::ByteBuffer response;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  grpc::Status status;
-  stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
-    std::lock_guard<std::mutex> lock(mu);
-    status = std::move(s);
-    done = true;
-    cv.notify_all();
-  });
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return done; });
-  reply->clear();
-  std::vector<grpc::Slice> slices;
-  if (status.ok() && response.Dump(&slices).ok()) {
-    for (const grpc::Slice& s : slices) {
-      reply->append(reinterpret_cast<const char*>(s.begin()), s.size());
-    }
-  }
-  return status;
-}
-
 constexpr char kRunMethod[] = "/kerneleval.v1.KernelEval/Run";
 constexpr char kBenchmarkMethod[] = "/kerneleval.v1.KernelEval/Benchmark";
 
@@ -334,12 +298,7 @@ TEST_F(BadInputTest, UnparseableRequestBytesAreInvalidArgumentNamingTheMethod) {
   ASSERT_TRUE(parsed.ParseFromString(reply));
   EXPECT_EQ(CompareWithReference(good, parsed), "");
 
-  const std::vector<std::string> payloads = {
-      std::string("\x0a\xff\xff\xff\xff\x0f", 6),  // length-delimited field past the end
-      std::string("\x0a\x05\x08\x01", 4),          // truncated sub-message
-      std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11),  // varint too long
-      std::string(64, '\xff'),
-  };
+  const std::vector<std::string> payloads = MalformedBodies();
   const std::vector<std::pair<const char*, const char*>> methods = {
       {kRunMethod, "Run"}, {kBenchmarkMethod, "Benchmark"}};
   for (const auto& [method, name] : methods) {

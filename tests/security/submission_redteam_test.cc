@@ -13,7 +13,7 @@
 
 #include "client/cli.h"
 #include "client/submit_client.h"
-#include "test_server.h"
+#include "submissions_test_server.h"
 
 namespace kerneleval::testing {
 namespace {
@@ -21,29 +21,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-server::ServerOptions SubmissionOptions() {
-  server::ServerOptions o = LoopbackOptions();
-  o.submissions.enabled = true;
-  o.submissions.compiler.tool_path = KERNELEVAL_TEST_COMPILE_TOOL;
-  return o;
-}
-
-struct Fixture {
-  TestServer server;
-  std::unique_ptr<client::SubmissionsClient> submissions;
-};
-
-Fixture Start(server::ServerOptions options = SubmissionOptions()) {
-  Fixture f;
-  client::ClientOptions client_options;
-  f.server = StartServer(options, {}, client_options);
-  client_options.target = f.server.target();
-  client_options.deadline_seconds = 120;
-  std::shared_ptr<grpc::Channel> channel;
-  EXPECT_TRUE(client::MakeChannel(client_options, &channel).ok());
-  f.submissions = std::make_unique<client::SubmissionsClient>(channel, client_options);
-  return f;
-}
+using Fixture = SubmissionsServer;
 
 constexpr char kKernel[] =
     "#include <kerneleval/submission_abi.h>\n"
@@ -55,15 +33,7 @@ v1::SubmissionSpec Spec(const std::string& name, const std::string& prelude,
                         const std::string& value = "p.eps") {
   std::string kernel = kKernel;
   kernel.replace(kernel.find("VALUE"), 5, value);
-  v1::SubmissionSpec spec;
-  spec.set_name(name);
-  spec.set_source(prelude + kernel);
-  spec.set_dtype(v1::DTYPE_FP32);
-  v1::KernelLaunch* k = spec.mutable_launch_plan()->add_kernels();
-  k->set_entry("tiny");
-  k->set_block_size(32);
-  k->set_rows_per_block(1);
-  return spec;
+  return OneKernelSpec(name, prelude + kernel, "tiny", v1::DTYPE_FP32, 32);
 }
 
 // The status and the whole response as text: everything a caller gets back.
@@ -103,7 +73,7 @@ struct PlantedFile {
 };
 
 TEST(RedTeam, RawStringHidesAnIncludeFromTheLexerButNotFromTheJail) {
-  const Fixture f = Start();
+  const Fixture f = StartSubmissionsServer();
   const PlantedFile planted;
   // In C++ the raw string ends at )x" and the #include is a directive; a lexer that knows
   // no raw strings sees a comment from /* to */ around it.
@@ -127,7 +97,7 @@ TEST(RedTeam, RawStringHidesAnIncludeFromTheLexerButNotFromTheJail) {
 }
 
 TEST(RedTeam, HasIncludeAnswersTheSameForAnExistingAndAMissingPath) {
-  const Fixture f = Start();
+  const Fixture f = StartSubmissionsServer();
   const PlantedFile planted;
   // The answer shows as the compile's outcome: "found" is an #error. Were the filesystem
   // visible, the planted file and /etc/hostname would fail to compile and the missing file
@@ -148,7 +118,7 @@ TEST(RedTeam, HasIncludeAnswersTheSameForAnExistingAndAMissingPath) {
 }
 
 TEST(RedTeam, AbsoluteIncludeIsRefusedWithoutTheFilesText) {
-  const Fixture f = Start();
+  const Fixture f = StartSubmissionsServer();
   std::ifstream passwd("/etc/passwd");
   std::string first_line;
   std::getline(passwd, first_line);
@@ -165,7 +135,7 @@ TEST(RedTeam, AbsoluteIncludeIsRefusedWithoutTheFilesText) {
 TEST(RedTeam, EveryAllowedHeaderStillCompilesInsideTheJail) {
   // The jail is no refusal of everything: each header of the allow-list, and what it
   // includes, comes from memory.
-  const Fixture f = Start();
+  const Fixture f = StartSubmissionsServer();
   int n = 0;
   for (const char* header :
        {"cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "cuda_pipeline.h", "cuda_awbarrier.h",
@@ -179,7 +149,7 @@ TEST(RedTeam, EveryAllowedHeaderStillCompilesInsideTheJail) {
 }
 
 TEST(RedTeam, HugeDeviceArrayIsRefusedAtRegistration) {
-  const Fixture f = Start();
+  const Fixture f = StartSubmissionsServer();
   const Answer a = Register(
       f, Spec("huge", "__device__ char big[100ull << 30];\n", "static_cast<float>(big[p.batch])"));
   EXPECT_EQ(a.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << a.Text();
@@ -196,7 +166,7 @@ TEST(RedTeam, OversizedCubinIsRefusedAtRegistration) {
   const std::string prelude = "__device__ char blob[8 << 20] = {1};\n";
   const std::string value = "static_cast<float>(blob[p.batch])";
   {
-    const Fixture f = Start();
+    const Fixture f = StartSubmissionsServer();
     const Answer a = Register(f, Spec("blob", prelude, value));
     EXPECT_EQ(a.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << a.Text();
     EXPECT_THAT(a.status.error_message(), HasSubstr("--max-submission-cubin-bytes"));
@@ -204,7 +174,7 @@ TEST(RedTeam, OversizedCubinIsRefusedAtRegistration) {
   }
   server::ServerOptions roomy = SubmissionOptions();
   roomy.submissions.compiler.module_limits.max_cubin_bytes = 16 << 20;
-  const Fixture f = Start(roomy);
+  const Fixture f = StartSubmissionsServer(roomy);
   const Answer a = Register(f, Spec("blob", prelude, value));
   EXPECT_TRUE(a.status.ok()) << a.Text();
   EXPECT_GT(a.response.submission().diagnostics().cubin_bytes(), 8u << 20);

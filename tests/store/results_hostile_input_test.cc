@@ -4,47 +4,12 @@
 // server answers a valid call after each. And methods no service registers: UNIMPLEMENTED
 // with what to use instead. Bounded echoes, field names and literal filters have their tests
 // in results_service_test and run_ids_test.
-#include <condition_variable>
-#include <mutex>
-
-#include <grpcpp/generic/generic_stub.h>
-
 #include "kerneleval/v1/results.pb.h"
+#include "raw_call.h"
 #include "store_test_helpers.h"
 
 namespace kerneleval::testing {
 namespace {
-
-grpc::Status RawCall(const std::string& target, const std::string& method, const std::string& bytes,
-                     std::string* reply) {
-  auto channel = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
-  grpc::GenericStub stub(channel);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-  grpc::Slice slice(bytes);
-  const grpc::ByteBuffer request(&slice, 1);
-  grpc::ByteBuffer response;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  grpc::Status status;
-  stub.UnaryCall(&context, method, grpc::StubOptions(), &request, &response, [&](grpc::Status s) {
-    std::lock_guard<std::mutex> lock(mu);
-    status = std::move(s);
-    done = true;
-    cv.notify_all();
-  });
-  std::unique_lock<std::mutex> lock(mu);
-  cv.wait(lock, [&] { return done; });
-  reply->clear();
-  std::vector<grpc::Slice> slices;
-  if (status.ok() && response.Dump(&slices).ok()) {
-    for (const grpc::Slice& s : slices) {
-      reply->append(reinterpret_cast<const char*>(s.begin()), s.size());
-    }
-  }
-  return status;
-}
 
 TEST(ResultsHostileInput, BodiesThatDoNotParseAreInvalidArgumentNamingTheMethod) {
   TestServer t = StartServer();
@@ -65,13 +30,8 @@ TEST(ResultsHostileInput, BodiesThatDoNotParseAreInvalidArgumentNamingTheMethod)
   };
   expect_serves();
 
-  const std::vector<std::string> payloads = {
-      std::string("\x0a\xff\xff\xff\xff\x0f", 6),  // length-delimited field past the end
-      std::string("\x0a\x05\x08\x01", 4),          // truncated sub-message
-      std::string("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11),  // varint too long
-      std::string(64, '\xff'),
-      std::string("\x0a\x03\xc3\x28u", 5),  // field 1 a string (or message) of bad UTF-8
-  };
+  std::vector<std::string> payloads = MalformedBodies();
+  payloads.push_back(BadUtf8InField1());  // every method's field 1 is a string or a message
   int cases = 0;
   for (const char* method : {"History", "Leaderboard", "Compare", "Reproduce", "Export"}) {
     for (const std::string& bytes : payloads) {

@@ -18,7 +18,8 @@
 
 #include "client/submit_client.h"
 #include "client/tensors.h"
-#include "test_server.h"
+#include "played_gpu_backend.h"
+#include "submissions_test_server.h"
 
 namespace kerneleval::testing {
 namespace {
@@ -28,19 +29,18 @@ using ::testing::HasSubstr;
 // What "another tenant's data" looks like in the outputs: a pattern no check would pass.
 constexpr unsigned char kLeaked = 0x3c;
 
-class PlayedGpu final : public server::Backend {
+// A CUDA device to the server; a submission it runs writes another tenant's data.
+class LeakingGpu final : public PlayedGpu {
  public:
-  PlayedGpu() : cpu_("cpu") {}
-  const std::string& name() const override { return cpu_.name(); }
   v1::Device Describe() const override {
-    v1::Device d = cpu_.Describe();
+    v1::Device d = PlayedGpu::Describe();
     d.set_kind("cuda");
     return d;
   }
   // Loaded submissions listed as test-only implementations, as the device hosts once did:
   // the server must not take a device's list for permission to run one.
   std::vector<v1::Implementation> Implementations() const override {
-    std::vector<v1::Implementation> impls = cpu_.Implementations();
+    std::vector<v1::Implementation> impls = PlayedGpu::Implementations();
     for (v1::Implementation& i : impls) i.set_device_kind("cuda");
     std::lock_guard<std::mutex> lock(mu_);
     for (const std::string& id : loaded_) {
@@ -51,7 +51,6 @@ class PlayedGpu final : public server::Backend {
     }
     return impls;
   }
-  absl::Status WarmUp() override { return cpu_.WarmUp(); }
   absl::Status AddSubmission(const server::SubmittedKernel& kernel) override {
     std::lock_guard<std::mutex> lock(mu_);
     loaded_.insert(kernel.submission.id());
@@ -72,25 +71,22 @@ class PlayedGpu final : public server::Backend {
     cpu_options.timer = v1::TIMER_UNSPECIFIED;
     if (!submitted) {
       if (o.check_calls) ++builtin_calls_checked;
-      return cpu_.Measure(p, in, out, impl, cpu_options);
+      return PlayedGpu::Measure(p, in, out, impl, cpu_options);
     }
     (o.check_calls ? submission_runs_checked : submission_runs_unchecked)++;
     absl::StatusOr<server::Measurement> m =
-        cpu_.Measure(p, in, out, cpu_.DefaultImplementation(), cpu_options);
+        PlayedGpu::Measure(p, in, out, cpu().DefaultImplementation(), cpu_options);
     if (!m.ok()) return m;
     if (out.output != nullptr) std::memset(out.output, kLeaked, p.TensorBytes());
     if (o.check_calls) m->calls_checked = o.warmup + o.repetitions;
     return m;
   }
-  double MeasuredCopyBandwidth() const override { return cpu_.MeasuredCopyBandwidth(); }
-  v1::Clocks ReadClocks(bool* available) override { return cpu_.ReadClocks(available); }
 
   std::atomic<int> submission_runs_checked{0};
   std::atomic<int> submission_runs_unchecked{0};
   std::atomic<int> builtin_calls_checked{0};
 
  private:
-  server::CpuBackend cpu_;
   mutable std::mutex mu_;
   std::set<std::string> loaded_;
 };
@@ -101,11 +97,8 @@ constexpr char kSource[] =
     "  if (threadIdx.x == 0) static_cast<float*>(p.output)[blockIdx.x] = p.eps;\n"
     "}\n";
 
-struct Fixture {
-  TestServer server;
-  PlayedGpu* gpu = nullptr;
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<client::SubmissionsClient> submissions;
+struct Fixture : SubmissionsServer {
+  LeakingGpu* gpu = nullptr;
   std::string id;  // the registered submission's
 };
 
@@ -113,30 +106,17 @@ struct Fixture {
 constexpr char kTokens[] = "alice:token-of-alice\nbob:token-of-bob\n";
 
 Fixture Start() {
-  server::ServerOptions o = LoopbackOptions();
-  o.submissions.enabled = true;
-  o.submissions.compiler.tool_path = KERNELEVAL_TEST_COMPILE_TOOL;
+  server::ServerOptions o = SubmissionOptions();
   o.auth_token = kTokens;
-  Fixture f;
-  auto gpu = std::make_unique<PlayedGpu>();
-  f.gpu = gpu.get();
+  auto gpu = std::make_unique<LeakingGpu>();
+  LeakingGpu* played = gpu.get();
   std::vector<std::unique_ptr<server::Backend>> backends;
   backends.push_back(std::move(gpu));
   client::ClientOptions c;
   c.bearer_token = "token-of-alice";
-  f.server = StartServer(o, std::move(backends), c);
-  c.target = f.server.target();
-  c.deadline_seconds = 120;
-  EXPECT_TRUE(client::MakeChannel(c, &f.channel).ok());
-  f.submissions = std::make_unique<client::SubmissionsClient>(f.channel, c);
-  v1::SubmissionSpec spec;
-  spec.set_name("leaky");
-  spec.set_source(kSource);
-  spec.set_dtype(v1::DTYPE_BF16);
-  v1::KernelLaunch* k = spec.mutable_launch_plan()->add_kernels();
-  k->set_entry("leaky");
-  k->set_block_size(256);
-  k->set_rows_per_block(1);
+  Fixture f{StartSubmissionsServer(o, c, std::move(backends))};
+  f.gpu = played;
+  const v1::SubmissionSpec spec = OneKernelSpec("leaky", kSource, "leaky", v1::DTYPE_BF16, 256);
   v1::RegisterSubmissionResponse registered;
   const grpc::Status s = f.submissions->Register(spec, &registered);
   EXPECT_TRUE(s.ok()) << s.error_message();

@@ -33,15 +33,7 @@ using Fixture = SubmissionsServer;
 v1::SubmissionSpec Spec(const std::string& name, const std::string& source,
                         const std::string& entry, std::uint32_t block = 256,
                         std::uint32_t rows_per_block = 1) {
-  v1::SubmissionSpec spec;
-  spec.set_name(name);
-  spec.set_source(source);
-  spec.set_dtype(v1::DTYPE_BF16);
-  v1::KernelLaunch* k = spec.mutable_launch_plan()->add_kernels();
-  k->set_entry(entry);
-  k->set_block_size(block);
-  k->set_rows_per_block(rows_per_block);
-  return spec;
+  return OneKernelSpec(name, source, entry, v1::DTYPE_BF16, block, rows_per_block);
 }
 
 constexpr char kTiny[] =
