@@ -1,5 +1,6 @@
 #include "server/oip/infer_translation.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <limits>
@@ -27,6 +28,15 @@ constexpr char kResidualOut[] = "residual_out";
 constexpr char kRequestParameters[] =
     "eps, mode, device, check_correctness, warmup, repetitions, timer, timeout, priority";
 
+// A client's map key as part of a field path: as given when short and printable, else
+// quoted and cut (a 10 KB key must not make the error too long to deliver).
+std::string KeyText(const std::string& key) {
+  const bool plain =
+      key.size() <= kMaxEchoedChars &&
+      std::all_of(key.begin(), key.end(), [](char c) { return c > 0x20 && c < 0x7f; });
+  return plain ? key : Quote(key);
+}
+
 absl::Status Invalid(const std::string& field, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
 }
@@ -42,7 +52,7 @@ absl::StatusOr<double> NumberParam(const InferParameter& p, const std::string& f
     case InferParameter::kStringParam: {
       double v = 0;
       if (absl::SimpleAtod(p.string_param(), &v)) return v;
-      return Invalid(field, absl::StrCat("'", p.string_param(), "' is not a number"));
+      return Invalid(field, absl::StrCat(Quote(p.string_param()), " is not a number"));
     }
     default:
       return Invalid(field, "expected a number (double_param, int64_param or string_param)");
@@ -64,7 +74,7 @@ absl::StatusOr<std::int64_t> IntegerParam(const InferParameter& p, const std::st
       break;
     case InferParameter::kStringParam:
       if (!absl::SimpleAtoi(p.string_param(), &v)) {
-        return Invalid(field, absl::StrCat("'", p.string_param(), "' is not an integer"));
+        return Invalid(field, absl::StrCat(Quote(p.string_param()), " is not an integer"));
       }
       break;
     default:
@@ -95,7 +105,7 @@ absl::StatusOr<v1::Timer> ParseTimer(const std::string& name, const std::string&
 }
 
 absl::Status ApplyParameter(const std::string& key, const InferParameter& p, InferPlan* plan) {
-  const std::string field = absl::StrCat("parameters.", key);
+  const std::string field = absl::StrCat("parameters.", KeyText(key));
   v1::RunRequest& run = plan->run;
   if (key == "eps") {
     absl::StatusOr<double> eps = NumberParam(p, field);
@@ -151,7 +161,7 @@ absl::StatusOr<v1::DType> ParseDatatype(const std::string& name, const std::stri
   for (v1::DType d : {v1::DTYPE_BF16, v1::DTYPE_FP16, v1::DTYPE_FP32}) {
     if (name == DatatypeName(d)) return d;
   }
-  return Invalid(field, absl::StrCat("'", name, "' is not a datatype of ", kOperation,
+  return Invalid(field, absl::StrCat(Quote(name), " is not a datatype of ", kOperation,
                                      " models (BF16, FP16, FP32)"));
 }
 
@@ -185,8 +195,8 @@ absl::Status PackFp32Contents(const ModelInferRequest::InferInputTensor& input,
   const std::int64_t expected = ElementCount(input.shape());
   if (expected >= 0 && expected != c.fp32_contents_size()) {
     return Invalid(field + ".contents.fp32_contents",
-                   absl::StrCat("has ", c.fp32_contents_size(), " elements, but shape [",
-                                absl::StrJoin(input.shape(), ", "), "] has ", expected));
+                   absl::StrCat("has ", c.fp32_contents_size(), " elements, but shape ",
+                                ShapeText(input.shape()), " has ", expected));
   }
   data->resize(static_cast<std::size_t>(c.fp32_contents_size()) * sizeof(float));
   std::memcpy(data->data(), c.fp32_contents().data(), data->size());
@@ -211,7 +221,7 @@ absl::Status TranslateInputs(const Model& model, ModelInferRequest* request, Inf
     while (slot < kInputs.size() && input->name() != kInputs[slot]) ++slot;
     if (slot == kInputs.size()) {
       return Invalid(field + ".name",
-                     absl::StrCat("'", input->name(), "' is not an input of ", model.name, " (",
+                     absl::StrCat(Quote(input->name()), " is not an input of ", model.name, " (",
                                   absl::StrJoin(kInputs, ", "), ")"));
     }
     if (seen[slot]) {
@@ -219,9 +229,10 @@ absl::Status TranslateInputs(const Model& model, ModelInferRequest* request, Inf
     }
     seen[slot] = true;
     if (!input->parameters().empty()) {
-      return Invalid(absl::StrCat(field, ".parameters.", input->parameters().begin()->first),
-                     "inputs take no parameters (shared memory is not supported: send the "
-                     "tensor in raw_input_contents)");
+      return Invalid(
+          absl::StrCat(field, ".parameters.", KeyText(input->parameters().begin()->first)),
+          "inputs take no parameters (shared memory is not supported: send the "
+          "tensor in raw_input_contents)");
     }
     v1::Tensor* tensor = tensors[slot];
     absl::StatusOr<v1::DType> dtype = ParseDatatype(input->datatype(), field + ".datatype");
@@ -265,7 +276,7 @@ absl::Status ChooseOutputs(const Model& model, const ModelInferRequest& request,
     const ModelInferRequest::InferRequestedOutputTensor& out = request.outputs(i);
     const std::string field = absl::StrCat("outputs[", i, "]");
     if (out.name() != kOutput && out.name() != kResidualOut) {
-      return Invalid(field + ".name", absl::StrCat("'", out.name(), "' is not an output of ",
+      return Invalid(field + ".name", absl::StrCat(Quote(out.name()), " is not an output of ",
                                                    model.name, " (output, residual_out)"));
     }
     if (out.name() == kResidualOut && !writes_residual) {
@@ -283,7 +294,7 @@ absl::Status ChooseOutputs(const Model& model, const ModelInferRequest& request,
       const std::string& key = parameter.first;
       // binary_data is the HTTP front's flag; over gRPC outputs are always raw bytes.
       if (key == "binary_data") continue;
-      return Invalid(absl::StrCat(field, ".parameters.", key),
+      return Invalid(absl::StrCat(field, ".parameters.", KeyText(key)),
                      "not supported (outputs are returned whole, as raw_output_contents)");
     }
     plan->outputs.push_back(out.name());

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/bounded_text.h"
 
 namespace kerneleval::server::oip {
 
@@ -30,13 +31,13 @@ absl::StatusOr<Model> FindModel(const ServiceState& state, const std::string& na
   if (it == models.end()) {
     std::vector<std::string> names;
     for (const Model& m : models) names.push_back(m.name);
-    return absl::NotFoundError(
-        absl::StrCat(name_field, ": no model '", name,
-                     "' on this server (models: ", absl::StrJoin(names, ", "), ")"));
+    return absl::NotFoundError(absl::StrCat(name_field, ": no model ", Quote(name),
+                                            " on this server (models: ", absl::StrJoin(names, ", "),
+                                            ")"));
   }
   if (!version.empty() && version != kModelVersion) {
-    return absl::NotFoundError(absl::StrCat(version_field, ": model ", name, " has no version '",
-                                            version, "' (versions: ", kModelVersion, ")"));
+    return absl::NotFoundError(absl::StrCat(version_field, ": model ", name, " has no version ",
+                                            Quote(version), " (versions: ", kModelVersion, ")"));
   }
   return *it;
 }

@@ -2,17 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <memory>
 
-#include <grpcpp/support/proto_buffer_reader.h>
-
 #include "absl/strings/str_cat.h"
-#include "common/log.h"
 #include "server/admission.h"
 #include "server/benchmark_engine.h"
 #include "server/kerneleval_service.h"
 #include "server/oip/infer_translation.h"
 #include "server/oip/oip_models.h"
+#include "server/raw_unary.h"
 #include "server/run_call.h"
 
 namespace kerneleval::server::oip {
@@ -56,6 +55,33 @@ class CountedCall {
   Clock::time_point t0_ = Clock::now();
 };
 
+// A small method on raw bytes: parses `bytes` as `Request` (INVALID_ARGUMENT naming `method`
+// when it is not one), runs `handler`, counts the call and answers on gRPC's thread.
+template <typename Request, typename Response>
+grpc::ServerUnaryReactor* CountedRawUnary(
+    ServiceState* state, grpc::CallbackServerContext* context, const grpc::ByteBuffer* bytes,
+    grpc::ByteBuffer* response_bytes, const char* method,
+    const std::function<absl::Status(const Request&, Response*)>& handler) {
+  CountedCall call(state, context, method);
+  Request request;
+  Response response;
+  const std::size_t received = bytes->Length();
+  if (grpc::Status parsed = ParseRawRequest(*bytes, method, &request); !parsed.ok()) {
+    return call.Finish(
+        absl::Status(static_cast<absl::StatusCode>(parsed.error_code()), parsed.error_message()),
+        received, 0);
+  }
+  absl::Status s = handler(request, &response);
+  std::size_t sent = 0;
+  if (s.ok()) {
+    bool own = false;
+    // Serializing a message this server built cannot fail but for size, far below any limit.
+    (void)grpc::SerializationTraits<Response>::Serialize(response, response_bytes, &own);
+    sent = response_bytes->Length();
+  }
+  return call.Finish(s, received, sent);
+}
+
 void DescribeTensor(const char* name, int rank,
                     inference::ModelMetadataResponse::TensorMetadata* out) {
   out->set_name(name);
@@ -77,13 +103,9 @@ struct InferCall {
   v1::RunResponse run_response;
 };
 
-absl::Status PrepareInfer(ServiceState& state, grpc::ByteBuffer* bytes, InferCall* call) {
-  grpc::ProtoBufferReader reader(bytes);
-  if (!call->request.ParseFromZeroCopyStream(&reader)) {
-    LogClientFault("ModelInfer: request body does not parse");
-    return absl::InvalidArgumentError(
-        "ModelInfer: the request body does not parse as inference.ModelInferRequest "
-        "(malformed bytes, or a string field that is not valid UTF-8)");
+absl::Status PrepareInfer(ServiceState& state, const grpc::ByteBuffer& bytes, InferCall* call) {
+  if (grpc::Status parsed = ParseRawRequest(bytes, "ModelInfer", &call->request); !parsed.ok()) {
+    return absl::Status(static_cast<absl::StatusCode>(parsed.error_code()), parsed.error_message());
   }
   if (absl::Status s = Admit(state, /*needs_devices=*/true); !s.ok()) return s;
   absl::StatusOr<Model> model =
@@ -107,67 +129,76 @@ absl::Status PrepareInfer(ServiceState& state, grpc::ByteBuffer* bytes, InferCal
 }  // namespace
 
 grpc::ServerUnaryReactor* OipService::ServerLive(grpc::CallbackServerContext* context,
-                                                 const inference::ServerLiveRequest* request,
-                                                 inference::ServerLiveResponse* response) {
-  CountedCall call(state_, context, "ServerLive");
-  response->set_live(live_.load());
-  return call.Finish(absl::OkStatus(), request->ByteSizeLong(), response->ByteSizeLong());
+                                                 const grpc::ByteBuffer* request,
+                                                 grpc::ByteBuffer* response) {
+  return CountedRawUnary<inference::ServerLiveRequest, inference::ServerLiveResponse>(
+      state_, context, request, response, "ServerLive",
+      [this](const inference::ServerLiveRequest&, inference::ServerLiveResponse* out) {
+        out->set_live(live_.load());
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* OipService::ServerReady(grpc::CallbackServerContext* context,
-                                                  const inference::ServerReadyRequest* request,
-                                                  inference::ServerReadyResponse* response) {
-  CountedCall call(state_, context, "ServerReady");
-  response->set_ready(state_->ready.load() && !state_->draining.load());
-  return call.Finish(absl::OkStatus(), request->ByteSizeLong(), response->ByteSizeLong());
+                                                  const grpc::ByteBuffer* request,
+                                                  grpc::ByteBuffer* response) {
+  return CountedRawUnary<inference::ServerReadyRequest, inference::ServerReadyResponse>(
+      state_, context, request, response, "ServerReady",
+      [this](const inference::ServerReadyRequest&, inference::ServerReadyResponse* out) {
+        out->set_ready(state_->ready.load() && !state_->draining.load());
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* OipService::ModelReady(grpc::CallbackServerContext* context,
-                                                 const inference::ModelReadyRequest* request,
-                                                 inference::ModelReadyResponse* response) {
-  CountedCall call(state_, context, "ModelReady");
-  // A model the server does not have is not ready (Triton answers the same way): probes
-  // get a boolean, ModelMetadata says what exists.
-  absl::StatusOr<Model> model =
-      FindModel(*state_, request->name(), request->version(), "name", "version");
-  response->set_ready(model.ok() && oip::ModelReady(*state_, *model));
-  return call.Finish(absl::OkStatus(), request->ByteSizeLong(), response->ByteSizeLong());
+                                                 const grpc::ByteBuffer* request,
+                                                 grpc::ByteBuffer* response) {
+  return CountedRawUnary<inference::ModelReadyRequest, inference::ModelReadyResponse>(
+      state_, context, request, response, "ModelReady",
+      [this](const inference::ModelReadyRequest& r, inference::ModelReadyResponse* out) {
+        // A model the server does not have is not ready (Triton answers the same way):
+        // probes get a boolean, ModelMetadata says what exists.
+        absl::StatusOr<Model> model = FindModel(*state_, r.name(), r.version(), "name", "version");
+        out->set_ready(model.ok() && oip::ModelReady(*state_, *model));
+        return absl::OkStatus();
+      });
 }
 
-grpc::ServerUnaryReactor* OipService::ServerMetadata(
-    grpc::CallbackServerContext* context, const inference::ServerMetadataRequest* request,
-    inference::ServerMetadataResponse* response) {
-  CountedCall call(state_, context, "ServerMetadata");
-  absl::Status s = Admit(*state_, /*needs_devices=*/false);
-  if (s.ok()) {
-    response->set_name("kerneleval");
-    response->set_version(ServerVersion());
-    response->add_extensions("parameters");  // request and response parameters
-  }
-  return call.Finish(s, request->ByteSizeLong(), response->ByteSizeLong());
+grpc::ServerUnaryReactor* OipService::ServerMetadata(grpc::CallbackServerContext* context,
+                                                     const grpc::ByteBuffer* request,
+                                                     grpc::ByteBuffer* response) {
+  return CountedRawUnary<inference::ServerMetadataRequest, inference::ServerMetadataResponse>(
+      state_, context, request, response, "ServerMetadata",
+      [this](const inference::ServerMetadataRequest&, inference::ServerMetadataResponse* out) {
+        if (absl::Status s = Admit(*state_, /*needs_devices=*/false); !s.ok()) return s;
+        out->set_name("kerneleval");
+        out->set_version(ServerVersion());
+        out->add_extensions("parameters");  // request and response parameters
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* OipService::ModelMetadata(grpc::CallbackServerContext* context,
-                                                    const inference::ModelMetadataRequest* request,
-                                                    inference::ModelMetadataResponse* response) {
-  CountedCall call(state_, context, "ModelMetadata");
-  absl::Status s = Admit(*state_, /*needs_devices=*/false);
-  absl::StatusOr<Model> model =
-      s.ok() ? FindModel(*state_, request->name(), request->version(), "name", "version")
-             : absl::StatusOr<Model>(s);
-  if (model.ok()) {
-    response->set_name(model->name);
-    response->add_versions(kModelVersion);
-    response->set_platform(model->device_kind.empty()
-                               ? std::string("kerneleval")
-                               : absl::StrCat("kerneleval_", model->device_kind));
-    DescribeTensor("hidden_states", 2, response->add_inputs());
-    DescribeTensor("residual", 2, response->add_inputs());
-    DescribeTensor("weight", 1, response->add_inputs());
-    DescribeTensor("output", 2, response->add_outputs());
-    DescribeTensor("residual_out", 2, response->add_outputs());
-  }
-  return call.Finish(model.status(), request->ByteSizeLong(), response->ByteSizeLong());
+                                                    const grpc::ByteBuffer* request,
+                                                    grpc::ByteBuffer* response) {
+  return CountedRawUnary<inference::ModelMetadataRequest, inference::ModelMetadataResponse>(
+      state_, context, request, response, "ModelMetadata",
+      [this](const inference::ModelMetadataRequest& r, inference::ModelMetadataResponse* out) {
+        if (absl::Status s = Admit(*state_, /*needs_devices=*/false); !s.ok()) return s;
+        absl::StatusOr<Model> model = FindModel(*state_, r.name(), r.version(), "name", "version");
+        if (!model.ok()) return model.status();
+        out->set_name(model->name);
+        out->add_versions(kModelVersion);
+        out->set_platform(model->device_kind.empty()
+                              ? std::string("kerneleval")
+                              : absl::StrCat("kerneleval_", model->device_kind));
+        DescribeTensor("hidden_states", 2, out->add_inputs());
+        DescribeTensor("residual", 2, out->add_inputs());
+        DescribeTensor("weight", 1, out->add_inputs());
+        DescribeTensor("output", 2, out->add_outputs());
+        DescribeTensor("residual_out", 2, out->add_outputs());
+        return absl::OkStatus();
+      });
 }
 
 grpc::ServerUnaryReactor* OipService::ModelInfer(grpc::CallbackServerContext* context,
@@ -189,8 +220,7 @@ grpc::ServerUnaryReactor* OipService::ModelInfer(grpc::CallbackServerContext* co
     }
     call->counted.Finish(s, call->received, sent);
   };
-  grpc::ByteBuffer copy = *request;  // shares the slices
-  if (absl::Status s = PrepareInfer(*state_, &copy, call.get()); !s.ok()) {
+  if (absl::Status s = PrepareInfer(*state_, *request, call.get()); !s.ok()) {
     done(s);
     return reactor;
   }

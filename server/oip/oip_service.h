@@ -9,20 +9,32 @@
 // (ServiceState::ready, off while draining); ServerLive is the "" service's, which the
 // server turns off through SetLive() when a device cannot be recovered.
 //
-// ModelInfer takes raw bytes and parses them itself, as KernelEval.Run does: a body that is
-// not a ModelInferRequest is INVALID_ARGUMENT naming the method, and the tensors' bytes move
-// into the Run without a copy.
+// Every method takes raw bytes and parses them itself, as KernelEval.Run does: a body that is
+// not the method's request is INVALID_ARGUMENT naming the method (gRPC's own parse would
+// answer with no message), and ModelInfer's tensor bytes move into the Run without a copy.
+// Methods of the protocol's service this front does not serve (ModelConfig, statistics,
+// repository, shared memory, streaming) are not in its proto: server/unserved_methods.h
+// answers them with what to use instead.
 #pragma once
 
 #include <atomic>
+
+#include <grpcpp/grpcpp.h>
 
 #include "kserve/v2/grpc_predict_v2.grpc.pb.h"
 #include "server/service_state.h"
 
 namespace kerneleval::server::oip {
 
-class OipService final : public inference::GRPCInferenceService::WithRawCallbackMethod_ModelInfer<
-                             inference::GRPCInferenceService::CallbackService> {
+using RawOipService = inference::GRPCInferenceService::WithRawCallbackMethod_ServerLive<
+    inference::GRPCInferenceService::WithRawCallbackMethod_ServerReady<
+        inference::GRPCInferenceService::WithRawCallbackMethod_ModelReady<
+            inference::GRPCInferenceService::WithRawCallbackMethod_ServerMetadata<
+                inference::GRPCInferenceService::WithRawCallbackMethod_ModelMetadata<
+                    inference::GRPCInferenceService::WithRawCallbackMethod_ModelInfer<
+                        inference::GRPCInferenceService::CallbackService>>>>>>;
+
+class OipService final : public RawOipService {
  public:
   explicit OipService(ServiceState* state) : state_(state) {}
 
@@ -30,20 +42,20 @@ class OipService final : public inference::GRPCInferenceService::WithRawCallback
   void SetLive(bool live) { live_.store(live); }
 
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
-                                       const inference::ServerLiveRequest* request,
-                                       inference::ServerLiveResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* context,
-                                        const inference::ServerReadyRequest* request,
-                                        inference::ServerReadyResponse* response) override;
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context,
-                                       const inference::ModelReadyRequest* request,
-                                       inference::ModelReadyResponse* response) override;
+                                       const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* context,
-                                           const inference::ServerMetadataRequest* request,
-                                           inference::ServerMetadataResponse* response) override;
+                                           const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
-                                          const inference::ModelMetadataRequest* request,
-                                          inference::ModelMetadataResponse* response) override;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
                                        const grpc::ByteBuffer* request,
                                        grpc::ByteBuffer* response) override;

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "kerneleval/submission_abi.h"
@@ -22,8 +23,6 @@
 
 namespace kerneleval::server::submissions {
 namespace {
-
-constexpr std::size_t kMaxLogInMessage = 16 << 10;
 
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kAddressSanitizer = true;
@@ -74,12 +73,6 @@ class Fd {
   // pass.
   execve(argv[0], argv, kAddressSanitizer ? environ : envp);
   _exit(127);
-}
-
-std::string Truncated(const std::string& log) {
-  if (log.size() <= kMaxLogInMessage) return log;
-  return absl::StrCat(log.substr(0, kMaxLogInMessage), "\n... (log cut at ", kMaxLogInMessage,
-                      " of ", log.size(), " bytes)");
 }
 
 }  // namespace
@@ -134,11 +127,10 @@ absl::StatusOr<internal::CompileResponse> Compiler::Compile(
     }
   }
   if (response->code() != 0) {
-    std::string message = response->message();
-    if (!response->diagnostics().log().empty()) {
-      absl::StrAppend(&message, "\n", Truncated(response->diagnostics().log()));
-    }
-    return absl::Status(static_cast<absl::StatusCode>(response->code()), message);
+    absl::Status failed(static_cast<absl::StatusCode>(response->code()), response->message());
+    failed.SetPayload(kCompileDiagnosticsPayload,
+                      absl::Cord(response->diagnostics().SerializeAsString()));
+    return failed;
   }
   std::lock_guard<std::mutex> lock(mu_);
   const std::size_t bytes = response->ByteSizeLong();

@@ -39,17 +39,23 @@ struct CompileResult {
   internal::CompileResponse response;  // code 0: cubin and diagnostics
 };
 
+// The status payload of a compile error: its v1.CompileDiagnostics, serialized.
+inline constexpr char kCompileDiagnosticsPayload[] =
+    "type.googleapis.com/kerneleval.v1.CompileDiagnostics";
+
 class Compiler {
  public:
   explicit Compiler(CompilerOptions options);
 
   // OK with the cubin and diagnostics, or: INVALID_ARGUMENT naming the field (a compile
-  // error carries NVRTC's log in the message, cut at 16 KiB; a log holds only the lines that
-  // cite the source itself, SubmissionLogLines; a cubin over the module limits is refused
-  // here, before any GPU loads it); FAILED_PRECONDITION where the compile jail cannot be
-  // set up (no Landlock or seccomp, without allow_unconfined); DEADLINE_EXCEEDED past the
-  // wall or CPU limit; RESOURCE_EXHAUSTED past the address-space or output limit; INTERNAL
-  // when the tool cannot start or crashes. Thread-safe; compiles run concurrently.
+  // error's message is the tool's, and its diagnostics, NVRTC's whole log among them, are the
+  // payload kCompileDiagnosticsPayload: a log can be far longer than a status message may be;
+  // a log holds only the lines that cite the source itself, SubmissionLogLines; a cubin over
+  // the module limits is refused here, before any GPU loads it); FAILED_PRECONDITION where the
+  // compile jail cannot be set up (no Landlock or seccomp, without allow_unconfined);
+  // DEADLINE_EXCEEDED past the wall or CPU limit; RESOURCE_EXHAUSTED past the address-space or
+  // output limit; INTERNAL when the tool cannot start or crashes. Thread-safe; compiles run
+  // concurrently.
   absl::StatusOr<internal::CompileResponse> Compile(const internal::CompileRequest& request);
 
   // The cache key: SHA-256 over the language, arch, options, entries and source.

@@ -1,12 +1,15 @@
 #include "server/submissions/submissions_service.h"
 
+#include <algorithm>
 #include <ctime>
 #include <utility>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "server/raw_unary.h"
 #include "server/submissions/source_rules.h"
 
 namespace kerneleval::server::submissions {
@@ -14,9 +17,64 @@ namespace {
 
 constexpr std::size_t kMaxDescriptionBytes = 1024;
 
+// The status as the caller gets it, its message at most kMaxStatusMessageBytes. Every echoed
+// value is bounded where it is written (Quote); this holds the whole message to the limit
+// whatever it gathered.
 grpc::Status ToGrpc(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+  std::string message(s.message());
+  if (message.size() > kMaxStatusMessageBytes) {
+    const std::string note = absl::StrCat(" ... (message cut: ", message.size(), " bytes)");
+    message = absl::StrCat(message.substr(0, kMaxStatusMessageBytes - note.size()), note);
+  }
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::move(message));
+}
+
+// A compile error's message with as many whole lines of the log as fit under
+// kMaxStatusMessageBytes, and where the rest is.
+std::string WithLogHead(absl::string_view message, absl::string_view log) {
+  if (log.empty()) return std::string(message);
+  if (message.size() + 1 + log.size() <= kMaxStatusMessageBytes) {
+    return absl::StrCat(message, "\n", log);
+  }
+  const std::string note_tail =
+      absl::StrCat(" of ", log.size(),
+                   " bytes; RegisterSubmissionRequest.compile_error_in_response answers with "
+                   "all of it)");
+  // The head's length, in the note, takes at most as many digits as the log's.
+  const std::size_t reserved = message.size() + 1 + note_tail.size() + 40;
+  const std::size_t room = kMaxStatusMessageBytes - std::min(kMaxStatusMessageBytes, reserved);
+  absl::string_view head = log.substr(0, room);
+  if (const std::size_t line_end = head.rfind('\n'); line_end != absl::string_view::npos) {
+    head = head.substr(0, line_end);
+  }
+  return absl::StrCat(message, "\n", head, "\n... (the log's first ", head.size(), note_tail);
+}
+
+// Register's answer for the RPC: a compile error in the response body when the request asks
+// for it, else as the status with the head of the log.
+absl::Status RegisterAnswer(absl::StatusOr<v1::RegisterSubmissionResponse> registered,
+                            const v1::RegisterSubmissionRequest& request,
+                            v1::RegisterSubmissionResponse* response) {
+  if (registered.ok()) {
+    *response = std::move(*registered);
+    return absl::OkStatus();
+  }
+  const absl::Status& failed = registered.status();
+  const auto payload = failed.GetPayload(kCompileDiagnosticsPayload);
+  if (!payload.has_value()) return failed;
+  v1::CompileDiagnostics diagnostics;
+  if (!diagnostics.ParseFromString(std::string(*payload))) {
+    return absl::InternalError("submission: the compiler's diagnostics do not parse");
+  }
+  if (request.compile_error_in_response()) {
+    v1::CompileError* error = response->mutable_compile_error();
+    error->set_code(static_cast<int>(failed.code()));
+    error->set_message(std::string(failed.message()));
+    *error->mutable_diagnostics() = std::move(diagnostics);
+    return absl::OkStatus();
+  }
+  return absl::Status(failed.code(), WithLogHead(failed.message(), diagnostics.log()));
 }
 
 // The content a submission's id is the hash of: everything that changes what runs.
@@ -257,9 +315,15 @@ absl::StatusOr<ResolvedSubmission> SubmissionsService::Resolve(
 }
 
 grpc::ServerUnaryReactor* SubmissionsService::RegisterSubmission(
-    grpc::CallbackServerContext* context, const v1::RegisterSubmissionRequest* request,
-    v1::RegisterSubmissionResponse* response) {
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request_bytes,
+    grpc::ByteBuffer* response_bytes) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto request = std::make_shared<v1::RegisterSubmissionRequest>();
+  if (grpc::Status s = ParseRawRequest(*request_bytes, "RegisterSubmission", request.get());
+      !s.ok()) {
+    reactor->Finish(s);
+    return reactor;
+  }
   if (absl::Status s = Enabled(); !s.ok()) {
     reactor->Finish(ToGrpc(s));
     return reactor;
@@ -267,57 +331,66 @@ grpc::ServerUnaryReactor* SubmissionsService::RegisterSubmission(
   const std::string owner = OwnerOf(*context);
   // Quotas first: an owner at its limit costs no compile.
   if (const std::size_t held = registry_->CountOf(owner); held >= options_.max_per_owner) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                                 absl::StrCat("submission: ", Quote(owner), " holds ", held,
-                                              " submissions, the most allowed; delete one first")));
+    reactor->Finish(ToGrpc(absl::ResourceExhaustedError(
+        absl::StrCat("submission: ", Quote(owner), " holds ", held,
+                     " submissions, the most allowed; delete one first"))));
     return reactor;
   }
-  const absl::Status queued = Enqueue(owner, [this, reactor, request, response, owner] {
-    absl::StatusOr<v1::RegisterSubmissionResponse> r = Register(owner, request->submission());
-    if (r.ok()) *response = std::move(*r);
-    reactor->Finish(ToGrpc(r.status()));
+  const absl::Status queued = Enqueue(owner, [this, reactor, request, response_bytes, owner] {
+    v1::RegisterSubmissionResponse response;
+    grpc::Status s =
+        ToGrpc(RegisterAnswer(Register(owner, request->submission()), *request, &response));
+    if (s.ok()) {
+      bool own = false;
+      s = grpc::SerializationTraits<v1::RegisterSubmissionResponse>::Serialize(
+          response, response_bytes, &own);
+    }
+    reactor->Finish(s);
   });
   if (!queued.ok()) reactor->Finish(ToGrpc(queued));
   return reactor;
 }
 
-grpc::ServerUnaryReactor* SubmissionsService::ListSubmissions(
-    grpc::CallbackServerContext* context, const v1::ListSubmissionsRequest* /*request*/,
-    v1::ListSubmissionsResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  if (absl::Status s = Enabled(); !s.ok()) {
-    reactor->Finish(ToGrpc(s));
-    return reactor;
-  }
-  for (v1::Submission& s : registry_->List(OwnerOf(*context))) {
-    *response->add_submissions() = std::move(s);
-  }
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+grpc::ServerUnaryReactor* SubmissionsService::ListSubmissions(grpc::CallbackServerContext* context,
+                                                              const grpc::ByteBuffer* request,
+                                                              grpc::ByteBuffer* response) {
+  return RawUnary<v1::ListSubmissionsRequest, v1::ListSubmissionsResponse>(
+      context, request, response, "ListSubmissions",
+      [this](grpc::CallbackServerContext* c, const v1::ListSubmissionsRequest&,
+             v1::ListSubmissionsResponse* out) {
+        if (absl::Status s = Enabled(); !s.ok()) return ToGrpc(s);
+        for (v1::Submission& s : registry_->List(OwnerOf(*c))) {
+          *out->add_submissions() = std::move(s);
+        }
+        return grpc::Status::OK;
+      });
 }
 
 grpc::ServerUnaryReactor* SubmissionsService::GetSubmission(grpc::CallbackServerContext* context,
-                                                            const v1::GetSubmissionRequest* request,
-                                                            v1::GetSubmissionResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::StatusOr<ResolvedSubmission> found = Resolve(OwnerOf(*context), request->submission());
-  if (found.ok()) *response->mutable_submission() = std::move(found->submission);
-  reactor->Finish(ToGrpc(found.status()));
-  return reactor;
+                                                            const grpc::ByteBuffer* request,
+                                                            grpc::ByteBuffer* response) {
+  return RawUnary<v1::GetSubmissionRequest, v1::GetSubmissionResponse>(
+      context, request, response, "GetSubmission",
+      [this](grpc::CallbackServerContext* c, const v1::GetSubmissionRequest& r,
+             v1::GetSubmissionResponse* out) {
+        absl::StatusOr<ResolvedSubmission> found = Resolve(OwnerOf(*c), r.submission());
+        if (found.ok()) *out->mutable_submission() = std::move(found->submission);
+        return ToGrpc(found.status());
+      });
 }
 
-grpc::ServerUnaryReactor* SubmissionsService::DeleteSubmission(
-    grpc::CallbackServerContext* context, const v1::DeleteSubmissionRequest* request,
-    v1::DeleteSubmissionResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  absl::Status status = Enabled();
-  if (status.ok()) {
-    absl::StatusOr<std::string> id = registry_->Delete(OwnerOf(*context), request->submission());
-    if (id.ok()) response->set_id(*id);
-    status = id.status();
-  }
-  reactor->Finish(ToGrpc(status));
-  return reactor;
+grpc::ServerUnaryReactor* SubmissionsService::DeleteSubmission(grpc::CallbackServerContext* context,
+                                                               const grpc::ByteBuffer* request,
+                                                               grpc::ByteBuffer* response) {
+  return RawUnary<v1::DeleteSubmissionRequest, v1::DeleteSubmissionResponse>(
+      context, request, response, "DeleteSubmission",
+      [this](grpc::CallbackServerContext* c, const v1::DeleteSubmissionRequest& r,
+             v1::DeleteSubmissionResponse* out) {
+        if (absl::Status s = Enabled(); !s.ok()) return ToGrpc(s);
+        absl::StatusOr<std::string> id = registry_->Delete(OwnerOf(*c), r.submission());
+        if (id.ok()) out->set_id(*id);
+        return ToGrpc(id.status());
+      });
 }
 
 }  // namespace kerneleval::server::submissions

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
+
 #include "absl/status/statusor.h"
 #include "kerneleval/v1/submissions.grpc.pb.h"
 #include "server/caller_identity.h"
@@ -22,6 +24,10 @@
 #include "server/submissions/registry.h"
 
 namespace kerneleval::server::submissions {
+
+// The longest status message this service answers: gRPC clients drop metadata past 8 KiB by
+// default (the status message travels as metadata), and the rest of the trailers need room.
+inline constexpr std::size_t kMaxStatusMessageBytes = 4096;
 
 struct SubmissionsOptions {
   bool enabled = false;  // --submissions; off: every call is FAILED_PRECONDITION
@@ -49,31 +55,42 @@ struct ResolvedSubmission {
   std::string cubin;
 };
 
-class SubmissionsService final : public v1::Submissions::CallbackService {
+// Every method is raw (server/raw_unary.h): a body that does not parse is INVALID_ARGUMENT
+// naming the method. Every error's message is bounded (kMaxStatusMessageBytes) so that it
+// reaches the caller; a compile log longer than that goes in the response body when the
+// request asks for it (RegisterSubmissionRequest.compile_error_in_response).
+class SubmissionsService final
+    : public v1::Submissions::WithRawCallbackMethod_RegisterSubmission<
+          v1::Submissions::WithRawCallbackMethod_ListSubmissions<
+              v1::Submissions::WithRawCallbackMethod_GetSubmission<
+                  v1::Submissions::WithRawCallbackMethod_DeleteSubmission<
+                      v1::Submissions::CallbackService>>>> {
  public:
   static absl::StatusOr<std::unique_ptr<SubmissionsService>> Create(SubmissionsOptions options,
                                                                     DeviceLister devices);
   ~SubmissionsService() override;  // finishes queued compiles, joins the workers
 
   grpc::ServerUnaryReactor* RegisterSubmission(grpc::CallbackServerContext* context,
-                                               const v1::RegisterSubmissionRequest* request,
-                                               v1::RegisterSubmissionResponse* response) override;
+                                               const grpc::ByteBuffer* request,
+                                               grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* ListSubmissions(grpc::CallbackServerContext* context,
-                                            const v1::ListSubmissionsRequest* request,
-                                            v1::ListSubmissionsResponse* response) override;
+                                            const grpc::ByteBuffer* request,
+                                            grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetSubmission(grpc::CallbackServerContext* context,
-                                          const v1::GetSubmissionRequest* request,
-                                          v1::GetSubmissionResponse* response) override;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* DeleteSubmission(grpc::CallbackServerContext* context,
-                                             const v1::DeleteSubmissionRequest* request,
-                                             v1::DeleteSubmissionResponse* response) override;
+                                             const grpc::ByteBuffer* request,
+                                             grpc::ByteBuffer* response) override;
 
   // For Run and Benchmark: the caller's submission by id or name (NOT_FOUND otherwise;
   // FAILED_PRECONDITION when submissions are off).
   absl::StatusOr<ResolvedSubmission> Resolve(const std::string& owner,
                                              const std::string& id_or_name) const;
 
-  // The compile-and-check path without RPC (tests and the service share it).
+  // The compile-and-check path without RPC (tests and the service share it). A compile
+  // error keeps the compiler's status: the tool's message, the diagnostics as the payload
+  // kCompileDiagnosticsPayload (compiler.h).
   absl::StatusOr<v1::RegisterSubmissionResponse> Register(const std::string& owner,
                                                           const v1::SubmissionSpec& spec);
 
