@@ -11,7 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${BUILD_DIR:-build-gpu}
-targets=(kerneleval-server kerneleval-device-host kerneleval kerneleval-compile
+targets=(kerneleval-server kerneleval-device-host kerneleval-planted-device-host kerneleval
+         kerneleval-compile
          submission_launcher_gpu_test kernels_gpu_test service_gpu_test call_checks_gpu_test
          tenants_gpu_test
          kerneleval-kernel-bench rpc_overhead_bench launch_path_bench)

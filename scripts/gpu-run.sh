@@ -40,7 +40,9 @@ liger=(--suite liger_fused_add_rmsnorm)
 graph=(--graph --graph-calls 50 --hot --repetitions 50)
 
 section "A default server (CUPTI available, attached only for windows that ask for it)"
-start_server default --enable-fault-injection --telemetry-seconds 1
+# The planted device host: the server with lazy_half_rows beside the built-ins (tests/gpu).
+start_server default --enable-fault-injection --device-host "$bin/kerneleval-planted-device-host" \
+  --telemetry-seconds 1
 "${cli[@]}" devices | tee -a "$log"
 bench h2048_graph "${h2048[@]}" "${graph[@]}"
 # An idle spell first, so that the first workload's admission starts from a resting clock.

@@ -111,7 +111,6 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateBackend(const std::string& device
   std::vector<CudaImplementation> impls = BuiltinCudaImplementations();
   if (fault_injection) {
     impls.push_back(FaultInjectionImplementation());
-    impls.push_back(LazyHalfRowsImplementation());
   }
   auto backend = std::make_unique<CudaBackend>(ordinal, std::move(impls));
   if (in_device_host && allow_submissions) backend->AllowSubmissions();

@@ -11,12 +11,16 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "client/tensors.h"
+#include "lazy_half_rows.h"
 #include "request_helpers.h"
+#include "server/cuda_backend.h"
 #include "server/device_factory.h"
 #include "test_server.h"
 
@@ -41,6 +45,17 @@ std::string SuitesDir() {
   return (fs::current_path(ec) / "suites").string();
 }
 
+// kerneleval-planted-device-host (tests/gpu): the device host with the planted
+// lazy_half_rows, next to the test binary when both were copied together (a bundle for a GPU
+// machine), else where the build put it.
+std::string PlantedDeviceHostPath() {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::filesystem::path sibling = exe.parent_path() / "kerneleval-planted-device-host";
+  if (!ec && std::filesystem::exists(sibling, ec)) return sibling.string();
+  return KERNELEVAL_TEST_PLANTED_DEVICE_HOST;
+}
+
 // One server per isolation, started by the first test that needs it.
 class ServiceGpuTest : public ::testing::TestWithParam<server::DeviceIsolation> {
  protected:
@@ -56,9 +71,17 @@ class ServiceGpuTest : public ::testing::TestWithParam<server::DeviceIsolation> 
       o.suites_dir = SuitesDir();
       o.device = "cuda:0";
       o.device_isolation = GetParam();
-      o.device_host_path = DeviceHostPath();
+      o.device_host_path = PlantedDeviceHostPath();
       o.enable_fault_injection = true;
-      server = new TestServer(StartServer(o));
+      // In process, the test builds the device the server would, with the planted kernel.
+      std::vector<std::unique_ptr<server::Backend>> backends;
+      if (GetParam() == server::DeviceIsolation::kThread) {
+        std::vector<server::CudaImplementation> impls = server::BuiltinCudaImplementations();
+        impls.push_back(server::FaultInjectionImplementation());
+        impls.push_back(LazyHalfRowsImplementation());
+        backends.push_back(std::make_unique<server::CudaBackend>(0, std::move(impls)));
+      }
+      server = new TestServer(StartServer(o, std::move(backends)));
     }
     server_ = server;
     ASSERT_NE(server_->client, nullptr);
