@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/store/comparability.h"
 #include "server/store/result_rows.h"
+#include "server/store/sol_peaks.h"
 
 namespace kerneleval::server::store {
 namespace {
@@ -71,6 +72,8 @@ v1::SampleComparison CompareStored(const std::vector<v1::StoredResult>& baseline
   c.set_correctness_changed(c.baseline_status() != c.candidate_status() &&
                             (c.baseline_status() == v1::RESULT_STATUS_PASSED ||
                              c.candidate_status() == v1::RESULT_STATUS_PASSED));
+  // The verdict is on times; SOL % of the two sides is only one scale with one peak.
+  c.set_peak_difference(PeakDifference(baseline, candidate));
   c.set_baseline_samples(static_cast<std::uint32_t>(b.size()));
   c.set_candidate_samples(static_cast<std::uint32_t>(k.size()));
   if (const std::string why = WhyIncomparable(baseline, candidate); !why.empty()) {

@@ -26,7 +26,9 @@ void RegressionGauges::Set(const SeriesKey& key, double ratio, double confidence
   const prometheus::Labels labels = {{"suite", key.suite},
                                      {"workload", key.workload},
                                      {"implementation", key.implementation},
-                                     {"gpu_model", key.gpu_model}};
+                                     {"gpu_model", key.gpu_model},
+                                     {"device", key.device},
+                                     {"protocol", key.protocol}};
   ratio_.Add(labels).Set(ratio);
   confidence_.Add(labels).Set(confidence);
   regression_.Add(labels).Set(regression ? 1 : 0);

@@ -56,6 +56,7 @@ namespace {
 
 nlohmann::ordered_json FlatRow(const v1::StoredResult& s) {
   const v1::WorkloadResult& r = s.result();
+  const v1::SolFigure* sol = PreferredSol(r.sol());  // the figure sol_ratio is
   // Ordered: the CSV's columns follow this order.
   nlohmann::ordered_json row = {
       {"result_id", s.id()},
@@ -78,6 +79,10 @@ nlohmann::ordered_json FlatRow(const v1::StoredResult& s) {
       {"bytes_moved", r.bytes_moved()},
       {"bytes_per_second", r.bytes_per_second()},
       {"sol_ratio", PrimarySolRatio(r)},
+      {"sol_peak_source", sol == nullptr ? "" : PeakSourceShortName(sol->source())},
+      {"sol_peak_bytes_per_second", sol == nullptr ? 0 : sol->peak_bytes_per_second()},
+      {"sol_above_peak_reason",
+       sol != nullptr && sol->above_peak() ? sol->above_peak_reason() : ""},
       {"measured_as", r.measured_as()},
       {"seed", s.receipt().seed()},
   };

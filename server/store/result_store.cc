@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -19,10 +20,12 @@
 #include "common/did_you_mean.h"
 #include "common/host_name.h"
 #include "common/status_macros.h"
+#include "metrics/report_metrics.h"
 #include "server/store/comparability.h"
 #include "server/store/compare_results.h"
 #include "server/store/result_rows.h"
 #include "server/store/sample_statistics.h"
+#include "server/store/sol_peaks.h"
 
 namespace kerneleval::server::store {
 namespace {
@@ -143,6 +146,7 @@ absl::StatusOr<std::unique_ptr<ResultStore>> ResultStore::Open(
     db = std::move(*opened);
   }
   if (absl::Status s = Migrate(db.get()); !s.ok()) return s;
+  if (absl::Status s = FillStoredPeaks(db.get()); !s.ok()) return s;
   StoreOptions resolved = options;
   if (resolved.server_name.empty()) resolved.server_name = HostName();
   if (resolved.server_name.empty()) resolved.server_name = "unknown";
@@ -238,13 +242,29 @@ absl::StatusOr<std::string> ResultStore::RecordNow(const v1::BenchmarkReport& re
     auto row = db_->Query(
         "INSERT INTO results (id, run_id, created_at, suite, workload, implementation, "
         "submission_hash, device, device_model, device_uuid, status, median_seconds, sol_ratio, "
-        "sample_count, seed, result_json, samples, downsampled, owner) VALUES ($1, $2, $3, $4, "
-        "$5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, 0, $18)",
-        {absl::StrCat(run_id, "/", i), run_id, now, report.suite(), r.workload(),
-         r.implementation(), submission_hash, r.device(), env.device().model(), env.device().uuid(),
-         std::int64_t{r.status()}, r.latency().median_seconds(), PrimarySolRatio(r),
-         static_cast<std::int64_t>(samples.size()), std::to_string(report.protocol().seed()),
-         ToJson(r), SamplesToJson(samples), owner});
+        "sample_count, seed, result_json, samples, downsampled, owner, sol_peak_source, "
+        "sol_peak_bytes_per_second) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
+        "$13, $14, $15, $16, $17, 0, $18, $19, $20)",
+        {absl::StrCat(run_id, "/", i),
+         run_id,
+         now,
+         report.suite(),
+         r.workload(),
+         r.implementation(),
+         submission_hash,
+         r.device(),
+         env.device().model(),
+         env.device().uuid(),
+         std::int64_t{r.status()},
+         r.latency().median_seconds(),
+         PrimarySolRatio(r),
+         static_cast<std::int64_t>(samples.size()),
+         std::to_string(report.protocol().seed()),
+         ToJson(r),
+         SamplesToJson(samples),
+         owner,
+         std::int64_t{PeakOf(r).source},
+         PeakOf(r).bytes_per_second});
     if (!row.ok()) return rollback(row.status());
   }
   if (auto s = db_->Query("COMMIT"); !s.ok()) return rollback(s.status());
@@ -300,8 +320,9 @@ absl::Status ResultStore::DetectRegressions(const std::string& run_id, std::int6
          static_cast<std::int64_t>(baseline.size())});
     if (!stored.ok()) return stored.status();
     if (gauges_ != nullptr) {
-      gauges_->Set({s.suite(), r.workload(), r.implementation(), model}, c.ratio(),
-                   baseline.empty() ? 0 : 1 - c.p_value(),
+      gauges_->Set({s.suite(), r.workload(), r.implementation(), model, r.device(),
+                    metrics::ProtocolLabel(s.receipt().protocol())},
+                   c.ratio(), baseline.empty() ? 0 : 1 - c.p_value(),
                    change == Change::kSlower || correctness_changed);
     }
   }
@@ -480,7 +501,8 @@ absl::StatusOr<v1::HistoryResponse> ResultStore::RunHistory(const v1::HistoryReq
   std::vector<SqlValue> params;
   const std::string sql = absl::StrCat(
       "SELECT runs.id, runs.created_at, runs.suite, runs.server, runs.complete, COUNT(r.id), "
-      "MIN(r.device_model) FROM results r JOIN runs ON runs.id = r.run_id",
+      "MIN(r.device_model), MIN(r.sol_peak_source), MIN(r.sol_peak_bytes_per_second) FROM "
+      "results r JOIN runs ON runs.id = r.run_id",
       Where(filter, viewer, &params),
       " GROUP BY runs.id, runs.created_at, runs.suite, runs.server, runs.complete ORDER BY "
       "runs.created_at DESC, runs.id DESC LIMIT ",
@@ -498,6 +520,10 @@ absl::StatusOr<v1::HistoryResponse> ResultStore::RunHistory(const v1::HistoryReq
     run->set_complete(Int(row[4]) != 0);
     run->set_results(static_cast<std::uint32_t>(Int(row[5])));
     run->set_device_model(row[6].value_or(""));
+    run->set_peak_source(static_cast<v1::PeakSource>(Int(row[7])));
+    double peak = 0;
+    (void)absl::SimpleAtod(row[8].value_or("0"), &peak);
+    run->set_peak_bytes_per_second(peak);
   }
   if (static_cast<std::int64_t>(rows->size()) > page) {
     response.set_next_page_token(std::to_string(offset + page));
@@ -532,8 +558,9 @@ absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
   std::vector<SqlValue> params = {request.suite()};
   std::string sql =
       "SELECT r.run_id, r.implementation, r.submission_hash, r.device_model, r.status, "
-      "r.sol_ratio, r.median_seconds, r.created_at, runs.server, r.workload FROM results r JOIN "
-      "runs ON runs.id = r.run_id WHERE r.suite = $1";
+      "r.sol_ratio, r.median_seconds, r.created_at, runs.server, r.workload, r.sol_peak_source, "
+      "r.sol_peak_bytes_per_second FROM results r JOIN runs ON runs.id = r.run_id WHERE "
+      "r.suite = $1";
   // One leaderboard, one suite content: a custom suite that took the name ranks elsewhere.
   if (const auto official = options_.official_suite_hashes.find(request.suite());
       official != options_.official_suite_hashes.end()) {
@@ -582,6 +609,12 @@ absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
     (void)absl::SimpleAtod(row[5].value_or("0"), &sol);
     (void)absl::SimpleAtod(row[6].value_or("0"), &median);
     if (Int(row[4]) == v1::RESULT_STATUS_PASSED && sol > 0) {
+      if (g.passed == 0) {
+        double peak = 0;
+        (void)absl::SimpleAtod(row[11].value_or("0"), &peak);
+        g.entry.set_peak_source(static_cast<v1::PeakSource>(Int(row[10])));
+        g.entry.set_peak_bytes_per_second(peak);
+      }
       ++g.passed;
       g.log_sol += std::log(sol);
       g.median_sum += median;
@@ -589,24 +622,60 @@ absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
     workloads = std::max(workloads, g.total);
   }
   // A run counts when every workload of the suite passed (a partial re-run does not).
-  std::map<std::pair<std::string, std::string>, v1::LeaderboardEntry> best;
+  std::vector<v1::LeaderboardEntry> complete;
   for (auto& [key, g] : groups) {
     if (g.total < workloads || g.passed != g.total) continue;
     g.entry.set_workloads(static_cast<std::uint32_t>(g.total));
     g.entry.set_geomean_sol_ratio(std::exp(g.log_sol / static_cast<double>(g.total)));
     g.entry.set_mean_latency_seconds(g.median_sum / static_cast<double>(g.total));
-    auto& slot = best[{g.entry.implementation(), g.entry.device_model()}];
-    if (g.entry.geomean_sol_ratio() > slot.geomean_sol_ratio()) slot = g.entry;
+    complete.push_back(g.entry);
+  }
+  v1::LeaderboardResponse response;
+  // SOL % ranks only on one scale: one peak per device model (models differ in peak by
+  // design, and SOL is what makes them comparable). A model whose runs were measured against
+  // different peaks makes the whole board rank by time.
+  std::map<std::string, std::vector<SolPeak>> peaks_by_model;
+  for (const v1::LeaderboardEntry& e : complete) {
+    std::vector<SolPeak>& peaks = peaks_by_model[e.device_model()];
+    const SolPeak p{e.peak_source(), e.peak_bytes_per_second()};
+    bool seen = false;
+    for (const SolPeak& q : peaks) seen |= SamePeak(p, q);
+    if (!seen) peaks.push_back(p);
+  }
+  for (auto& [model, peaks] : peaks_by_model) {
+    if (peaks.size() < 2) continue;
+    // Lowest first: the note reads the same whichever run the query met first.
+    std::sort(peaks.begin(), peaks.end(), [](const SolPeak& a, const SolPeak& b) {
+      return std::tie(a.bytes_per_second, a.source) < std::tie(b.bytes_per_second, b.source);
+    });
+    response.set_ranked_by_latency(true);
+    std::string text;
+    for (const SolPeak& p : peaks) absl::StrAppend(&text, text.empty() ? "" : " vs ", PeakText(p));
+    absl::StrAppend(response.mutable_peak_note(), response.peak_note().empty() ? "" : "; ",
+                    model.empty() ? "unknown model" : model, ": SOL peaks differ (", text, ")");
+  }
+  if (response.ranked_by_latency()) {
+    absl::StrAppend(response.mutable_peak_note(), ": ranked by mean latency, not SOL %");
+  }
+  const bool by_latency = response.ranked_by_latency();
+  // Better: a higher geomean SOL, or (by latency) a lower mean latency.
+  auto better = [by_latency](const v1::LeaderboardEntry& a, const v1::LeaderboardEntry& b) {
+    return by_latency ? a.mean_latency_seconds() < b.mean_latency_seconds()
+                      : a.geomean_sol_ratio() > b.geomean_sol_ratio();
+  };
+  std::map<std::pair<std::string, std::string>, v1::LeaderboardEntry> best;
+  for (const v1::LeaderboardEntry& e : complete) {
+    auto [slot, inserted] = best.try_emplace({e.implementation(), e.device_model()}, e);
+    if (!inserted && better(e, slot->second)) slot->second = e;
   }
   std::vector<v1::LeaderboardEntry> ranked;
   for (auto& [key, e] : best) ranked.push_back(e);
-  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-    return a.geomean_sol_ratio() > b.geomean_sol_ratio();
-  });
-  v1::LeaderboardResponse response;
+  std::sort(ranked.begin(), ranked.end(), better);
   for (std::size_t i = 0; i < ranked.size(); ++i) {
     ranked[i].set_rank(static_cast<std::uint32_t>(i + 1));
-    ranked[i].set_vs_best(ranked[0].geomean_sol_ratio() / ranked[i].geomean_sol_ratio());
+    ranked[i].set_vs_best(by_latency
+                              ? ranked[i].mean_latency_seconds() / ranked[0].mean_latency_seconds()
+                              : ranked[0].geomean_sol_ratio() / ranked[i].geomean_sol_ratio());
     *response.add_entries() = ranked[i];
   }
   return response;

@@ -75,6 +75,16 @@ def main(argv=None):
         findings = Checker(overlays[0], documents, "kustomize").run()
         if not any("not pinned by digest" in f for f in findings):
             problems.append(f"check_manifests accepted a tagged overlay: {findings}")
+
+        # The placeholder digest moved to a real registry: it would pose as a release.
+        tagged.write_text(original.replace("newName: registry.invalid/kerneleval\n",
+                                           "newName: registry.example/kerneleval\n"),
+                          encoding="utf-8")
+        documents, _ = render(overlays[0], allow_sources=False)
+        findings = Checker(overlays[0], documents, "kustomize").run()
+        if not any("all-zero digest is a placeholder" in f for f in findings):
+            problems.append(f"check_manifests accepted the placeholder digest on a real registry: "
+                            f"{findings}")
         tagged.write_text(original, encoding="utf-8")
 
         result = subprocess.run([sys.executable, str(script), "--server", SERVER, "--cli", CLI],

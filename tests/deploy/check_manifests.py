@@ -62,6 +62,7 @@ def recorded_h200_name():
 IMAGE_REFERENCE = re.compile(r"^(?P<name>[^@\s]+?)(?::(?P<tag>[\w][\w.-]{0,127}))?"
                              r"(?:@(?P<digest>[a-z0-9]+:[0-9a-fA-F]+))?$")
 DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
 
 
 def image_reference(image):
@@ -539,6 +540,13 @@ class Checker:
                         reference["digest"] or ""):
                     self.fail(f"{doc['kind']} {doc['metadata']['name']} image {image!r} is not pinned "
                               "by digest (name@sha256:<64 hex>)")
+                # The unreleased overlays' all-zero digest is a placeholder: on the reserved
+                # registry.invalid it can never pull, anywhere else it would pose as a release.
+                if (reference["digest"] == PLACEHOLDER_DIGEST
+                        and registry_host(image) != "registry.invalid"):
+                    self.fail(f"{doc['kind']} {doc['metadata']['name']} image {image!r}: the all-zero "
+                              "digest is a placeholder, not a pushed image; pin the digest the "
+                              "registry returned (deploy/README.md, Images)")
 
     # --- packaged Grafana dashboard and Prometheus rules -----------------------
     def check_packaged(self):

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "server/store/result_store.h"
 #include "store_test_helpers.h"
 
 namespace kerneleval::testing {
@@ -74,9 +75,64 @@ TEST(ResultsPostgres, MigrationsApplyOnce) {
   ASSERT_TRUE(db.ok()) << db.status();
   auto rows = (*db)->Query("SELECT COUNT(*), MAX(version) FROM schema_version");
   ASSERT_TRUE(rows.ok()) << rows.status();
-  // Each of server/store/migrations once: 0001_results, 0002_result_owner.
-  EXPECT_EQ(rows->at(0).at(0), "2");
-  EXPECT_EQ(rows->at(0).at(1), "2");
+  // Each of server/store/migrations once: 0001_results, 0002_result_owner, 0003_sol_peak.
+  EXPECT_EQ(rows->at(0).at(0), "3");
+  EXPECT_EQ(rows->at(0).at(1), "3");
+}
+
+// The peak columns of migration 0003 on PostgreSQL: written with each result, filled at start
+// for rows without them, and a board of one model across two peaks ranked by time.
+TEST(ResultsPostgres, PeaksAreStoredAndABoardAcrossPeaksRanksByTime) {
+  const char* url = std::getenv("KERNELEVAL_TEST_POSTGRES");
+  if (url == nullptr || *url == '\0') GTEST_SKIP() << "KERNELEVAL_TEST_POSTGRES is not set";
+  auto with_peak = [](v1::BenchmarkReport report, const std::string& impl, double peak) {
+    report.set_suite("pg_peaks");
+    for (v1::WorkloadResult& r : *report.mutable_results()) {
+      r.set_implementation(impl);
+      r.clear_sol();
+      v1::SolFigure* sol = r.add_sol();
+      sol->set_source(v1::PEAK_SOURCE_MEASURED_COPY);
+      sol->set_peak_bytes_per_second(peak);
+      sol->set_sol_ratio(1e5 / peak / r.latency().median_seconds());
+    }
+    return report;
+  };
+  {
+    server::store::StoreOptions o;
+    o.results_db = url;
+    auto store = server::store::ResultStore::Open(o, nullptr);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)
+                    ->RecordNow(with_peak(SyntheticReport(1, 10e-6, 0.02), "fused", 9.29e9), 1000)
+                    .ok());
+    ASSERT_TRUE((*store)
+                    ->RecordNow(with_peak(SyntheticReport(2, 9.5e-6, 0.02), "unfused", 12e9), 2000)
+                    .ok());
+  }
+  auto db = server::store::OpenPostgres(url);
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE((*db)
+                  ->Query("UPDATE results SET sol_peak_source = -1, sol_peak_bytes_per_second = "
+                          "0 WHERE suite = 'pg_peaks' AND implementation = 'fused'")
+                  .ok());
+  server::ServerOptions o = LoopbackOptions();
+  o.results.results_db = url;
+  TestServer t = StartServer(o);
+  ASSERT_NE(t.server, nullptr);
+  auto rows = (*db)->Query(
+      "SELECT DISTINCT implementation, sol_peak_source, sol_peak_bytes_per_second FROM results "
+      "WHERE suite = 'pg_peaks' ORDER BY implementation");
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ(rows->at(0).at(1), std::to_string(v1::PEAK_SOURCE_MEASURED_COPY));
+  EXPECT_DOUBLE_EQ(std::stod(rows->at(0).at(2).value_or("0")), 9.29e9);
+  EXPECT_DOUBLE_EQ(std::stod(rows->at(1).at(2).value_or("0")), 12e9);
+  const CliResult r = Cli(t.target(), {"leaderboard", "--suite", "pg_peaks", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json board = nlohmann::json::parse(r.out);
+  EXPECT_EQ(board["ranked_by_latency"], true) << board.dump();
+  ASSERT_EQ(board["entries"].size(), 2u) << board.dump();
+  EXPECT_EQ(board["entries"][0]["implementation"], "unfused");
 }
 
 }  // namespace
