@@ -40,8 +40,11 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
     for (DeviceWorker* d : devices) RETURN_IF_ERROR(Resolve(d->backend()));
     if (!plan_.submissions.empty()) {
       // Submitted kernels run with every call checked; the built-ins ranked beside them get
-      // the same device work between calls, and the report's protocol says so.
+      // the same device work between calls, and the report's protocol says so. Traffic is
+      // counted for all of them too (after the timed samples, in windows of its own): the
+      // L2 work floor (measurement_checks.h) holds in every protocol.
       plan_.protocol.set_check_every_call(true);
+      plan_.protocol.set_measure_dram_bytes(true);
     }
     RETURN_IF_ERROR(StillWanted(caller_, "before it was queued"));
     // Reserved now, sent with every progress event: a client that cancels still learns

@@ -55,17 +55,28 @@ v1::DramTraffic CountDramBytes(const MeasureOptions& options, CudaDevice& device
   protocol->Drop();
   profiler_lease->Release();
   if (!windows.ok()) return unavailable(windows.status());
-  std::vector<double> reads, writes;
+  std::vector<double> reads, writes, l2_reads, l2_writes;
+  bool l2 = true;
   for (const DramBytes& b : *windows) {
     reads.push_back(b.read / w->calls);
     writes.push_back(b.write / w->calls);
+    l2_reads.push_back(b.l2_read / w->calls);
+    l2_writes.push_back(b.l2_write / w->calls);
+    l2 = l2 && b.l2;
   }
-  std::sort(reads.begin(), reads.end());
-  std::sort(writes.begin(), writes.end());
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
   traffic.set_available(true);
   traffic.set_windows(static_cast<std::uint32_t>(reads.size()));
-  traffic.set_read_bytes(reads[reads.size() / 2]);
-  traffic.set_write_bytes(writes[writes.size() / 2]);
+  traffic.set_read_bytes(median(reads));
+  traffic.set_write_bytes(median(writes));
+  traffic.set_l2_available(l2);
+  if (l2) {
+    traffic.set_l2_read_bytes(median(l2_reads));
+    traffic.set_l2_write_bytes(median(l2_writes));
+  }
   return traffic;
 }
 

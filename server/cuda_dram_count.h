@@ -11,7 +11,8 @@
 namespace kerneleval::server {
 
 // Releases `lease` (the profiler needs CUPTI to itself), replays `protocol`'s calls in
-// three windows and reports the median read and written bytes per call. A counter that
+// three windows and reports the median read and written bytes per call (DRAM, and L2
+// where the chip counts both in one pass). A counter that
 // cannot be read is reported as unavailable with its reason, never as an error. Drops the
 // protocol's graph before CUPTI is detached.
 v1::DramTraffic CountDramBytes(const MeasureOptions& options, CudaDevice& device,

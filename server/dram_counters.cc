@@ -16,8 +16,12 @@
 namespace kerneleval::server {
 namespace {
 
-const char* kMetrics[] = {"dram__bytes_read.sum", "dram__bytes_write.sum"};
-constexpr std::size_t kMetricCount = 2;
+// DRAM bytes, then L2 sectors (32 bytes each, every source unit: SM loads and stores, TMA).
+const char* kMetrics[] = {"dram__bytes_read.sum", "dram__bytes_write.sum",
+                          "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum"};
+constexpr std::size_t kDramMetrics = 2;
+constexpr std::size_t kAllMetrics = 4;
+constexpr double kSectorBytes = 32;
 
 absl::Status Unavailable(const char* call, CUptiResult r) {
   const char* text = nullptr;
@@ -90,18 +94,56 @@ class RangeProfiler {
     avail.pCounterAvailabilityImage = availability_.data();
     KE_CUPTI_OR_UNAVAILABLE(cuptiProfilerGetCounterAvailability(&avail));
 
+    // DRAM and L2 together where they fit one pass; else DRAM alone (the L2 figures then
+    // unavailable). More passes would need the window replayed, which a cold window cannot be.
+    absl::StatusOr<int> passes = Configure(kAllMetrics);
+    if (!passes.ok() || *passes != 1) passes = Configure(kDramMetrics);
+    if (!passes.ok()) return passes.status();
+    if (*passes != 1) {
+      return absl::UnavailableError(
+          absl::StrCat("counters unavailable on this machine: DRAM counters need ", *passes,
+                       " passes on ", chip_));
+    }
+
+    CUpti_RangeProfiler_Enable_Params enable{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
+    enable.ctx = ctx;
+    KE_CUPTI_OR_UNAVAILABLE(cuptiRangeProfilerEnable(&enable));
+    range_ = enable.pRangeProfilerObject;
+
+    CUpti_RangeProfiler_GetCounterDataSize_Params data{
+        CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
+    data.pRangeProfilerObject = range_;
+    data.pMetricNames = kMetrics;
+    data.numMetrics = metrics_;
+    data.maxNumOfRanges = 1;
+    data.maxNumRangeTreeNodes = 1;
+    KE_CUPTI_OR_UNAVAILABLE(cuptiRangeProfilerGetCounterDataSize(&data));
+    counter_data_.assign(data.counterDataSize, 0);
+    return absl::OkStatus();
+  }
+
+  // A host object configured for the first `metrics` of kMetrics: the passes they need.
+  absl::StatusOr<int> Configure(std::size_t metrics) {
+    if (host_ != nullptr) {
+      CUpti_Profiler_Host_Deinitialize_Params p{
+          CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE};
+      p.pHostObject = host_;
+      cuptiProfilerHostDeinitialize(&p);
+      host_ = nullptr;
+    }
     CUpti_Profiler_Host_Initialize_Params host{CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE};
     host.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
     host.pChipName = chip_.c_str();
     host.pCounterAvailabilityImage = availability_.data();
     KE_CUPTI_OR_UNAVAILABLE(cuptiProfilerHostInitialize(&host));
     host_ = host.pHostObject;
+    metrics_ = metrics;
 
     CUpti_Profiler_Host_ConfigAddMetrics_Params add{
         CUpti_Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE};
     add.pHostObject = host_;
     add.ppMetricNames = kMetrics;
-    add.numMetrics = kMetricCount;
+    add.numMetrics = metrics;
     KE_CUPTI_OR_UNAVAILABLE(cuptiProfilerHostConfigAddMetrics(&add));
     CUpti_Profiler_Host_GetConfigImageSize_Params size{
         CUpti_Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE};
@@ -114,35 +156,12 @@ class RangeProfiler {
     image.configImageSize = config_.size();
     image.pConfigImage = config_.data();
     KE_CUPTI_OR_UNAVAILABLE(cuptiProfilerHostGetConfigImage(&image));
-    // Two DRAM counters fit one pass on Hopper; more passes would need the window replayed,
-    // which a cold window cannot be.
     CUpti_Profiler_Host_GetNumOfPasses_Params passes{
         CUpti_Profiler_Host_GetNumOfPasses_Params_STRUCT_SIZE};
     passes.configImageSize = config_.size();
     passes.pConfigImage = config_.data();
     KE_CUPTI_OR_UNAVAILABLE(cuptiProfilerHostGetNumOfPasses(&passes));
-    if (passes.numOfPasses != 1) {
-      return absl::UnavailableError(
-          absl::StrCat("counters unavailable on this machine: DRAM "
-                       "counters need ",
-                       passes.numOfPasses, " passes on ", chip_));
-    }
-
-    CUpti_RangeProfiler_Enable_Params enable{CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE};
-    enable.ctx = ctx;
-    KE_CUPTI_OR_UNAVAILABLE(cuptiRangeProfilerEnable(&enable));
-    range_ = enable.pRangeProfilerObject;
-
-    CUpti_RangeProfiler_GetCounterDataSize_Params data{
-        CUpti_RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE};
-    data.pRangeProfilerObject = range_;
-    data.pMetricNames = kMetrics;
-    data.numMetrics = kMetricCount;
-    data.maxNumOfRanges = 1;
-    data.maxNumRangeTreeNodes = 1;
-    KE_CUPTI_OR_UNAVAILABLE(cuptiRangeProfilerGetCounterDataSize(&data));
-    counter_data_.assign(data.counterDataSize, 0);
-    return absl::OkStatus();
+    return static_cast<int>(passes.numOfPasses);
   }
 
   // One range around `window`, evaluated.
@@ -197,7 +216,7 @@ class RangeProfiler {
       return absl::UnavailableError("counters unavailable on this machine: the range was dropped");
     }
 
-    double values[kMetricCount] = {};
+    double values[kAllMetrics] = {};
     CUpti_Profiler_Host_EvaluateToGpuValues_Params eval{
         CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE};
     eval.pHostObject = host_;
@@ -205,16 +224,23 @@ class RangeProfiler {
     eval.counterDataImageSize = counter_data_.size();
     eval.rangeIndex = 0;
     eval.ppMetricNames = kMetrics;
-    eval.numMetrics = kMetricCount;
+    eval.numMetrics = metrics_;
     eval.pMetricValues = values;
     KE_CUPTI_OR_UNAVAILABLE(cuptiProfilerHostEvaluateToGpuValues(&eval));
-    return DramBytes{values[0], values[1]};
+    DramBytes bytes{values[0], values[1]};
+    if (metrics_ == kAllMetrics) {
+      bytes.l2 = true;
+      bytes.l2_read = values[2] * kSectorBytes;
+      bytes.l2_write = values[3] * kSectorBytes;
+    }
+    return bytes;
   }
 
  private:
   bool initialized_ = false;
   std::string chip_;
   std::vector<std::uint8_t> availability_, config_, counter_data_;
+  std::size_t metrics_ = kDramMetrics;  // how many of kMetrics are configured
   CUpti_Profiler_Host_Object* host_ = nullptr;
   CUpti_RangeProfiler_Object* range_ = nullptr;
 };

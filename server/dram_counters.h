@@ -1,5 +1,7 @@
 // DRAM bytes read and written by the work of a window, from CUPTI's range profiler
-// (dram__bytes_read.sum, dram__bytes_write.sum; CUDA 13 profiler host and target APIs).
+// (dram__bytes_read.sum, dram__bytes_write.sum; CUDA 13 profiler host and target APIs), and
+// in the same pass where the chip allows it the L2 sectors read and written
+// (lts__t_sectors_op_read.sum, lts__t_sectors_op_write.sum).
 //
 // The counters are device-wide: everything the device does between the range's push and
 // pop counts, so a window runs alone on its device (an attached CUPTI lease) after the
@@ -19,6 +21,9 @@ namespace kerneleval::server {
 struct DramBytes {
   double read = 0;
   double write = 0;
+  bool l2 = false;  // the L2 figures were counted
+  double l2_read = 0;
+  double l2_write = 0;
 };
 
 // Runs `windows` windows on `device` (the current device): `prepare` (untimed, uncounted),

@@ -13,7 +13,11 @@ namespace {
 
 constexpr double kTrafficTolerance = 0.95;
 
-std::string Mb(double bytes) { return absl::StrFormat("%.2f MB", bytes / 1e6); }
+// "66.58 MB", "8.19 kB": per-call traffic spans a row of a B = 1 call to 33 M elements.
+std::string Mb(double bytes) {
+  return bytes >= 1e6 ? absl::StrFormat("%.2f MB", bytes / 1e6)
+                      : absl::StrFormat("%.2f kB", bytes / 1e3);
+}
 std::string Us(double seconds) { return absl::StrFormat("%.3f us", seconds * 1e6); }
 
 }  // namespace
@@ -68,6 +72,22 @@ bool AnnotateMeasurement(const Measurement& m, const Problem& problem, const v1:
     d.set_declared_write_bytes(declared.write);
     if (d.available() && median_seconds > 0) {
       d.set_bytes_per_second((d.read_bytes() + d.write_bytes()) / median_seconds);
+    }
+    // The work floor, in every protocol: the L1 caches start empty at each kernel launch, so
+    // every byte a correct call reads reaches it from L2 at least once, and every byte it
+    // writes passes through L2, hot or cold. A kernel that probes a few bytes of each row
+    // and keeps an answer it found falls far below.
+    if (d.available() && d.l2_available()) {
+      if (d.l2_read_bytes() < kTrafficTolerance * static_cast<double>(declared.read)) {
+        result->add_integrity_flags(absl::StrCat("L2 reads ", Mb(d.l2_read_bytes()),
+                                                 " per call, below the ", Mb(declared.read),
+                                                 " every correct call must read"));
+      }
+      if (d.l2_write_bytes() < kTrafficTolerance * static_cast<double>(declared.write)) {
+        result->add_integrity_flags(absl::StrCat("L2 writes ", Mb(d.l2_write_bytes()),
+                                                 " per call, below the ", Mb(declared.write),
+                                                 " every correct call must write"));
+      }
     }
     if (d.available() && each_call_cold) {
       if (d.read_bytes() < kTrafficTolerance * static_cast<double>(declared.read)) {

@@ -24,6 +24,8 @@ DeclaredBytes DeclaredReadWrite(const Problem& problem);
 // Fills result->measured_as / clocks / throttled / admission / dram / integrity_flags from
 // `m` and `options`, and folds the clocks into env->clocks_during. `median_seconds` is the
 // result's median; `device` gives the L2 size and the attribute peak. Integrity flags:
+//  - counters read, L2 counted (any protocol): L2 reads below 95% of the declared reads, or
+//    L2 writes below 95% of the declared writes (the work floor);
 //  - cold, counters read: DRAM reads below 95% of the declared reads, or DRAM writes below
 //    95% of the declared writes minus the L2 size (writes still dirty in L2 when the call
 //    ends are written back after it: 20 MB of 66 MB at B = 16254 on an H200);

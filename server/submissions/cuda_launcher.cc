@@ -210,8 +210,9 @@ cudaError_t SubmissionLauncher::Launch(const FusedAddRmsNormArgs& args, void* sc
     void* kernel_args[] = {&params};
     CUlaunchAttribute attrs[2] = {};
     unsigned n = 0;
-    // Only a kernel that waits for its predecessor may overlap it (launch_plan.h); a record
-    // stored before the compile reported the wait is launched in plain stream order.
+    // Only a kernel that waits for its predecessor may overlap it. ValidateResources refuses
+    // the others at load already (a record stored before the compile reported the wait
+    // included); checked again here so that no path launches one with the attribute.
     if (k.pdl() && i < submission_.diagnostics().kernels_size() &&
         submission_.diagnostics().kernels(i).waits_for_grid_dependency()) {
       attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;

@@ -149,6 +149,51 @@ TEST(MeasurementChecks, HotResultsThatFitInL2AreNotHeldToTheDramFloor) {
   EXPECT_FALSE(r.has_dram());  // not asked for
 }
 
+// The L2 work floor holds in every protocol, hot graph replay included, where DRAM says
+// nothing (the inputs stay in L2): a kernel that reads one element per row and keeps the
+// answer it found in its output is far below; an honest one is at or above it.
+TEST(MeasurementChecks, L2TrafficBelowTheDeclaredBytesIsFlaggedInHotReplayToo) {
+  const Problem p = H2048(79);
+  const DeclaredBytes d = DeclaredReadWrite(p);
+  MeasureOptions hot;
+  hot.cold = false;
+  hot.graph = true;
+  hot.graph_calls = 20;
+  hot.measure_dram_bytes = true;
+  auto with_l2 = [&](double read, double write) {
+    Measurement m = WithDram(0.0, 0.0);  // everything served from L2
+    m.dram.set_cold(false);
+    m.dram.set_l2_available(true);
+    m.dram.set_l2_read_bytes(read);
+    m.dram.set_l2_write_bytes(write);
+    return m;
+  };
+  v1::Environment env;
+  v1::WorkloadResult honest;
+  EXPECT_FALSE(
+      AnnotateMeasurement(with_l2(d.read * 1.02, d.write), p, H200(), hot, 1.3e-6, &honest, &env));
+  EXPECT_EQ(honest.integrity_flags_size(), 0) << honest.DebugString();
+  EXPECT_TRUE(honest.dram().l2_available());
+
+  v1::WorkloadResult probe;
+  EXPECT_TRUE(AnnotateMeasurement(with_l2(79 * 32.0 + 4096, d.write), p, H200(), hot, 0.9e-6,
+                                  &probe, &env));
+  EXPECT_TRUE(HasFlag(probe, "L2 reads 6.62 kB per call, below the")) << probe.DebugString();
+  EXPECT_FALSE(HasFlag(probe, "L2 writes"));
+
+  v1::WorkloadResult skips_writes;
+  EXPECT_TRUE(AnnotateMeasurement(with_l2(d.read, d.write / 2), p, H200(), hot, 0.9e-6,
+                                  &skips_writes, &env));
+  EXPECT_TRUE(HasFlag(skips_writes, "L2 writes")) << skips_writes.DebugString();
+
+  // Where the chip could not count L2 with DRAM in one pass, no L2 figure and no flag.
+  Measurement no_l2 = with_l2(0, 0);
+  no_l2.dram.set_l2_available(false);
+  v1::WorkloadResult r;
+  EXPECT_FALSE(AnnotateMeasurement(no_l2, p, H200(), hot, 1.3e-6, &r, &env));
+  EXPECT_EQ(r.integrity_flags_size(), 0) << r.DebugString();
+}
+
 TEST(MeasurementChecks, UnavailableCountersSaySoAndAreNeverZeroes) {
   const Problem p = H2048(16254);
   Measurement m;
