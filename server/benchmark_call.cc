@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -189,6 +190,9 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
       *report.add_environments() = run.environment;
       complete = complete && run.complete;
     }
+    std::set<std::string> submitted;
+    for (const auto& entry : plan_.submissions) submitted.insert(entry.first);
+    RejectCaughtSubmissions(submitted, &results);
     for (const v1::ImplementationSummary& s : RankResults(&results)) *report.add_summaries() = s;
     for (v1::WorkloadResult& r : results) *report.add_results() = std::move(r);
     report.set_complete(complete);

@@ -278,6 +278,28 @@ DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
   return run;
 }
 
+void RejectCaughtSubmissions(const std::set<std::string>& submissions,
+                             std::vector<v1::WorkloadResult>* results) {
+  // The first catch per (implementation, device), in workload order.
+  std::map<std::pair<std::string, std::string>, const v1::WorkloadResult*> caught;
+  for (const v1::WorkloadResult& r : *results) {
+    if (r.status() == v1::RESULT_STATUS_REJECTED && submissions.count(r.implementation()) > 0) {
+      caught.emplace(std::make_pair(r.implementation(), r.device()), &r);
+    }
+  }
+  std::map<std::pair<std::string, std::string>, std::string> reasons;
+  for (const auto& [key, r] : caught) {
+    reasons[key] = absl::StrCat("rejected with the whole run: caught at ", r->workload(), " (",
+                                r->error().substr(0, 300), ")");
+  }
+  for (v1::WorkloadResult& r : *results) {
+    const auto it = reasons.find({r.implementation(), r.device()});
+    if (it == reasons.end() || r.status() != v1::RESULT_STATUS_PASSED) continue;
+    r.set_status(v1::RESULT_STATUS_REJECTED);
+    r.set_error(it->second);
+  }
+}
+
 std::vector<v1::ImplementationSummary> RankResults(std::vector<v1::WorkloadResult>* results) {
   // Best passing median per (workload, device).
   std::map<std::pair<std::string, std::string>, double> best;

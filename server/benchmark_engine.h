@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,16 @@ DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
                             const std::function<void(const v1::BenchmarkProgress&)>& on_progress,
                             const std::function<bool()>& should_stop,
                             const SampleObserver& on_samples = nullptr);
+
+// A submission caught at one workload (REJECTED: a failed call check or verification round,
+// traffic or time below its declared bytes) is caught in the whole run: its other results
+// on that device become REJECTED too, naming the workload that caught it, so that none of
+// its numbers is ranked. (A kernel that cheats only where the cheat pays, e.g. overlapping
+// its predecessor where the GPU has room for both, is honest elsewhere only by accident.)
+// `submissions` are the implementation names that were submitted; built-ins are the
+// service's own code and keep their other results.
+void RejectCaughtSubmissions(const std::set<std::string>& submissions,
+                             std::vector<v1::WorkloadResult>* results);
 
 // Ranks passing results per (workload, device) by median latency and fills `vs_best`;
 // summarizes per (implementation, device): mean of medians, geometric-mean SOL, rank.
