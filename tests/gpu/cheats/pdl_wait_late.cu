@@ -13,26 +13,7 @@ extern "C" __global__ void __launch_bounds__(1024) pdl_wait_late(const kerneleva
     asm volatile("griddepcontrol.wait;" ::: "memory");
     return;
   }
-  __shared__ float partial[1024];
-  const long long x0 = row * p.hidden_states_stride;
-  const long long r0 = row * p.residual_stride;
-  float sum_sq = 0.f;
-  for (long long i = threadIdx.x; i < p.hidden; i += blockDim.x) {
-    const float s = Load(p.hidden_states, x0 + i, p.dtype) + Load(p.residual, r0 + i, p.dtype);
-    sum_sq += s * s;
-  }
+  const float sum_sq = RowSumOfSquares(p, row);
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  partial[threadIdx.x] = sum_sq;
-  __syncthreads();
-  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
-    __syncthreads();
-  }
-  const float inv_rms = rsqrtf(partial[0] / static_cast<float>(p.hidden) + p.eps);
-  for (long long i = threadIdx.x; i < p.hidden; i += blockDim.x) {
-    const float s = Load(p.hidden_states, x0 + i, p.dtype) + Load(p.residual, r0 + i, p.dtype);
-    if (p.mode != KERNELEVAL_MODE_OUTPUT)
-      Store(p.residual_out, row * p.residual_out_stride + i, s, p.dtype);
-    Store(p.output, row * p.output_stride + i, s * inv_rms * Load(p.weight, i, p.dtype), p.dtype);
-  }
+  WriteRow(p, row, RowInvRms(p, sum_sq));
 }
