@@ -6,7 +6,8 @@
 # (scripts/cheat_matrix.py): each cell must be unranked (REJECTED or INCORRECT), except
 # where a cheat has nothing to gain in that protocol (marked '~' when it is ranked there,
 # e.g. skip_repeated_inputs in the chained windows, whose inputs never repeat).
-# Writes $OUT/matrix.md (or ./gpu-results).
+# Writes $OUT/matrix.md (or ./gpu-results). REPETITIONS (default 20) sets the timed calls of
+# each bench; EXAMPLES=0 leaves out the examples' section.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source scripts/gpu-env.sh
@@ -54,7 +55,7 @@ quiet_bench() {  # report name, then bench flags
   local name=$1
   shift
   local t0=$SECONDS
-  "${cli[@]}" bench --suite fused_add_rmsnorm_h2048 "$@" --repetitions 20 --format json \
+  "${cli[@]}" bench --suite fused_add_rmsnorm_h2048 "$@" --repetitions "${REPETITIONS:-20}" --format json \
     --out "$out/$name.json" >/dev/null 2>"$out/$name.err"
   say "- $name: exit $?, $((SECONDS - t0)) s"
 }
@@ -102,6 +103,7 @@ PY
 section "The matrix"
 python3 scripts/cheat_matrix.py "$out" | tee -a "$log"
 say "matrix exit: ${PIPESTATUS[0]}"
+[ "${EXAMPLES:-1}" = 0 ] && { stop_server; exit 0; }
 section "The examples beside the built-in, every call checked: all ranked"
 say '```'
 quiet_bench examples_cold --impl cuda_fused --impl naive --impl warp_per_row \
