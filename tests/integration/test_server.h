@@ -49,11 +49,20 @@ inline std::string DeviceHostPath() {
   return KERNELEVAL_TEST_DEVICE_HOST;
 }
 
+// The repository's suites. A GPU machine running a bundle names its copy of the repository in
+// KERNELEVAL_SOURCE_DIR, as the GPU tests' sources do: the path built in is the build
+// machine's.
+inline std::string TestSuitesDir() {
+  const char* root = std::getenv("KERNELEVAL_SOURCE_DIR");
+  if (root != nullptr && *root != '\0') return std::string(root) + "/suites";
+  return KERNELEVAL_TEST_SUITES_DIR;
+}
+
 inline server::ServerOptions LoopbackOptions() {
   server::ServerOptions o;
   o.listen = "127.0.0.1:0";
   o.metrics_listen = "127.0.0.1:0";
-  o.suites_dir = KERNELEVAL_TEST_SUITES_DIR;
+  o.suites_dir = TestSuitesDir();
   o.telemetry_seconds = 0.2;
   return o;
 }
