@@ -8,7 +8,9 @@
 #include "common/log.h"
 #include "server/device_factory.h"
 #include "server/device_host.h"
+#ifdef KERNELEVAL_HAVE_CUDA
 #include "server/nvml.h"
+#endif
 
 int main(int argc, char** argv) {
   kerneleval::SetLogProgram("kerneleval-device-host");
@@ -31,7 +33,9 @@ int main(int argc, char** argv) {
   app.add_flag("--builtins-only", builtins_only,
                "Refuse submitted kernels: this host's context holds other callers' data");
   CLI11_PARSE(app, argc, argv);
-  kerneleval::server::Nvml::ParentIsTheService();
+#ifdef KERNELEVAL_HAVE_CUDA
+  kerneleval::server::Nvml::ParentIsTheService();  // NVML is read by CUDA devices only
+#endif
   if (fault_injection) {
     // fault_crash aborts on purpose: no core file for an expected crash.
     const rlimit no_core{0, 0};
