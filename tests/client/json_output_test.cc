@@ -247,7 +247,9 @@ TEST(CliJson, EveryOutputPrintsIntegersAsNumbersAndEnumsByTheirShortNames) {
   ASSERT_EQ(compare.rc, 0) << compare.err;
   const Seen compare_seen = CheckDocument(*v1::CompareResponse::descriptor(), compare.out);
   EXPECT_GT(compare_seen.enums, 1);  // verdict, statuses
-  for (const Json& c : Json::parse(compare.out)["comparisons"]) {
+  // Kept in a variable: a range-for over a member of a temporary reads freed memory.
+  const Json compared = Json::parse(compare.out);
+  for (const Json& c : compared["comparisons"]) {
     EXPECT_TRUE(std::set<std::string>({"same", "faster", "slower", "inconclusive", "incomparable"})
                     .count(c["verdict"].get<std::string>()))
         << c.dump();
