@@ -48,8 +48,7 @@ __device__ __forceinline__ float RowInvRms(const kerneleval_params& p, float sum
 }
 
 // Writes row `row`'s outputs (and residual_out) with the given 1 / rms.
-__device__ __forceinline__ void WriteRow(const kerneleval_params& p, long long row,
-                                         float inv_rms) {
+__device__ __forceinline__ void WriteRow(const kerneleval_params& p, long long row, float inv_rms) {
   const long long x0 = row * p.hidden_states_stride;
   const long long r0 = row * p.residual_stride;
   for (long long i = threadIdx.x; i < p.hidden; i += blockDim.x) {
