@@ -59,10 +59,12 @@ submit warp_per_row_liger "$ex/warp_per_row_vec.cu" --entry warp_per_row_vec --b
 section "Planted cheats (each the honest naive row plus one trick)"
 mkdir -p "$out/cheats"
 for cheat in half_rows pointer_cache stale_output skip_repeated_inputs read_past_inputs hang \
-  fault output_inspect probe_one_per_row call_counter pdl_no_wait; do
+  fault output_inspect probe_one_per_row call_counter pdl_wait_late pdl_no_wait; do
   cat tests/gpu/cheats/common.cuh "tests/gpu/cheats/$cheat.cu" >"$out/cheats/$cheat.cu"
   pdl=()
-  [ "$cheat" = pdl_no_wait ] && pdl=(--pdl)  # lets the next call start and never waits
+  # pdl_no_wait never waits: its registration must be refused (the log shows the error);
+  # pdl_wait_late waits only after reading its input.
+  case $cheat in pdl_*) pdl=(--pdl) ;; esac
   submit "cheat_$cheat" "$out/cheats/$cheat.cu" --entry "$cheat" --block 256 \
     --rows-per-block 1 --dtype bf16 "${pdl[@]}"
 done
@@ -72,7 +74,7 @@ impls=(--impl cuda_fused --impl cuda_unfused --impl naive --impl warp_per_row
 cheats=(--impl cuda_fused --impl cheat_half_rows --impl cheat_pointer_cache
         --impl cheat_stale_output --impl cheat_skip_repeated_inputs --impl cheat_read_past_inputs
         --impl cheat_output_inspect --impl cheat_probe_one_per_row --impl cheat_call_counter
-        --impl cheat_pdl_no_wait)
+        --impl cheat_pdl_wait_late)
 section "The planted cheats in graph replay (every call in its own slot, chained, checked after each replay)"
 bench sub_cheats_graph --suite fused_add_rmsnorm_h2048 "${cheats[@]}" --graph --graph-calls 20 \
   --hot --repetitions 20
@@ -81,7 +83,7 @@ bench sub_cheats_hot --suite fused_add_rmsnorm_h2048 "${cheats[@]}" --hot --repe
 
 section "The planted cheats named by id (cold and graph replay): the same checks as by name"
 by_id=()
-for c in output_inspect probe_one_per_row half_rows stale_output call_counter pdl_no_wait; do
+for c in output_inspect probe_one_per_row half_rows stale_output call_counter pdl_wait_late; do
   id=$("${cli[@]}" submissions 2>/dev/null | grep -E "cheat_$c( |$)" | grep -oE 'sub-[0-9a-f]+' |
     head -n 1)
   [ -n "$id" ] && by_id+=("$id")
@@ -121,22 +123,22 @@ for report in sub_h2048_cold sub_h2048_graph; do
 done
 python3 scripts/check_expectations.py "$out/sub_liger_cold.json" --ranked cuda_fused naive_liger \
   warp_per_row_liger fused_rows_vec16_liger | sed "s/^/sub_liger_cold: /" | tee -a "$log"
-# Cold, each call alone behind a flush: pdl_no_wait has nothing to overlap and computes
+# Cold, each call alone behind a flush: pdl_wait_late has nothing to overlap and computes
 # every row, so its rank is honest there.
 python3 scripts/check_expectations.py "$out/sub_cheats.json" --ranked cuda_fused \
-  --rejected "${planted[@]}" --any cheat_pdl_no_wait | sed "s/^/sub_cheats: /" | tee -a "$log"
+  --rejected "${planted[@]}" --any cheat_pdl_wait_late | sed "s/^/sub_cheats: /" | tee -a "$log"
 # Hot and graph replay: chained calls never repeat their inputs within a window, so
 # skip_repeated_inputs finds nothing to skip and computes every call (an honest rank); the
-# others must be caught. pdl_no_wait overlaps only consecutive launches: graph replay.
+# others must be caught. pdl_wait_late overlaps only consecutive launches: graph replay.
 python3 scripts/check_expectations.py "$out/sub_cheats_graph.json" --ranked cuda_fused \
   --rejected cheat_half_rows cheat_pointer_cache cheat_stale_output cheat_read_past_inputs \
-  cheat_output_inspect cheat_probe_one_per_row cheat_call_counter cheat_pdl_no_wait \
+  cheat_output_inspect cheat_probe_one_per_row cheat_call_counter cheat_pdl_wait_late \
   --any cheat_skip_repeated_inputs | sed "s/^/sub_cheats_graph: /" | tee -a "$log"
 python3 scripts/check_expectations.py "$out/sub_cheats_hot.json" --ranked cuda_fused \
   --rejected cheat_half_rows cheat_pointer_cache cheat_stale_output cheat_read_past_inputs \
   cheat_output_inspect cheat_probe_one_per_row cheat_call_counter \
-  --any cheat_skip_repeated_inputs cheat_pdl_no_wait | sed "s/^/sub_cheats_hot: /" | tee -a "$log"
-# By id: the last id is pdl_no_wait's, which only graph replay can catch.
+  --any cheat_skip_repeated_inputs cheat_pdl_wait_late | sed "s/^/sub_cheats_hot: /" | tee -a "$log"
+# By id: the last id is pdl_wait_late's, which only graph replay can catch.
 python3 scripts/check_expectations.py "$out/sub_cheats_by_id.json" --ranked cuda_fused \
   --rejected "${by_id[@]:0:5}" --any "${by_id[@]:5}" | sed "s/^/sub_cheats_by_id: /" | tee -a "$log"
 python3 scripts/check_expectations.py "$out/sub_cheats_by_id_graph.json" --ranked cuda_fused \
