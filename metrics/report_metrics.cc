@@ -122,7 +122,7 @@ void ReportMetrics::Record(const v1::BenchmarkReport& report, const std::string&
   }
 
   // The engine's geometric mean takes each result's first SOL figure: the device-attribute
-  // peak on a GPU, the measured copy on a CPU (server/benchmark_engine.cc, RankResults).
+  // peak on a GPU, the measured copy on a CPU (server/evaluation/benchmark_engine.cc, RankResults).
   std::map<std::pair<std::string, std::string>, v1::PeakSource> summary_peaks;
   for (const v1::WorkloadResult& r : report.results()) {
     if (r.sol_size() > 0)

@@ -1,7 +1,7 @@
 // The metric schema of a benchmark report: the one place that turns a v1::BenchmarkReport
-// into Prometheus series. The server's /metrics (server/metrics.h) and the CLI's Pushgateway
-// push (client/push.h) both write reports through ReportMetrics, so the names, help texts,
-// labels and the rules below cannot drift apart.
+// into Prometheus series. The server's /metrics (server/metrics/metrics.h) and the CLI's
+// Pushgateway push (client/push.h) both write reports through ReportMetrics, so the names, help
+// texts, labels and the rules below cannot drift apart.
 //
 // Series (gauges holding the latest run of a key):
 //   kerneleval_benchmark_latency_seconds             median latency of a workload
@@ -24,7 +24,7 @@
 // earlier run. Suite figures exist only for implementations that passed every workload.
 //
 // Thread-safety: Record and RemoveImplementation may not run concurrently with each other
-// or with a writer holding a series of these families; callers serialize (server/metrics.cc
+// or with a writer holding a series of these families; callers serialize (server/metrics/metrics.cc
 // holds one mutex, a push builds a registry of its own).
 #pragma once
 

@@ -6,13 +6,13 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "server/admission.h"
-#include "server/benchmark_engine.h"
-#include "server/kerneleval_service.h"
+#include "server/evaluation/benchmark_engine.h"
 #include "server/oip/infer_translation.h"
 #include "server/oip/oip_models.h"
-#include "server/raw_unary.h"
-#include "server/run_call.h"
+#include "server/rpc/admission.h"
+#include "server/rpc/kerneleval_service.h"
+#include "server/rpc/raw_unary.h"
+#include "server/rpc/run_call.h"
 
 namespace kerneleval::server::oip {
 namespace {

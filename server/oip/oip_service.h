@@ -13,7 +13,7 @@
 // not the method's request is INVALID_ARGUMENT naming the method (gRPC's own parse would
 // answer with no message), and ModelInfer's tensor bytes move into the Run without a copy.
 // Methods of the protocol's service this front does not serve (ModelConfig, statistics,
-// repository, shared memory, streaming) are not in its proto: server/unserved_methods.h
+// repository, shared memory, streaming) are not in its proto: server/rpc/unserved_methods.h
 // answers them with what to use instead.
 #pragma once
 
@@ -22,7 +22,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "kserve/v2/grpc_predict_v2.grpc.pb.h"
-#include "server/service_state.h"
+#include "server/rpc/service_state.h"
 
 namespace kerneleval::server::oip {
 

@@ -8,12 +8,12 @@
 #include <grpcpp/grpcpp.h>
 
 #include "kerneleval/v1/results.grpc.pb.h"
-#include "server/caller_identity.h"
+#include "server/identity/caller_identity.h"
 #include "server/store/result_store.h"
 
 namespace kerneleval::server::store {
 
-// Every method is raw (server/raw_unary.h): a body that does not parse is INVALID_ARGUMENT
+// Every method is raw (server/rpc/raw_unary.h): a body that does not parse is INVALID_ARGUMENT
 // naming the method.
 class ResultsService final
     : public v1::Results::WithRawCallbackMethod_History<

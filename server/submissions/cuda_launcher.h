@@ -1,6 +1,6 @@
 // Loads a compiled submission into the current CUDA context and launches its plan: the
 // device host's half of a submission. The result becomes a CudaImplementation
-// (server/cuda_backend.h) whose launch function is Launcher::Launch.
+// (server/cuda/cuda_backend.h) whose launch function is Launcher::Launch.
 //
 // Runs only in a device host process: a submission that faults, hangs or leaves a sticky
 // error ends that process, never the server.

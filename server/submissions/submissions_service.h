@@ -18,7 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "kerneleval/v1/submissions.grpc.pb.h"
-#include "server/caller_identity.h"
+#include "server/identity/caller_identity.h"
 #include "server/submissions/compiler.h"
 #include "server/submissions/launch_plan.h"
 #include "server/submissions/registry.h"
@@ -55,7 +55,7 @@ struct ResolvedSubmission {
   std::string cubin;
 };
 
-// Every method is raw (server/raw_unary.h): a body that does not parse is INVALID_ARGUMENT
+// Every method is raw (server/rpc/raw_unary.h): a body that does not parse is INVALID_ARGUMENT
 // naming the method. Every error's message is bounded (kMaxStatusMessageBytes) so that it
 // reaches the caller; a compile log longer than that goes in the response body when the
 // request asks for it (RegisterSubmissionRequest.compile_error_in_response).

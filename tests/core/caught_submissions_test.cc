@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "server/benchmark_engine.h"
+#include "server/evaluation/benchmark_engine.h"
 
 namespace kerneleval::server {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/correctness.h"
+#include "server/evaluation/correctness.h"
 
 #include <cmath>
 #include <cstdint>

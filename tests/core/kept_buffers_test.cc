@@ -1,4 +1,4 @@
-#include "server/kept_buffers.h"
+#include "server/device/kept_buffers.h"
 
 #include <cstddef>
 #include <memory>

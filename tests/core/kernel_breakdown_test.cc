@@ -1,4 +1,4 @@
-#include "server/kernel_breakdown.h"
+#include "server/evaluation/kernel_breakdown.h"
 
 #include <string>
 #include <vector>

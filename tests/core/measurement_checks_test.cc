@@ -1,7 +1,7 @@
 // The checks a skeptic makes of a measurement: DRAM traffic against the declared bytes (with
 // writes allowed to stay dirty in L2), the analytic floor, throttled clocks, and the label
 // that says how each number was measured.
-#include "server/measurement_checks.h"
+#include "server/evaluation/measurement_checks.h"
 
 #include <gtest/gtest.h>
 

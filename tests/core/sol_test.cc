@@ -1,4 +1,4 @@
-#include "server/sol.h"
+#include "server/evaluation/sol.h"
 
 #include "gtest/gtest.h"
 #include "kerneleval/kernels/fused_add_rmsnorm.h"

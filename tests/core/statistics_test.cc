@@ -1,4 +1,4 @@
-#include "server/statistics.h"
+#include "server/evaluation/statistics.h"
 
 #include <vector>
 

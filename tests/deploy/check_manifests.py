@@ -32,7 +32,7 @@ GPUS_PER_NODE = 8  # the evaluation pool takes every GPU of an HGX node
 # product. Where each comes from (deploy/README.md, "GPU product labels"):
 #   h200: read by this project on its H200 (docs/results/device-isolation-h200.md, checked
 #         below against the recorded `device cuda:0 NVIDIA H200 GPU-...` line);
-#   h100: the SXM5 80 GB board (server/sol.cc records the same name);
+#   h100: the SXM5 80 GB board (server/evaluation/sol.cc records the same name);
 #   b200: NVIDIA's B200 (HGX B200) name.
 NVML_NAMES = {
     "h100": "NVIDIA H100 80GB HBM3",
@@ -251,10 +251,10 @@ class Checker:
 
     def check_results_store(self, args, env):
         """Benchmark reports kept in PostgreSQL (URL from a Secret), with retention on."""
-        main_cc = (REPO / "server/main.cc").read_text(encoding="utf-8")
+        main_cc = (REPO / "server/rpc/main.cc").read_text(encoding="utf-8")
         for flag in ("--results-db", "--results-max-age-days", "--results-raw-sample-runs"):
             if f'"{flag}"' not in main_cc:
-                self.fail(f"server/main.cc has no {flag}; the manifests pass it")
+                self.fail(f"server/rpc/main.cc has no {flag}; the manifests pass it")
         url = arg_value(args, "--results-db") or ""
         match = re.fullmatch(r"\$\((\w+)\)", url)
         secret = env.get(match.group(1), {}) if match else {}

@@ -14,8 +14,8 @@
 #include "client/push.h"
 #include "gtest/gtest.h"
 #include "metrics/report_metrics.h"
-#include "server/metrics.h"
-#include "server/process_metrics.h"
+#include "server/metrics/metrics.h"
+#include "server/metrics/process_metrics.h"
 
 namespace kerneleval {
 namespace {

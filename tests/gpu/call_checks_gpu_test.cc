@@ -1,10 +1,10 @@
-// The checks of every call of a submitted kernel (server/call_checks.h) on a GPU, through the
-// CUDA backend itself: the honest built-in kernel and the honest PDL example pass them in
-// every dtype, mode, odd shape and protocol (a check that rejects honest kernels would be
-// worse than none); a kernel that skips rows on its later calls into the same buffer is
-// caught at its first one; and the planted cheats of tests/gpu/cheats, compiled by
-// kerneleval-compile and loaded as submissions, are caught in hot and graph replay, each
-// Measure starting from fresh module state.
+// The checks of every call of a submitted kernel (server/evaluation/call_checks.h) on a GPU,
+// through the CUDA backend itself: the honest built-in kernel and the honest PDL example pass them
+// in every dtype, mode, odd shape and protocol (a check that rejects honest kernels would be worse
+// than none); a kernel that skips rows on its later calls into the same buffer is caught at its
+// first one; and the planted cheats of tests/gpu/cheats, compiled by kerneleval-compile and loaded
+// as submissions, are caught in hot and graph replay, each Measure starting from fresh module
+// state.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -17,9 +17,9 @@
 
 #include "common/input_generator.h"
 #include "lazy_half_rows.h"
-#include "server/correctness.h"
-#include "server/cuda_backend.h"
-#include "server/evaluation.h"
+#include "server/cuda/cuda_backend.h"
+#include "server/evaluation/correctness.h"
+#include "server/evaluation/evaluation.h"
 #include "server/submissions/compiler.h"
 #include "server/submissions/source_rules.h"
 

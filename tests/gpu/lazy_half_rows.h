@@ -3,7 +3,7 @@
 // device host through kerneleval-planted-device-host (planted_device_host_main.cc).
 #pragma once
 
-#include "server/cuda_implementation.h"
+#include "server/cuda/cuda_implementation.h"
 
 namespace kerneleval::testing {
 

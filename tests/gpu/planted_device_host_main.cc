@@ -16,8 +16,8 @@
 #include "absl/strings/numbers.h"
 #include "common/log.h"
 #include "lazy_half_rows.h"
-#include "server/cuda_backend.h"
-#include "server/device_host.h"
+#include "server/cuda/cuda_backend.h"
+#include "server/device/device_host.h"
 
 int main(int argc, char** argv) {
   namespace server = kerneleval::server;

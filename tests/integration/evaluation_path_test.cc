@@ -14,10 +14,10 @@
 
 #include "common/input_generator.h"
 #include "kerneleval/kernels/half_types.h"
-#include "server/correctness.h"
-#include "server/device_host_channel.h"
-#include "server/evaluation.h"
-#include "server/request_validation.h"
+#include "server/device/device_host_channel.h"
+#include "server/evaluation/correctness.h"
+#include "server/evaluation/evaluation.h"
+#include "server/rpc/request_validation.h"
 
 namespace kerneleval::server {
 namespace {

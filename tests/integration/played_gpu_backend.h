@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "server/backend.h"
-#include "server/cpu_backend.h"
+#include "server/device/backend.h"
+#include "server/device/cpu_backend.h"
 
 namespace kerneleval::testing {
 

@@ -48,8 +48,8 @@
 #include "client/tensors.h"
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
 #include "kerneleval/v1/kerneleval.pb.h"
-#include "server/cpu_backend.h"
-#include "server/server.h"
+#include "server/device/cpu_backend.h"
+#include "server/rpc/server.h"
 
 namespace {
 

@@ -14,8 +14,8 @@
 
 #include "kerneleval/v1/results.grpc.pb.h"
 #include "kerneleval/v1/submissions.grpc.pb.h"
+#include "server/identity/token_file.h"
 #include "server/store/result_store.h"
-#include "server/token_file.h"
 #include "store_test_helpers.h"
 
 namespace kerneleval::testing {

@@ -21,8 +21,8 @@
 
 #include "client/submit_client.h"
 #include "client/tensors.h"
-#include "server/device_factory.h"
-#include "server/process_backend.h"
+#include "server/device/device_factory.h"
+#include "server/device/process_backend.h"
 #include "test_server.h"
 
 namespace kerneleval::testing {

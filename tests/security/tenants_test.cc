@@ -20,7 +20,7 @@
 
 #include "client/submit_client.h"
 #include "client/tensors.h"
-#include "server/tenant_backend.h"
+#include "server/device/tenant_backend.h"
 #include "test_server.h"
 
 namespace kerneleval::testing {

@@ -14,7 +14,7 @@ namespace kerneleval {
 // that is written only if the buffer's contents are all ones, so the reads cannot be elided.
 // The grid is 4 CTAs per SM plus `extra_ctas` (>= 0): a caller that varies it from call to
 // call starts the kernels after the flush from a different state of the CTA scheduler, so
-// their CTAs land on different SMs (server/cuda_backend.cc, FlushL2, says why that matters).
+// their CTAs land on different SMs (server/cuda/cuda_backend.cc, FlushL2, says why that matters).
 cudaError_t LaunchL2Flush(const void* buffer, std::size_t bytes, unsigned* sink, int sm_count,
                           cudaStream_t stream, int extra_ctas = 0);
 

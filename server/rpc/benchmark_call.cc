@@ -1,0 +1,246 @@
+#include "server/rpc/benchmark_call.h"
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "server/evaluation/benchmark_engine.h"
+
+namespace kerneleval::server {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+class Call final : public BenchmarkCall, public std::enable_shared_from_this<Call> {
+ public:
+  Call(ServiceState& state, Caller caller, v1::BenchmarkRequest request,
+       BenchmarkCallbacks callbacks)
+      : state_(state),
+        caller_(std::move(caller)),
+        request_(std::move(request)),
+        callbacks_(std::move(callbacks)) {}
+
+  void Cancel() override { cancelled_.store(true); }
+
+  // Validate, choose the devices, queue one job per device.
+  absl::Status Start() {
+    RETURN_IF_ERROR(Admit(state_, /*needs_devices=*/true));
+    ASSIGN_OR_RETURN(plan_, ValidateBenchmarkRequest(request_, state_.suites, state_.limits));
+    ASSIGN_OR_RETURN(std::vector<DeviceWorker*> devices, ChooseDevices());
+    for (DeviceWorker* d : devices) RETURN_IF_ERROR(Resolve(d->backend()));
+    if (!plan_.submissions.empty()) {
+      // Submitted kernels run with every call checked; the built-ins ranked beside them get
+      // the same device work between calls, and the report's protocol says so. Traffic is
+      // counted for all of them too (after the timed samples, in windows of its own): the
+      // L2 work floor (measurement_checks.h) holds in every protocol.
+      plan_.protocol.set_check_every_call(true);
+      plan_.protocol.set_measure_dram_bytes(true);
+    }
+    RETURN_IF_ERROR(StillWanted(caller_, "before it was queued"));
+    // Reserved now, sent with every progress event: a client that cancels still learns
+    // which partial run the store keeps.
+    if (state_.results != nullptr) run_id_ = store::ResultStore::NewRunId();
+
+    runs_.resize(devices.size());
+    pending_jobs_ = devices.size();
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      BenchmarkPlan plan = plan_;
+      plan.host_preparation = state_.host_preparation;
+      if (request_.implementations_size() > 0) {
+        plan.implementations.assign(request_.implementations().begin(),
+                                    request_.implementations().end());
+      } else {
+        for (const auto& impl : devices[i]->backend().Implementations()) {
+          if (!impl.test_only()) plan.implementations.push_back(impl.name());
+        }
+      }
+      const absl::Status submitted = devices[i]->Submit(
+          [self = shared_from_this(), i, plan = std::move(plan)](Backend& backend,
+                                                                 double queue_seconds) {
+            self->OnWorker(backend, queue_seconds, i, plan);
+          },
+          caller_.owner);
+      if (!submitted.ok()) {
+        if (i == 0) return submitted;
+        // Jobs already accepted still run (they stop at once) and end the call.
+        std::lock_guard<std::mutex> lock(mu_);
+        cancelled_.store(true);
+        failure_ = submitted;
+        pending_jobs_ -= devices.size() - i;
+        if (pending_jobs_ == 0) FinishLocked();
+        return absl::OkStatus();
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  // Each implementation the request names, as it resolves on `backend`: the protocol must
+  // fit the device, and a submission is the caller's (server/rpc/admission.h).
+  absl::Status Resolve(const Backend& backend) {
+    if (plan_.protocol.cuda_graph() && !backend.IsGpu()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "protocol.cuda_graph: graph replay needs a CUDA device, not ", backend.name()));
+    }
+    if (plan_.protocol.check_every_call() && !backend.IsGpu()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "protocol.check_every_call: calls are checked on CUDA devices, not ", backend.name()));
+    }
+    RETURN_IF_ERROR(CheckTimerFits(plan_.protocol.timer(), backend, "protocol.timer"));
+    for (int i = 0; i < request_.implementations_size(); ++i) {
+      ASSIGN_OR_RETURN(ResolvedImplementation resolved,
+                       ResolveImplementation(state_, caller_, backend, request_.implementations(i),
+                                             absl::StrCat("implementations[", i, "]")));
+      if (resolved.submission) {
+        plan_.submissions[request_.implementations(i)] = {resolved.name,
+                                                          std::move(*resolved.submission)};
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<std::vector<DeviceWorker*>> ChooseDevices() const {
+    const v1::BenchmarkRequest& req = request_;
+    if (req.all_devices()) {
+      std::string kind = "cuda";
+      if (!req.device().empty()) {
+        ASSIGN_OR_RETURN(DeviceWorker * d, state_.devices->Find(req.device(), "device"));
+        kind = d->backend().kind();
+      } else if (state_.devices->OfKind("cuda").empty()) {
+        kind = "cpu";
+      }
+      return state_.devices->OfKind(kind);
+    }
+    if (!req.device().empty()) {
+      ASSIGN_OR_RETURN(DeviceWorker * d, state_.devices->FindHealthy(req.device(), "device"));
+      return std::vector<DeviceWorker*>{d};
+    }
+    ASSIGN_OR_RETURN(DeviceWorker * d, state_.devices->LeastLoaded());
+    return std::vector<DeviceWorker*>{d};
+  }
+
+  bool ShouldStop() const {
+    return cancelled_.load() || caller_.Cancelled() ||
+           Clock::now().time_since_epoch().count() >= cap_ticks_.load() || caller_.DeadlinePassed();
+  }
+
+  // The time cap counts from the first device that starts: time spent queued behind other
+  // work is not the benchmark's (the client's deadline covers the wait).
+  void StartCapClock() {
+    std::call_once(cap_started_, [this] {
+      const auto cap = std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(plan_.protocol.max_total_seconds()));
+      cap_ticks_.store((Clock::now() + cap).time_since_epoch().count());
+    });
+  }
+
+  // On the device's worker thread.
+  void OnWorker(Backend& backend, double queue_seconds, std::size_t index,
+                const BenchmarkPlan& plan) {
+    state_.metrics->ObserveQueueWait(backend.name(), queue_seconds);
+    if (absl::Status s = StillWanted(caller_, InQueueOf(backend, queue_seconds)); !s.ok()) {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_.store(true);  // jobs on other devices stop too
+      if (failure_.ok()) failure_ = s;
+      if (--pending_jobs_ == 0) FinishLocked();
+      return;
+    }
+    StartCapClock();
+    const auto t0 = Clock::now();
+    DeviceRun run = BenchmarkOnDevice(
+        backend, plan,
+        [this](const v1::BenchmarkProgress& p) {
+          if (cancelled_.load()) return;
+          v1::BenchmarkProgress with_id = p;
+          with_id.set_run_id(run_id_);
+          callbacks_.on_progress(with_id);
+        },
+        [this] { return ShouldStop(); },
+        [this, &backend](const std::string& impl, const std::vector<double>& samples) {
+          state_.metrics->ObserveKernelSamples(impl, backend.name(), samples);
+        });
+    state_.metrics->ObserveCompute(backend.name(), SecondsSince(t0));
+    std::lock_guard<std::mutex> lock(mu_);
+    runs_[index] = std::move(run);
+    if (--pending_jobs_ == 0) FinishLocked();
+  }
+
+  // Once every job has ended: the report, ranked, stored and in the metrics.
+  void FinishLocked() {
+    if (!failure_.ok()) return callbacks_.done(failure_);
+    v1::BenchmarkReport report;
+    report.set_suite(plan_.suite.name());
+    *report.mutable_definition() = plan_.suite;
+    *report.mutable_protocol() = plan_.protocol;
+    std::vector<v1::WorkloadResult> results;
+    bool complete = true;
+    for (DeviceRun& run : runs_) {
+      for (v1::WorkloadResult& r : run.results) results.push_back(std::move(r));
+      *report.add_environments() = run.environment;
+      complete = complete && run.complete;
+    }
+    std::set<std::string> submitted;
+    for (const auto& entry : plan_.submissions) submitted.insert(entry.first);
+    RejectCaughtSubmissions(submitted, &results);
+    for (const v1::ImplementationSummary& s : RankResults(&results)) *report.add_summaries() = s;
+    for (v1::WorkloadResult& r : results) *report.add_results() = std::move(r);
+    report.set_complete(complete);
+    report.set_wall_seconds(SecondsSince(t0_));
+    // Queued for the store's writer thread: the device worker does not wait for the disk.
+    if (state_.results != nullptr) {
+      report.set_run_id(run_id_);
+      report.set_run_id(state_.results->Record(report, caller_.owner));
+    }
+    if (plan_.named_suite) {
+      state_.metrics->RecordReport(report, absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
+    }
+    if (caller_.DeadlinePassed()) {
+      return callbacks_.done(
+          absl::DeadlineExceededError("deadline passed while the benchmark ran; stopped early"));
+    }
+    if (cancelled_.load() || caller_.Cancelled()) {
+      return callbacks_.done(absl::CancelledError("benchmark cancelled"));
+    }
+    callbacks_.done(std::move(report));
+  }
+
+  ServiceState& state_;
+  const Caller caller_;
+  const v1::BenchmarkRequest request_;
+  const BenchmarkCallbacks callbacks_;
+  const Clock::time_point t0_ = Clock::now();
+  BenchmarkPlan plan_;
+  std::once_flag cap_started_;
+  std::atomic<Clock::rep> cap_ticks_{Clock::time_point::max().time_since_epoch().count()};
+  std::atomic<bool> cancelled_{false};
+  std::string run_id_;  // "" without a results store; set once in Start()
+
+  std::mutex mu_;
+  std::size_t pending_jobs_ = 0;
+  std::vector<DeviceRun> runs_;
+  absl::Status failure_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<BenchmarkCall>> StartBenchmark(ServiceState& state, Caller caller,
+                                                              v1::BenchmarkRequest request,
+                                                              BenchmarkCallbacks callbacks) {
+  auto call =
+      std::make_shared<Call>(state, std::move(caller), std::move(request), std::move(callbacks));
+  RETURN_IF_ERROR(call->Start());
+  return call;
+}
+
+}  // namespace kerneleval::server

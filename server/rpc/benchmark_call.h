@@ -1,0 +1,40 @@
+// A Benchmark from any front: admitted, validated, one job queued per chosen device, each run
+// by BenchmarkOnDevice (server/evaluation/benchmark_engine.h) on the device's worker, then one
+// report: results ranked, stored, written to the metrics. The KernelEval RPC only streams what this
+// produces; StartRun (server/rpc/run_call.h) is its twin for Run.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "kerneleval/v1/kerneleval.pb.h"
+#include "server/rpc/admission.h"
+#include "server/rpc/service_state.h"
+
+namespace kerneleval::server {
+
+struct BenchmarkCallbacks {
+  // After each workload on a device, from that device's worker thread.
+  std::function<void(const v1::BenchmarkProgress&)> on_progress;
+  // Exactly once, after every queued job has ended: the report, or why there is none
+  // (DEADLINE_EXCEEDED or CANCELLED once it ran; a device that refused the job).
+  std::function<void(absl::StatusOr<v1::BenchmarkReport>)> done;
+};
+
+// A benchmark in flight. Device jobs hold it; so may its front, to cancel it.
+class BenchmarkCall {
+ public:
+  virtual ~BenchmarkCall() = default;
+  // Stops every device job at its next check (between samples); `done` then reports
+  // CANCELLED.
+  virtual void Cancel() = 0;
+};
+
+// Validates `request` and queues its jobs. A refusal before any job is queued is returned,
+// and `callbacks.done` is never called; otherwise `done` is called exactly once.
+absl::StatusOr<std::shared_ptr<BenchmarkCall>> StartBenchmark(ServiceState& state, Caller caller,
+                                                              v1::BenchmarkRequest request,
+                                                              BenchmarkCallbacks callbacks);
+
+}  // namespace kerneleval::server

@@ -1,0 +1,356 @@
+#include "server/rpc/request_validation.h"
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/bounded_text.h"
+#include "common/did_you_mean.h"
+#include "common/status_macros.h"
+#include "common/suites.h"
+#include "google/protobuf/util/message_differencer.h"
+#include "server/evaluation/correctness.h"
+
+namespace kerneleval::server {
+namespace {
+
+std::string ShapeString(const v1::Tensor& t) { return ShapeText(t.shape()); }
+
+absl::Status Invalid(const std::string& field, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
+}
+
+// Checks one tensor alone: dtype set, rank, positive dimensions, element count without
+// overflow, byte length. Returns the element count.
+absl::StatusOr<std::uint64_t> CheckTensor(const v1::Tensor& t, const std::string& field, int rank,
+                                          const RequestLimits& limits) {
+  ASSIGN_OR_RETURN(DType dtype, DTypeFromProto(t.dtype(), (field + ".dtype").c_str()));
+  if (t.shape_size() != rank) {
+    return Invalid(field + ".shape",
+                   absl::StrCat("expected rank ", rank, ", got ", ShapeString(t)));
+  }
+  std::uint64_t elements = 1;
+  for (int i = 0; i < t.shape_size(); ++i) {
+    const std::int64_t d = t.shape(i);
+    if (d <= 0) {
+      return Invalid(absl::StrCat(field, ".shape[", i, "]"),
+                     absl::StrCat("dimension must be positive, got ", d));
+    }
+    if (elements > std::numeric_limits<std::uint64_t>::max() / 8 / static_cast<std::uint64_t>(d)) {
+      return Invalid(field + ".shape", absl::StrCat(ShapeString(t), " overflows"));
+    }
+    elements *= static_cast<std::uint64_t>(d);
+  }
+  const std::uint64_t expected = elements * ElementSize(dtype);
+  if (expected > limits.max_tensor_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(field, ": ", ShapeString(t), " is ", expected,
+                                                     " bytes, over the server limit of ",
+                                                     limits.max_tensor_bytes));
+  }
+  if (t.data().size() != expected) {
+    return Invalid(field + ".data",
+                   absl::StrCat("has ", t.data().size(), " bytes, but shape ", ShapeString(t),
+                                " of ", v1::DType_Name(t.dtype()), " needs ", expected));
+  }
+  return elements;
+}
+
+}  // namespace
+
+std::uint64_t DefaultMaxQueuedBytes() {
+  for (const char* path :
+       {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream in(path);
+    std::string text;
+    if (!(in >> text) || text == "max") continue;
+    std::uint64_t limit = 0;
+    if (!absl::SimpleAtoi(text, &limit)) continue;
+    // cgroup v1 reports "no limit" as a huge page-rounded number.
+    if (limit == 0 || limit >= (std::uint64_t{1} << 60)) continue;
+    return limit / 2;
+  }
+  return 0;
+}
+
+absl::StatusOr<Problem> ValidateRunRequest(const v1::RunRequest& request,
+                                           const RequestLimits& limits) {
+  if (!v1::Timer_IsValid(request.timer())) {
+    return Invalid("timer", absl::StrCat("unknown value ", request.timer()));
+  }
+  if (!request.has_hidden_states()) return Invalid("hidden_states", "required");
+  if (!request.has_residual()) return Invalid("residual", "required");
+  if (!request.has_weight()) return Invalid("weight", "required");
+  const v1::Tensor& x = request.hidden_states();
+  const v1::Tensor& r = request.residual();
+  const v1::Tensor& w = request.weight();
+
+  RETURN_IF_ERROR(CheckTensor(x, "hidden_states", 2, limits).status());
+  if (r.dtype() != x.dtype()) {
+    return Invalid("residual.dtype",
+                   absl::StrCat(v1::DType_Name(r.dtype()), " does not match hidden_states.dtype ",
+                                v1::DType_Name(x.dtype())));
+  }
+  if (w.dtype() != x.dtype()) {
+    return Invalid("weight.dtype",
+                   absl::StrCat(v1::DType_Name(w.dtype()), " does not match hidden_states.dtype ",
+                                v1::DType_Name(x.dtype())));
+  }
+  if (r.shape_size() != 2 || r.shape(0) != x.shape(0) || r.shape(1) != x.shape(1)) {
+    return Invalid(
+        "residual.shape",
+        absl::StrCat(ShapeString(r), " does not match hidden_states.shape ", ShapeString(x)));
+  }
+  RETURN_IF_ERROR(CheckTensor(r, "residual", 2, limits).status());
+  if (w.shape_size() != 1 || w.shape(0) != x.shape(1)) {
+    return Invalid("weight.shape",
+                   absl::StrCat(ShapeString(w), " must be [hidden] = [", x.shape(1), "]"));
+  }
+  RETURN_IF_ERROR(CheckTensor(w, "weight", 1, limits).status());
+
+  Problem p;
+  ASSIGN_OR_RETURN(p.dtype, DTypeFromProto(x.dtype(), "hidden_states.dtype"));
+  ASSIGN_OR_RETURN(p.mode, ModeFromProto(request.mode(), "mode"));
+  p.batch = x.shape(0);
+  p.hidden = x.shape(1);
+  if (p.batch > limits.max_batch) {
+    return absl::ResourceExhaustedError(absl::StrCat("hidden_states.shape[0]: batch ", p.batch,
+                                                     " is over the server limit of ",
+                                                     limits.max_batch));
+  }
+  if (p.hidden > limits.max_hidden) {
+    return absl::ResourceExhaustedError(absl::StrCat("hidden_states.shape[1]: hidden ", p.hidden,
+                                                     " is over the server limit of ",
+                                                     limits.max_hidden));
+  }
+  double eps = kDefaultEps;
+  if (request.has_eps()) {
+    eps = request.eps();
+    if (!std::isfinite(eps) || eps <= 0) {
+      return Invalid("eps", absl::StrCat("must be finite and > 0, got ", eps));
+    }
+    // The kernels compute in fp32: the value must neither overflow nor round to 0 there.
+    const float eps32 = static_cast<float>(eps);
+    if (!std::isfinite(eps32) || eps > 1e30 || !(eps32 > 0)) {
+      return Invalid("eps", absl::StrCat("must be representable in fp32 and > 0 there, got ", eps));
+    }
+  }
+  p.eps = static_cast<float>(eps);
+  if (request.repetitions() > limits.max_repetitions) {
+    return Invalid("repetitions", absl::StrCat(request.repetitions(), " is over the maximum ",
+                                               limits.max_repetitions));
+  }
+  if (request.warmup() > limits.max_warmup) {
+    return Invalid("warmup",
+                   absl::StrCat(request.warmup(), " is over the maximum ", limits.max_warmup));
+  }
+  return p;
+}
+
+absl::StatusOr<v1::Protocol> ResolveProtocol(const v1::Protocol& requested,
+                                             const RequestLimits& limits) {
+  v1::Protocol p = requested;
+  if (!p.has_warmup()) p.set_warmup(10);
+  if (!p.has_repetitions()) p.set_repetitions(50);
+  if (!p.has_seed()) p.set_seed(200);
+  if (p.warmup() > limits.max_warmup) {
+    return Invalid("protocol.warmup",
+                   absl::StrCat(p.warmup(), " is over the maximum ", limits.max_warmup));
+  }
+  if (p.repetitions() > limits.max_repetitions) {
+    return Invalid("protocol.repetitions",
+                   absl::StrCat(p.repetitions(), " is over the maximum ", limits.max_repetitions));
+  }
+  if (p.repetitions() == 0 && !p.has_adaptive()) {
+    return Invalid("protocol.repetitions", "must be at least 1 (or set protocol.adaptive)");
+  }
+  if (p.has_adaptive()) {
+    v1::AdaptiveStop* a = p.mutable_adaptive();
+    if (a->min_samples() == 0) a->set_min_samples(10);
+    if (a->max_samples() == 0) a->set_max_samples(1000);
+    if (a->max_samples() > limits.max_repetitions) {
+      return Invalid(
+          "protocol.adaptive.max_samples",
+          absl::StrCat(a->max_samples(), " is over the maximum ", limits.max_repetitions));
+    }
+    if (a->min_samples() > a->max_samples()) {
+      return Invalid("protocol.adaptive.min_samples",
+                     absl::StrCat(a->min_samples(), " is over max_samples ", a->max_samples()));
+    }
+    if (!std::isfinite(a->target_relative_spread()) || a->target_relative_spread() < 0) {
+      return Invalid("protocol.adaptive.target_relative_spread",
+                     absl::StrCat("must be finite and >= 0, got ", a->target_relative_spread()));
+    }
+    if (a->target_relative_spread() == 0) a->set_target_relative_spread(0.005);
+    if (!std::isfinite(a->max_seconds()) || a->max_seconds() < 0) {
+      return Invalid("protocol.adaptive.max_seconds",
+                     absl::StrCat("must be finite and >= 0, got ", a->max_seconds()));
+    }
+    if (a->max_seconds() == 0) a->set_max_seconds(5);
+  }
+  if (!v1::CacheMode_IsValid(p.cache())) {
+    return Invalid("protocol.cache", absl::StrCat("unknown value ", p.cache()));
+  }
+  if (p.cache() == v1::CACHE_MODE_UNSPECIFIED) p.set_cache(v1::CACHE_MODE_COLD);
+  if (!v1::Timer_IsValid(p.timer())) {
+    return Invalid("protocol.timer", absl::StrCat("unknown value ", p.timer()));
+  }
+  if (p.graph_calls() > limits.max_graph_calls) {
+    return Invalid("protocol.graph_calls",
+                   absl::StrCat(p.graph_calls(), " is over the maximum ", limits.max_graph_calls));
+  }
+  if (p.graph_calls() == 0) p.set_graph_calls(20);
+  if (!std::isfinite(p.max_total_seconds()) || p.max_total_seconds() < 0) {
+    return Invalid("protocol.max_total_seconds",
+                   absl::StrCat("must be finite and >= 0, got ", p.max_total_seconds()));
+  }
+  if (p.max_total_seconds() == 0 || p.max_total_seconds() > limits.max_benchmark_seconds) {
+    p.set_max_total_seconds(limits.max_benchmark_seconds);
+  }
+  return p;
+}
+
+MeasureOptions ToMeasureOptions(const v1::Protocol& protocol) {
+  MeasureOptions o;
+  o.warmup = protocol.warmup();
+  o.repetitions = protocol.repetitions();
+  if (protocol.has_adaptive()) {
+    o.adaptive.enabled = true;
+    o.adaptive.min_samples = protocol.adaptive().min_samples();
+    o.adaptive.max_samples = protocol.adaptive().max_samples();
+    o.adaptive.target_relative_spread = protocol.adaptive().target_relative_spread();
+    o.adaptive.max_seconds = protocol.adaptive().max_seconds();
+  }
+  o.cold = protocol.cache() != v1::CACHE_MODE_HOT;
+  o.graph = protocol.cuda_graph();
+  o.graph_calls = protocol.graph_calls();
+  o.rotate_inputs = protocol.rotate_inputs();
+  o.timer = protocol.timer();
+  o.measure_dram_bytes = protocol.measure_dram_bytes();
+  o.check_calls = protocol.check_every_call();
+  return o;
+}
+
+v1::Protocol ToProtocol(const MeasureOptions& o) {
+  v1::Protocol p;
+  p.set_warmup(o.warmup);
+  p.set_repetitions(o.repetitions);
+  if (o.adaptive.enabled) {
+    v1::AdaptiveStop* a = p.mutable_adaptive();
+    a->set_min_samples(o.adaptive.min_samples);
+    a->set_max_samples(o.adaptive.max_samples);
+    a->set_target_relative_spread(o.adaptive.target_relative_spread);
+    a->set_max_seconds(o.adaptive.max_seconds);
+  }
+  p.set_cache(o.cold ? v1::CACHE_MODE_COLD : v1::CACHE_MODE_HOT);
+  p.set_cuda_graph(o.graph);
+  p.set_graph_calls(o.graph_calls);
+  p.set_rotate_inputs(o.rotate_inputs);
+  p.set_timer(o.timer);
+  p.set_measure_dram_bytes(o.measure_dram_bytes);
+  p.set_check_every_call(o.check_calls);
+  return p;
+}
+
+absl::StatusOr<BenchmarkPlan> ValidateBenchmarkRequest(
+    const v1::BenchmarkRequest& request, const std::vector<v1::SuiteDefinition>& suites,
+    const RequestLimits& limits) {
+  BenchmarkPlan plan;
+  if (!request.suite().empty() && request.has_custom_suite()) {
+    return Invalid("suite, custom_suite", "give one, not both");
+  }
+  if (request.suite().empty() && !request.has_custom_suite()) {
+    return Invalid("suite", "required (a suite name, or custom_suite)");
+  }
+  if (!request.suite().empty()) {
+    const v1::SuiteDefinition* found = nullptr;
+    std::vector<std::string> names;
+    for (const v1::SuiteDefinition& s : suites) {
+      names.push_back(s.name());
+      if (s.name() == request.suite()) found = &s;
+    }
+    if (found == nullptr) {
+      return absl::NotFoundError(absl::StrCat("suite: ", Quote(request.suite()), " not found",
+                                              DidYouMean(request.suite(), names),
+                                              " (available: ", absl::StrJoin(names, ", "), ")"));
+    }
+    plan.suite = *found;
+    plan.named_suite = true;
+  } else {
+    RETURN_IF_ERROR(ValidateSuite(request.custom_suite(), "custom_suite"));
+    plan.suite = request.custom_suite();
+    if (plan.suite.name().empty()) plan.suite.set_name("custom");
+    // The names of the served suites are reserved: results stored under one join its
+    // leaderboard, so a custom suite may carry one only with the very same content.
+    for (const v1::SuiteDefinition& s : suites) {
+      if (s.name() != plan.suite.name()) continue;
+      if (!google::protobuf::util::MessageDifferencer::Equals(s, plan.suite)) {
+        return Invalid("custom_suite.name",
+                       absl::StrCat(Quote(s.name()),
+                                    " is the name of a suite this server serves, with other "
+                                    "content; name the custom suite differently, or ask for "
+                                    "suite ",
+                                    Quote(s.name())));
+      }
+      plan.named_suite = true;
+    }
+  }
+  ASSIGN_OR_RETURN(plan.protocol, ResolveProtocol(request.protocol(), limits));
+  for (int i = 0; i < request.implementations_size(); ++i) {
+    if (request.implementations(i).empty()) {
+      return Invalid(absl::StrCat("implementations[", i, "]"), "must not be empty");
+    }
+  }
+
+  const v1::SuiteDefinition& suite = plan.suite;
+  const std::string prefix = plan.named_suite ? "" : "custom_suite.";
+  ASSIGN_OR_RETURN(const DType dtype, DTypeFromProto(suite.dtype(), prefix + "dtype"));
+  ASSIGN_OR_RETURN(const Mode mode, ModeFromProto(suite.mode(), prefix + "mode"));
+  for (int i = 0; i < suite.workloads_size(); ++i) {
+    const v1::Workload& w = suite.workloads(i);
+    const std::string field = absl::StrCat(prefix, "workloads[", i, "]");
+    ASSIGN_OR_RETURN(const WorkloadShape shape, ResolveShape(suite, w));
+    PlannedWorkload planned;
+    planned.index = i;
+    planned.name = WorkloadName(suite, w);
+    planned.workload = w;
+    planned.problem.dtype = dtype;
+    planned.problem.mode = mode;
+    planned.problem.batch = shape.batch;
+    planned.problem.hidden = shape.hidden;
+    planned.problem.eps = static_cast<float>(suite.eps() > 0 ? suite.eps() : kDefaultEps);
+    planned.seed = w.seed() != 0 ? w.seed() : plan.protocol.seed();
+    planned.tolerance = ResolveTolerance(dtype, w.tolerance());
+    if (planned.problem.TensorBytes() > limits.max_tensor_bytes) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          field, ": ", shape.batch, " x ", shape.hidden, " needs ", planned.problem.TensorBytes(),
+          " bytes per tensor, over the server limit of ", limits.max_tensor_bytes));
+    }
+    if (shape.batch > limits.max_batch) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          field, ": batch ", shape.batch, " is over the server limit of ", limits.max_batch));
+    }
+    if (shape.hidden > limits.max_hidden) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          field, ": hidden ", shape.hidden, " is over the server limit of ", limits.max_hidden));
+    }
+    plan.workloads.push_back(std::move(planned));
+  }
+  return plan;
+}
+
+v1::Protocol RunProtocol(const v1::RunRequest& request, bool gpu) {
+  v1::Protocol p;
+  p.set_warmup(request.warmup());
+  p.set_repetitions(request.repetitions() == 0 ? 1 : request.repetitions());
+  p.set_cache(v1::CACHE_MODE_HOT);
+  p.set_timer(request.timer() != v1::TIMER_UNSPECIFIED ? request.timer()
+              : gpu                                    ? v1::TIMER_CUDA_EVENTS
+                                                       : v1::TIMER_UNSPECIFIED);
+  return p;
+}
+
+}  // namespace kerneleval::server

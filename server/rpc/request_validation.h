@@ -1,0 +1,93 @@
+// Validation of every request field before any work is queued. Errors are
+// INVALID_ARGUMENT naming the field (e.g. "residual.shape: [3, 7] does not match
+// hidden_states.shape [3, 8]"), or RESOURCE_EXHAUSTED for a request over a server limit.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/conversions.h"
+#include "kerneleval/v1/kerneleval.pb.h"
+#include "server/device/backend.h"
+
+namespace kerneleval::server {
+
+struct RequestLimits {
+  std::uint64_t max_tensor_bytes = std::uint64_t{1} << 30;
+  std::int64_t max_batch = std::int64_t{1} << 24;
+  std::int64_t max_hidden = std::int64_t{1} << 20;
+  std::uint32_t max_repetitions = 10000;
+  std::uint32_t max_warmup = 1000;
+  std::uint32_t max_graph_calls = 1000;
+  double max_benchmark_seconds = 3600;
+  // Bytes of Run requests and their outputs held for queued and running work, over every
+  // device; a Run that would go over is RESOURCE_EXHAUSTED (0 = no bound). The server's
+  // default is half the memory limit of its cgroup (a pod's limit), where there is one.
+  std::uint64_t max_queued_bytes = 0;
+};
+
+// The problem a Run request describes, its tensors checked against each other.
+// Half the memory limit of this process's cgroup (v2 memory.max, else v1
+// memory.limit_in_bytes), or 0 where there is no limit.
+std::uint64_t DefaultMaxQueuedBytes();
+
+absl::StatusOr<Problem> ValidateRunRequest(const v1::RunRequest& request,
+                                           const RequestLimits& limits);
+
+// One workload of a suite, resolved once: its problem, input seed and tolerance.
+struct PlannedWorkload {
+  int index = 0;  // in the suite, for input seeds
+  std::string name;
+  v1::Workload workload;  // as defined (axes, for results)
+  Problem problem;
+  std::uint64_t seed = 0;   // the base seed of its inputs (the workload's, else the protocol's)
+  v1::Tolerance tolerance;  // resolved
+};
+
+// When a Benchmark prepares each workload's inputs and fp64 reference on the host
+// (server/evaluation/benchmark_engine.cc): kAuto lets the device's kind decide (ahead on a GPU,
+// serially on the CPU, whose measurements a busy host would disturb). kSerial and kAhead force one
+// way: a test and diagnostic switch (ahead on the CPU backend is how a CPU-only CI runs the
+// prepared-ahead path for real), never a tuning knob.
+enum class HostPreparation { kAuto, kSerial, kAhead };
+
+// What a Benchmark request asks for once validated: the suite (named, or the custom one
+// checked by the suite rules), its workloads resolved, the protocol with defaults filled in.
+// Devices and implementations are chosen per device by the caller.
+struct BenchmarkPlan {
+  v1::SuiteDefinition suite;
+  bool named_suite = false;  // a suite loaded at start (its results are exported as metrics)
+  std::vector<PlannedWorkload> workloads;
+  v1::Protocol protocol;
+  std::vector<std::string> implementations;  // filled per device, as the request names them
+  // Those that name a registered submission: the backend name (its id) and what to load.
+  std::map<std::string, std::pair<std::string, SubmittedKernel>> submissions;
+  HostPreparation host_preparation = HostPreparation::kAuto;  // the server's, not the request's
+};
+
+absl::StatusOr<BenchmarkPlan> ValidateBenchmarkRequest(
+    const v1::BenchmarkRequest& request, const std::vector<v1::SuiteDefinition>& suites,
+    const RequestLimits& limits);
+
+// The protocol a Run request asks for: its warm-up and repetitions (at least 1), hot caches,
+// and its timer, where TIMER_UNSPECIFIED on a GPU means CUDA events (CUPTI's two forced
+// activity flushes per timed call cost ~0.5 ms on an H200, 300x a small kernel).
+v1::Protocol RunProtocol(const v1::RunRequest& request, bool gpu);
+
+// A benchmark protocol with defaults filled in (warm-up 10, repetitions 50, cold, 20 calls
+// per graph, seed 200), or an error naming the field under "protocol.".
+absl::StatusOr<v1::Protocol> ResolveProtocol(const v1::Protocol& requested,
+                                             const RequestLimits& limits);
+
+// The backend's options for a resolved protocol, and back: the pair is the only place that
+// maps their fields (a test round-trips every field of v1::Protocol that a backend reads).
+// ToProtocol leaves the fields MeasureOptions does not carry (seed, copy bandwidth, time
+// cap) unset; should_stop does not travel.
+MeasureOptions ToMeasureOptions(const v1::Protocol& protocol);
+v1::Protocol ToProtocol(const MeasureOptions& options);
+
+}  // namespace kerneleval::server

@@ -1,0 +1,480 @@
+#include "server/rpc/server.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <prometheus/exposer.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/log.h"
+#include "common/suites.h"
+#include "server/device/device_factory.h"
+#include "server/evaluation/benchmark_engine.h"
+#include "server/identity/auth.h"
+#include "server/identity/caller_identity.h"
+#include "server/oip/oip_service.h"
+#include "server/rpc/data_dir_lock.h"
+#include "server/rpc/kerneleval_service.h"
+#include "server/rpc/owner_job_limit.h"
+#include "server/rpc/unserved_methods.h"
+#include "server/store/results_service.h"
+
+namespace kerneleval::server {
+namespace {
+
+constexpr char kReadiness[] = "readiness";
+constexpr char kService[] = "kerneleval.v1.KernelEval";
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(flag, ": cannot read '", path, "'"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// With tokens, every port checks them before a call reaches a handler (server/identity/auth.h).
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
+    const ServerOptions& o, std::shared_ptr<const Identities> identities, Metrics* metrics) {
+  if (o.tls_cert_file.empty() && o.tls_key_file.empty()) {
+    if (!o.tls_client_ca_file.empty()) {
+      return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
+    }
+    if (identities->has_tokens()) {
+      return TokenCheckingCredentials(nullptr, std::move(identities), metrics);
+    }
+    return grpc::InsecureServerCredentials();
+  }
+  if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
+  }
+  // Read once here so that a missing file stops the start with the flag named; from then on
+  // gRPC's file watcher reads them (auth.h, TlsFiles).
+  for (const auto& [path, flag] :
+       {std::pair{o.tls_key_file, "--tls-key"}, std::pair{o.tls_cert_file, "--tls-cert"},
+        std::pair{o.tls_client_ca_file, "--tls-client-ca"}}) {
+    if (path.empty()) continue;
+    if (absl::StatusOr<std::string> read = ReadFile(path, flag); !read.ok()) return read.status();
+  }
+  TlsFiles tls;
+  tls.cert = o.tls_cert_file;
+  tls.key = o.tls_key_file;
+  tls.client_ca = o.tls_client_ca_file;
+  tls.refresh_seconds = static_cast<unsigned>(std::max(1.0, o.secrets_poll_seconds));
+  if (identities->has_tokens()) {
+    return TokenCheckingCredentials(&tls, std::move(identities), metrics);
+  }
+  return WatchedTlsCredentials(tls);
+}
+
+}  // namespace
+
+struct KernelEvalServer::Impl {
+  // First: released last, after the store and the submissions have closed their files.
+  std::vector<DataDirLock> data_dir_locks;
+  ServerOptions options;
+  // Who each call is (caller_identity.h), for every service; shared with the token check.
+  // Its tokens are replaced when --auth-token-file changes (SecretsLoop).
+  std::shared_ptr<Identities> identities;
+  Metrics metrics;
+  DeviceSet devices;
+  ServiceState state;
+  // Before the services: destroyed after them, writing what they queued last.
+  std::unique_ptr<store::ResultStore> results;
+  std::unique_ptr<store::ResultsService> results_service;
+  std::unique_ptr<KernelEvalService> service;
+  std::unique_ptr<oip::OipService> oip;  // the Open Inference Protocol front
+  UnservedMethods unserved;  // every other method: UNIMPLEMENTED with what to use instead
+  // Outlives grpc_server: its compile workers answer RPCs until they are joined.
+  std::unique_ptr<submissions::SubmissionsService> submissions;
+  std::unique_ptr<grpc::Server> grpc_server;
+  std::unique_ptr<grpc::Server> health_server;  // --health-listen: plaintext, health only
+  std::unique_ptr<prometheus::Exposer> exposer;
+  int grpc_port = 0;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::size_t warm_pending = 0;
+  // Each device's standing, by name: serving (warmed up and not recovering), given up on.
+  struct DeviceHealth {
+    bool serving = false;
+    bool gave_up = false;
+  };
+  std::map<std::string, DeviceHealth> device_health;
+  bool shut_down = false;
+  std::thread telemetry;
+  std::thread secrets;  // re-reads --auth-token-file (SecretsLoop)
+
+  // Both servers answer health with the same statuses.
+  void SetServing(const std::string& service, bool serving) {
+    for (grpc::Server* server : {grpc_server.get(), health_server.get()}) {
+      if (server != nullptr) server->GetHealthCheckService()->SetServingStatus(service, serving);
+    }
+  }
+
+  void SetReady(bool ready) {
+    state.ready.store(ready);
+    metrics.SetReady(ready);
+    SetServing(kReadiness, ready);
+    SetServing(kService, ready);
+    SetServing("inference.GRPCInferenceService", ready);
+  }
+
+  // Health from the devices' standing: each device's own service; readiness while at least
+  // one serves, so that one bad GPU takes out only itself; liveness (the whole-server
+  // status) fails only once every device has been given up on, when a restart of the pod is
+  // the one remedy left.
+  void RefreshHealthLocked() {
+    if (shut_down) return;  // Shutdown has turned everything NOT_SERVING
+    bool any_serving = false;
+    bool all_gave_up = !device_health.empty();
+    for (const auto& [name, h] : device_health) {
+      SetServing(absl::StrCat(kService, "/", name), h.serving);
+      any_serving = any_serving || h.serving;
+      all_gave_up = all_gave_up && h.gave_up;
+    }
+    if (any_serving) state.warmed.store(true);  // admission; each device is then checked
+    SetReady(any_serving);
+    SetServing("", !all_gave_up);
+    if (oip != nullptr) oip->SetLive(!all_gave_up);  // ServerLive agrees
+  }
+
+  void OnWarm(DeviceWorker* worker, const absl::Status& status) {
+    v1::Device d = worker->backend().Describe();
+    d.set_queue_capacity(static_cast<std::uint32_t>(worker->capacity()));
+    d.set_healthy(status.ok());
+    metrics.SetDevice(d);
+    metrics.AddBuiltinImplementations(worker->backend().Implementations());
+    if (!status.ok()) {
+      LogError(absl::StrCat(worker->name(), " did not warm up (", status.ToString(),
+                            "); the other devices serve without it"));
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    device_health[worker->name()].serving = worker->serving();
+    --warm_pending;
+    RefreshHealthLocked();
+    cv.notify_all();
+  }
+
+  // A device fault takes that device out of service until it is rebuilt; the server stays
+  // ready while another device serves.
+  void OnHealth(const std::string& device, bool healthy) {
+    metrics.SetDeviceHealthy(device, healthy);
+    // The worker reports healthy only after a rebuild.
+    if (healthy) metrics.DeviceRestarted(device);
+    std::lock_guard<std::mutex> lock(mu);
+    DeviceHealth& h = device_health[device];
+    h.serving = healthy;
+    if (healthy) h.gave_up = false;
+    RefreshHealthLocked();
+    cv.notify_all();
+  }
+
+  // The device's recovery gave up (DeviceWorker::RecoverDevice).
+  void OnGaveUp(const std::string& device) {
+    metrics.SetDeviceHealthy(device, false);
+    std::lock_guard<std::mutex> lock(mu);
+    DeviceHealth& h = device_health[device];
+    h.serving = false;
+    h.gave_up = true;
+    RefreshHealthLocked();
+  }
+
+  // Polls --auth-token-file's content (not its inode or mtime: a Kubernetes Secret volume
+  // swaps a symlink to a new directory) and replaces the tokens when it changed and parses.
+  void SecretsLoop() {
+    std::string last = options.auth_token;
+    std::unique_lock<std::mutex> lock(mu);
+    while (!cv.wait_for(lock, std::chrono::duration<double>(options.secrets_poll_seconds),
+                        [this] { return shut_down; })) {
+      lock.unlock();
+      absl::StatusOr<std::string> text = ReadFile(options.auth_token_file, "--auth-token-file");
+      if (!text.ok()) {
+        LogError(absl::StrCat(text.status().message(), "; the tokens read before stay in use"));
+      } else if (*text != last) {
+        absl::StatusOr<std::vector<OwnerToken>> parsed = ParseTokenFile(*text);
+        if (parsed.ok()) {
+          identities->ReplaceTokens(std::move(*parsed));
+          LogInfo("--auth-token-file changed: its new tokens are in use");
+        } else {
+          LogError(absl::StrCat("--auth-token-file changed but does not parse (",
+                                parsed.status().message(),
+                                "); the tokens read before stay in use"));
+        }
+        last = *std::move(text);
+      }
+      lock.lock();
+    }
+  }
+
+  // Samples clocks, power and memory of every device that has them.
+  void TelemetryLoop() {
+    std::unique_lock<std::mutex> lock(mu);
+    while (!shut_down) {
+      lock.unlock();
+      for (const auto& w : devices.workers()) {
+        bool available = false;
+        const v1::Clocks c = const_cast<Backend&>(w->backend()).ReadClocks(&available);
+        if (available) metrics.SetClocks(w->name(), c);
+        metrics.SetDeviceHealthy(w->name(), w->serving());
+      }
+      metrics.ExpireSeries();
+      lock.lock();
+      cv.wait_for(lock, std::chrono::duration<double>(options.telemetry_seconds),
+                  [this] { return shut_down; });
+    }
+  }
+};
+
+KernelEvalServer::KernelEvalServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+KernelEvalServer::~KernelEvalServer() { Shutdown(absl::Seconds(5)); }
+
+absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
+    const ServerOptions& options, std::vector<std::unique_ptr<Backend>> backends) {
+  // Protobuf's complaints about a client's bytes (invalid UTF-8) are client faults, not
+  // ERROR lines a client could produce at will; wherever the server runs, main or a test.
+  RouteProtobufLogs();
+  auto impl = std::make_unique<Impl>();
+  Impl* s = impl.get();
+  s->options = options;
+  // Before anything opens a file there: one server per data directory.
+  std::vector<std::string> data_dirs;
+  for (const std::string& dir : {options.submissions.data_dir, options.results.data_dir}) {
+    if (!dir.empty() && std::find(data_dirs.begin(), data_dirs.end(), dir) == data_dirs.end()) {
+      data_dirs.push_back(dir);
+    }
+  }
+  for (const std::string& dir : data_dirs) {
+    absl::StatusOr<DataDirLock> lock = DataDirLock::Acquire(dir);
+    if (!lock.ok()) return lock.status();
+    s->data_dir_locks.push_back(std::move(*lock));
+  }
+  if (backends.empty()) {
+    BackendOptions backend_options;
+    backend_options.fault_injection = options.enable_fault_injection;
+    backend_options.isolation = options.device_isolation;
+    backend_options.device_host_path = options.device_host_path;
+    backend_options.device_call_timeout_seconds = options.device_call_timeout_seconds;
+    backend_options.tenant_hosts = options.tenant_hosts;
+    auto created = CreateBackends(options.device, options.cpu_devices, backend_options);
+    if (!created.ok()) return created.status();
+    backends = std::move(*created);
+  }
+  if (backends.empty()) return absl::InvalidArgumentError("--device: no device to serve");
+
+  if (!options.suites_dir.empty()) {
+    auto suites = LoadSuiteDirectory(options.suites_dir);
+    if (!suites.ok()) return suites.status();
+    s->state.suites = std::move(*suites);
+  }
+  {
+    std::vector<OwnerToken> tokens;
+    if (!options.auth_token.empty()) {
+      absl::StatusOr<std::vector<OwnerToken>> parsed = ParseTokenFile(options.auth_token);
+      if (!parsed.ok()) return parsed.status();
+      tokens = std::move(*parsed);
+    }
+    s->identities = std::make_shared<Identities>(std::move(tokens));
+  }
+  auto creds = Credentials(options, s->identities, &s->metrics);
+  if (!creds.ok()) return creds.status();
+  if (!options.metrics_basic_auth.empty()) {
+    const std::size_t colon = options.metrics_basic_auth.find(':');
+    if (colon == 0 || colon == std::string::npos) {
+      return absl::InvalidArgumentError(
+          "--metrics-basic-auth-file: expected one line 'user:password'");
+    }
+  }
+
+  s->state.devices = &s->devices;
+  s->metrics.SetNodeName(options.node_name);
+  s->state.metrics = &s->metrics;
+  s->state.limits = options.limits;
+  s->state.host_preparation = options.benchmark_host_preparation;
+  const std::chrono::microseconds idle_spin =
+      options.worker_idle_spin_us >= 0 ? std::chrono::microseconds(options.worker_idle_spin_us)
+                                       : DefaultWorkerIdleSpin();
+  const std::size_t per_owner = options.max_queued_per_owner < 0
+                                    ? options.queue_capacity
+                                    : static_cast<std::size_t>(options.max_queued_per_owner);
+  auto owner_limit = std::make_shared<OwnerJobLimit>(per_owner);
+  for (auto& b : backends) {
+    const std::string name = b->name();
+    Metrics* metrics = &s->metrics;
+    s->device_health[name] = {};
+    s->devices.Add(std::make_unique<DeviceWorker>(
+        std::move(b), options.queue_capacity,
+        [metrics, name](std::size_t depth) { metrics->SetQueueDepth(name, depth); },
+        [s, name](bool healthy) { s->OnHealth(name, healthy); }, [s, name] { s->OnGaveUp(name); }));
+    s->devices.workers().back()->set_idle_spin(idle_spin);
+    s->devices.workers().back()->set_owner_limit(owner_limit);
+  }
+  s->metrics.SetBuildInfo(ServerVersion(), GitRevision(),
+                          s->devices.workers().front()->backend().RuntimeVersion());
+  s->metrics.SetReady(false);
+
+  if (!options.metrics_listen.empty()) {
+    try {
+      s->exposer = std::make_unique<prometheus::Exposer>(options.metrics_listen);
+    } catch (const std::exception& e) {
+      return absl::UnavailableError(absl::StrCat("--metrics-listen: cannot listen on ",
+                                                 options.metrics_listen, ": ", e.what()));
+    }
+    // Authentication first: the registry is never reachable without it.
+    if (!options.metrics_basic_auth.empty()) {
+      const std::string& auth = options.metrics_basic_auth;
+      const std::size_t colon = auth.find(':');
+      s->exposer->RegisterAuth(
+          [user = auth.substr(0, colon), password = auth.substr(colon + 1)](const std::string& u,
+                                                                            const std::string& p) {
+            // Both compared every time: which of the two was wrong takes no time to tell.
+            return SecretsEqual(u, user) & SecretsEqual(p, password);
+          },
+          "kerneleval");
+    }
+    s->exposer->RegisterCollectable(s->metrics.registry());
+    s->exposer->RegisterCollectable(s->metrics.process_collectable());
+  }
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  s->service = std::make_unique<KernelEvalService>(&s->state);
+  grpc::ServerBuilder builder;
+  // gRPC sets SO_REUSEPORT by default: a second server on a port in use would start and
+  // silently take half of the connections. Off, its bind fails and it exits.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(options.listen, *creds, &s->grpc_port);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10000);
+  builder.RegisterService(s->service.get());
+  s->oip = std::make_unique<oip::OipService>(&s->state);
+  builder.RegisterService(s->oip.get());
+  builder.RegisterCallbackGenericService(&s->unserved);
+  {
+    store::StoreOptions store_options = options.results;
+    if (store_options.data_dir.empty()) store_options.data_dir = options.submissions.data_dir;
+    if (store_options.server_name.empty()) store_options.server_name = options.node_name;
+    store_options.server_version = ServerVersion();
+    store_options.git_revision = GitRevision();
+    for (const v1::SuiteDefinition& suite : s->state.suites) {
+      store_options.official_suite_hashes[suite.name()] = store::SuiteHash(suite);
+    }
+    auto opened = store::ResultStore::Open(store_options, s->metrics.registry());
+    if (!opened.ok()) return opened.status();
+    s->results = std::move(*opened);
+    s->state.results = s->results.get();
+    s->results_service =
+        std::make_unique<store::ResultsService>(s->results.get(), s->identities.get());
+    builder.RegisterService(s->results_service.get());
+  }
+  {
+    submissions::SubmissionsOptions submission_options = options.submissions;
+    submission_options.identities = s->identities.get();
+    auto created = submissions::SubmissionsService::Create(submission_options, [s] {
+      std::vector<v1::Device> described;
+      for (const auto& w : s->devices.workers()) described.push_back(w->backend().Describe());
+      return described;
+    });
+    if (!created.ok()) return created.status();
+    s->submissions = std::move(*created);
+    builder.RegisterService(s->submissions.get());
+    // Run and Benchmark name submissions as implementations (server/rpc/admission.h).
+    const submissions::SubmissionsService* registered = s->submissions.get();
+    if (submission_options.enabled) {
+      s->state.find_submission =
+          [registered](const std::string& owner,
+                       const std::string& id_or_name) -> absl::StatusOr<SubmittedKernel> {
+        absl::StatusOr<submissions::ResolvedSubmission> r = registered->Resolve(owner, id_or_name);
+        if (!r.ok()) return r.status();
+        return SubmittedKernel{std::move(r->submission), std::move(r->cubin)};
+      };
+    }
+    s->state.identities = s->identities.get();
+  }
+  s->grpc_server = builder.BuildAndStart();
+  if (s->grpc_server == nullptr || s->grpc_port == 0) {
+    return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", options.listen,
+                                               ": the port is in use, or not an address of "
+                                               "this host"));
+  }
+  {
+    // Reproduce re-runs receipts through this server's own Benchmark RPC.
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    s->results_service->SetBenchmarkChannel(s->grpc_server->InProcessChannel(args));
+  }
+  if (!options.health_listen.empty()) {
+    // Plaintext and without a token, serving health (and reflection, which the global plugin
+    // adds) but not KernelEval: the kubelet's gRPC probes speak neither TLS nor tokens.
+    grpc::ServerBuilder health;
+    health.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    int health_port = 0;
+    health.AddListeningPort(options.health_listen, grpc::InsecureServerCredentials(), &health_port);
+    s->health_server = health.BuildAndStart();
+    if (s->health_server == nullptr || health_port == 0) {
+      return absl::UnavailableError(
+          absl::StrCat("--health-listen: cannot listen on ", options.health_listen,
+                       ": the port is in use, or not an address of this host"));
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    s->RefreshHealthLocked();  // every device NOT_SERVING until its warm-up ends
+  }
+
+  s->warm_pending = s->devices.workers().size();
+  for (const auto& w : s->devices.workers()) {
+    DeviceWorker* worker = w.get();
+    worker->Start([s, worker](const absl::Status& status) { s->OnWarm(worker, status); });
+  }
+  s->telemetry = std::thread([s] { s->TelemetryLoop(); });
+  if (!options.auth_token_file.empty()) s->secrets = std::thread([s] { s->SecretsLoop(); });
+  return std::unique_ptr<KernelEvalServer>(new KernelEvalServer(std::move(impl)));
+}
+
+int KernelEvalServer::grpc_port() const { return impl_->grpc_port; }
+
+int KernelEvalServer::metrics_port() const {
+  if (impl_->exposer == nullptr) return 0;
+  const std::vector<int> ports = impl_->exposer->GetListeningPorts();
+  return ports.empty() ? 0 : ports.front();
+}
+
+bool KernelEvalServer::WaitUntilReady(absl::Duration timeout) {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  return impl_->cv.wait_for(lock, absl::ToChronoNanoseconds(timeout), [this] {
+    return (impl_->warm_pending == 0 && impl_->state.ready.load()) || impl_->shut_down;
+  }) && impl_->state.ready.load();
+}
+
+void KernelEvalServer::Shutdown(absl::Duration grace) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->shut_down) return;
+    impl_->shut_down = true;
+    impl_->SetReady(false);
+    impl_->state.draining.store(true);
+  }
+  impl_->cv.notify_all();
+  // Waits for RPCs in flight up to the grace period, then cancels what is left; queued
+  // jobs still run (cancelled benchmarks stop between samples) and answer their RPCs.
+  impl_->grpc_server->Shutdown(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(grace));
+  for (const auto& w : impl_->devices.workers()) w->Stop();
+  impl_->grpc_server->Wait();
+  if (impl_->health_server != nullptr) impl_->health_server->Shutdown();
+  if (impl_->telemetry.joinable()) impl_->telemetry.join();
+  if (impl_->secrets.joinable()) impl_->secrets.join();
+}
+
+}  // namespace kerneleval::server

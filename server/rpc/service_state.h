@@ -1,0 +1,46 @@
+// What every front of the service (the KernelEval RPCs, and later ones) shares: the devices,
+// the suites loaded at start, the metrics, the limits, and the server's readiness.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "kerneleval/v1/kerneleval.pb.h"
+#include "server/device/device_set.h"
+#include "server/identity/caller_identity.h"
+#include "server/metrics/metrics.h"
+#include "server/rpc/request_validation.h"
+#include "server/store/result_store.h"
+
+namespace kerneleval::server {
+
+struct ServiceState {
+  DeviceSet* devices = nullptr;
+  std::vector<v1::SuiteDefinition> suites;  // loaded at start
+  Metrics* metrics = nullptr;
+  // Every finished Benchmark report is queued here (null: results are not kept).
+  store::ResultStore* results = nullptr;
+  RequestLimits limits;
+  HostPreparation host_preparation = HostPreparation::kAuto;  // ServerOptions'
+  std::atomic<bool> ready{false};
+  // A device has warmed up: work is admitted from then on, each device taking it only
+  // while it serves (DeviceSet::FindHealthy), so that one that never warms up keeps no one
+  // out.
+  std::atomic<bool> warmed{false};
+  std::atomic<bool> draining{false};
+  std::atomic<std::uint64_t> queued_bytes{0};  // held by admitted Runs (limits.max_queued_bytes)
+  // Registered submissions for Run and Benchmark, by owner and id or name: NOT_FOUND for
+  // none such, FAILED_PRECONDITION while submissions are off. Empty: the server takes none.
+  std::function<absl::StatusOr<SubmittedKernel>(const std::string& owner,
+                                                const std::string& id_or_name)>
+      find_submission;
+  // Whose submissions a call may name, and whose results a Benchmark stores
+  // (caller_identity.h). Null: every caller is "anonymous".
+  const Identities* identities = nullptr;
+};
+
+}  // namespace kerneleval::server
