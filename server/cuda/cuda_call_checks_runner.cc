@@ -1,6 +1,7 @@
 #include "server/cuda/cuda_call_checks_runner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,8 @@
 
 namespace kerneleval::server {
 namespace {
+
+std::atomic<CheckRecordsHook> check_records_hook{nullptr};
 
 // The guard regions of a set: the end of each distinct tensor buffer (in IN_PLACE the output
 // and residual_out are the inputs' buffers).
@@ -249,6 +252,8 @@ absl::Status ReadBatchVerdict(const MeasureOptions& options, CudaWorkspace* w) {
 
 }  // namespace
 
+void SetCheckRecordsHookForTesting(CheckRecordsHook hook) { check_records_hook.store(hook); }
+
 absl::Status PlanCheckedCalls(const Problem& problem, const MeasureOptions& options,
                               CudaWorkspace* w) {
   w->checks.on = options.check_calls;
@@ -311,20 +316,38 @@ absl::Status CheckCallOnDevice(CudaWorkspace* w, std::size_t set, std::uint64_t 
   if (record >= c.plan.records) return absl::OkStatus();
   auto* counts = static_cast<CallCheckCounts*>(c.records.get()) + record;
   const FusedAddRmsNormArgs a = w->Args(*w->sets[set]);
-  if (c.plan.check_outputs || c.plan.check_inputs) {
-    CallCheckArgs args = CheckArgsFor(*w, a);
-    args.hidden_states_seed = CallTensorSeed(c.seed, key, kCheckHiddenStates);
-    args.residual_seed = CallTensorSeed(c.seed, key, kCheckResidual);
-    args.pristine_weight = c.pristine_weight.get();
-    KE_CUDA_RETURN_IF_ERROR(CheckCall(args, counts, stream));
-  }
-  for (const Guarded& g : GuardedEnds(a, p.TensorBytes(), p.WeightBytes())) {
-    KE_CUDA_RETURN_IF_ERROR(CheckGuard(g.end, c.plan.guard_bytes,
-                                       GuardSeed(c.plan, c.seed, guard_key, g.tensor), g.tensor,
-                                       counts, stream));
-  }
-  c.used = std::max(c.used, record + 1);
-  return absl::OkStatus();
+  CheckRecordLedger::DeviceSteps steps;
+  // After the call on the same stream: whatever its kernels left in the record (a "passed"
+  // record pre-set, an earlier call's findings wiped) is overwritten before the check.
+  steps.reset = [&]() -> absl::Status {
+    KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(counts, 0, sizeof(CallCheckCounts), stream));
+    return absl::OkStatus();
+  };
+  steps.check = [&]() -> absl::Status {
+    if (c.plan.check_outputs || c.plan.check_inputs) {
+      CallCheckArgs args = CheckArgsFor(*w, a);
+      args.hidden_states_seed = CallTensorSeed(c.seed, key, kCheckHiddenStates);
+      args.residual_seed = CallTensorSeed(c.seed, key, kCheckResidual);
+      args.pristine_weight = c.pristine_weight.get();
+      KE_CUDA_RETURN_IF_ERROR(CheckCall(args, counts, stream));
+    }
+    for (const Guarded& g : GuardedEnds(a, p.TensorBytes(), p.WeightBytes())) {
+      KE_CUDA_RETURN_IF_ERROR(CheckGuard(g.end, c.plan.guard_bytes,
+                                         GuardSeed(c.plan, c.seed, guard_key, g.tensor), g.tensor,
+                                         counts, stream));
+    }
+    return absl::OkStatus();
+  };
+  // Into pageable memory, which no kernel maps (pinned memory is the device's to write
+  // through unified addressing), before the next call is queued: the host waits here, after
+  // the window's stop point and before the next call's flush, so nothing timed changes.
+  steps.read_back = [&](CallCheckCounts* out) -> absl::Status {
+    KE_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(out, counts, sizeof(CallCheckCounts), cudaMemcpyDeviceToHost, stream));
+    KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+    return absl::OkStatus();
+  };
+  return c.ledger.CheckCall(record, steps);
 }
 
 absl::Status PrepareCheckedCalls(CudaWorkspace* w) {
@@ -362,6 +385,7 @@ absl::Status PrepareCheckedCalls(CudaWorkspace* w) {
     }
     RETURN_IF_ERROR(PrepareBatch(w));
   }
+  if (CheckRecordsHook hook = check_records_hook.load(); hook != nullptr) hook(*w);
   KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   return absl::OkStatus();
 }
@@ -397,16 +421,13 @@ absl::Status FinishCheckedCalls(const MeasureOptions& options, CudaWorkspace* w,
     m->call_check_failure = c.failure;
     return absl::OkStatus();
   }
-  std::vector<CallCheckCounts> counts(c.used);
-  if (c.used > 0) {
-    KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(counts.data(), c.records.get(),
-                                            c.used * sizeof(CallCheckCounts),
-                                            cudaMemcpyDeviceToHost, stream));
-  }
   KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-  m->calls_checked = static_cast<std::uint32_t>(c.used);
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    const std::string found = DescribeCallCheck(counts[i], *w->problem, c.plan, c.tolerance);
+  const CheckRecordLedger& ledger = c.ledger;
+  m->calls_checked = static_cast<std::uint32_t>(ledger.used());
+  for (std::size_t i = 0; i < ledger.used(); ++i) {
+    const std::string found =
+        ledger.read(i) ? DescribeCallCheck(ledger.record(i), *w->problem, c.plan, c.tolerance)
+                       : "its check never ran";
     if (found.empty()) continue;
     m->call_check_failure = absl::StrCat(CheckedCallName(c.plan, options, i), ": ", found);
     break;

@@ -46,4 +46,11 @@ absl::Status CheckBatch(const MeasureOptions& options, CudaWorkspace* w, bool ag
 // (the DRAM windows) go unchecked. No-op with the checks off.
 absl::Status FinishCheckedCalls(const MeasureOptions& options, CudaWorkspace* w, Measurement* m);
 
+// Test only (tests/gpu/call_checks_gpu_test.cc): called once a measurement's check records
+// exist, before its first checked call, so that a test can hand their address to a planted
+// cheat (a real one would have to find them; the boundary must not rely on it not finding
+// them). Null: none. Set while no measurement runs.
+using CheckRecordsHook = void (*)(const CudaWorkspace& w);
+void SetCheckRecordsHookForTesting(CheckRecordsHook hook);
+
 }  // namespace kerneleval::server

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "kerneleval/kernels/call_check.h"
 #include "kerneleval/kernels/fused_add_rmsnorm.h"
+#include "server/cuda/check_record_ledger.h"
 #include "server/cuda/cuda_implementation.h"
 #include "server/cuda/cuda_input_buffers.h"
 #include "server/cuda/cuda_resources.h"
@@ -53,7 +54,9 @@ struct CudaWorkspace {
     std::uint64_t seed = 0;
     DeviceBuffer pristine_weight;
     DeviceBuffer records;
-    std::size_t used = 0;         // records written
+    // kEveryCall: each record as read back right after its call's check; only these copies
+    // are judged (a record on the device is the submission's to overwrite).
+    CheckRecordLedger ledger;
     std::uint64_t call = 0;       // calls so far, warm-up included
     std::uint64_t input_key = 0;  // whose inputs the last checked call got (RepeatsInputs)
     // kChained (hot and graph replay): the calls of a batch write slots of their own,

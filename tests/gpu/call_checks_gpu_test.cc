@@ -18,6 +18,8 @@
 #include "common/input_generator.h"
 #include "lazy_half_rows.h"
 #include "server/cuda/cuda_backend.h"
+#include "server/cuda/cuda_call_checks_runner.h"
+#include "server/cuda/cuda_workspace.h"
 #include "server/evaluation/correctness.h"
 #include "server/evaluation/evaluation.h"
 #include "server/submissions/compiler.h"
@@ -228,7 +230,7 @@ std::string Arch() {
 // threads per row.
 absl::Status Submit(CudaBackend* backend, const std::string& id, const std::string& source,
                     const std::string& entry, std::uint32_t block, bool pdl,
-                    v1::Mode mode = v1::MODE_OUTPUT) {
+                    v1::Mode mode = v1::MODE_OUTPUT, bool scratch = false) {
   submissions::CompilerOptions co;
   co.tool_path = FromEnvironment("KERNELEVAL_COMPILE_TOOL", KERNELEVAL_TEST_COMPILE_TOOL);
   co.library_path = FromEnvironment("LD_LIBRARY_PATH", "");  // a bundle's libraries
@@ -254,17 +256,19 @@ absl::Status Submit(CudaBackend* backend, const std::string& id, const std::stri
   k->set_block_size(block);
   k->set_rows_per_block(1);
   k->set_pdl(pdl);
+  spec.mutable_launch_plan()->set_needs_scratch(scratch);
   *kernel.submission.mutable_diagnostics() = compiled->diagnostics();
   kernel.cubin = compiled->cubin();
   return backend->AddSubmission(kernel);
 }
 
 absl::Status SubmitCheat(CudaBackend* backend, const std::string& cheat, bool pdl = false,
-                         v1::Mode mode = v1::MODE_OUTPUT, const std::string& id = "") {
+                         v1::Mode mode = v1::MODE_OUTPUT, const std::string& id = "",
+                         bool scratch = false) {
   return Submit(
       backend, id.empty() ? cheat : id,
       ReadSource("tests/gpu/cheats/common.cuh") + ReadSource("tests/gpu/cheats/" + cheat + ".cu"),
-      cheat, 256, pdl, mode);
+      cheat, 256, pdl, mode, scratch);
 }
 
 #define ASSERT_OK_STATUS(expr)         \
@@ -383,6 +387,43 @@ TEST_F(PlantedCheatsGpu, EveryMeasureStartsFromFreshModuleState) {
     EXPECT_EQ(m->call_check_failure.rfind("timed call 1 of 1: output[", 0), 0u)
         << "round " << round << ": " << m->call_check_failure;
   }
+}
+
+// What forge_records finds at the start of its scratch buffer (tests/gpu/cheats).
+struct ForgePlant {
+  void* records;
+  unsigned long long records_bytes;
+  unsigned long long records_count;
+  unsigned long long ticket;
+};
+
+// Plants the records' address in every input set's scratch buffer (queued on the stream
+// after the buffer was zeroed).
+void PlantRecords(const CudaWorkspace& w) {
+  static ForgePlant plant;  // read by the copy before the hook's caller synchronizes
+  plant = {w.checks.records.get(), w.checks.records.bytes(), w.checks.plan.records, 0};
+  for (const CudaBufferSet* set : w.sets) {
+    if (set->scratch.get() == nullptr) continue;
+    cudaMemcpyAsync(set->scratch.get(), &plant, sizeof(plant), cudaMemcpyHostToDevice, w.stream);
+  }
+}
+
+// forge_records leaves half of its rows unwritten on every checked call but the last and
+// wipes the records (its own ahead of its check, the earlier ones' findings after theirs):
+// with records judged only at the end it passed. Each record is now reset after its call
+// and read back before the next one: the first call's findings stand.
+TEST_F(PlantedCheatsGpu, ForgedCheckRecordsAreRejected) {
+  ASSERT_OK_STATUS(SubmitCheat(backend_, "forge_records", /*pdl=*/false, v1::MODE_OUTPUT, "",
+                               /*scratch=*/true));
+  SetCheckRecordsHookForTesting(&PlantRecords);
+  const Problem p{DType::kBF16, Mode::kOutput, 64, 2048, 1e-6f};
+  const Measurement m =
+      MeasureChecked(p, Protocol(true, false, false, v1::TIMER_CUDA_EVENTS), "forge_records");
+  SetCheckRecordsHookForTesting(nullptr);
+  EXPECT_EQ(m.calls_checked, 12u);
+  // Without the plant the cheat is honest throughout and this fails too.
+  EXPECT_EQ(m.call_check_failure.rfind("warm-up call 1 of 3: output[", 0), 0u)
+      << m.call_check_failure;
 }
 
 }  // namespace
