@@ -157,7 +157,14 @@ void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
     }
     const double waited =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - entry.enqueued).count();
+    const auto taken = std::chrono::steady_clock::now();
     entry.job(*backend_, waited);
+    // The owner's device-seconds (OwnerJobLimit): the time the job held this worker.
+    if (owner_limit_ != nullptr) {
+      owner_limit_->Charge(
+          entry.owner,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - taken).count());
+    }
     if (!backend_->Healthy()) RecoverDevice();
     free_since = std::chrono::steady_clock::now();
     {

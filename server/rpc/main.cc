@@ -121,6 +121,12 @@ int main(int argc, char** argv) {
                  "round-robin between owners")
       ->check(CLI::Range(-1L, 1000000L))
       ->capture_default_str();
+  app.add_option("--owner-device-seconds-per-hour", o.owner_device_seconds_per_hour,
+                 "Device-seconds one owner's jobs (built-ins and submissions alike, charged to "
+                 "the caller's identity) may hold the devices in any hour before its next job "
+                 "gets RESOURCE_EXHAUSTED (0: no budget)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--worker-idle-spin-us", o.worker_idle_spin_us,
                  "Microseconds a device's worker polls its queue after a job before it sleeps, so "
                  "that back-to-back small Runs start without a thread wake-up (default -1: 500 on "

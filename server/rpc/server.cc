@@ -306,7 +306,8 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   const std::size_t per_owner = options.max_queued_per_owner < 0
                                     ? options.queue_capacity
                                     : static_cast<std::size_t>(options.max_queued_per_owner);
-  auto owner_limit = std::make_shared<OwnerJobLimit>(per_owner);
+  auto owner_limit = std::make_shared<OwnerJobLimit>(
+      per_owner, OwnerDeviceBudget{options.owner_device_seconds_per_hour, 3600});
   for (auto& b : backends) {
     const std::string name = b->name();
     Metrics* metrics = &s->metrics;
