@@ -168,10 +168,7 @@ absl::StatusOr<v1::Timer> CudaBackend::ResolveTimer(const MeasureOptions& option
     return absl::FailedPreconditionError(
         absl::StrCat("protocol.timer: TIMER_CUPTI requested but ", CuptiKernelTimer::StatusText()));
   }
-  if (timer != v1::TIMER_CUPTI && timer != v1::TIMER_CUDA_EVENTS) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("protocol.timer: ", v1::Timer_Name(timer), " is not available on ", name_));
-  }
+  RETURN_IF_ERROR(CheckTimer(capabilities(), timer, name_, "protocol.timer"));
   return timer;
 }
 

@@ -1,8 +1,72 @@
 #include "server/device/backend.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "common/bounded_text.h"
 
 namespace kerneleval::server {
+
+bool Capabilities::SupportsTimer(v1::Timer timer) const {
+  return timer == v1::TIMER_UNSPECIFIED ||
+         std::find(timers.begin(), timers.end(), timer) != timers.end();
+}
+
+Capabilities CapabilitiesOfKind(absl::string_view kind) {
+  Capabilities c;
+  c.kind = std::string(kind);
+  if (kind == "cuda") {
+    c.gpu = true;
+    c.timers = {v1::TIMER_CUPTI, v1::TIMER_CUDA_EVENTS};
+    c.graph_replay = true;
+    c.call_checks = true;
+    c.submissions = true;
+  } else if (kind == "cpu") {
+    c.timers = {v1::TIMER_HOST_CLOCK};
+  }
+  return c;
+}
+
+absl::Status CheckTimer(const Capabilities& caps, v1::Timer timer, const std::string& device,
+                        absl::string_view field) {
+  if (caps.SupportsTimer(timer)) return absl::OkStatus();
+  if (timer == v1::TIMER_HOST_CLOCK) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": TIMER_HOST_CLOCK is for the CPU backend, not ", device));
+  }
+  if (!caps.gpu) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": ", v1::Timer_Name(timer), " needs a CUDA device, not ", device));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": ", v1::Timer_Name(timer), " is not available on ", device));
+}
+
+absl::Status CheckProtocolFits(const Capabilities& caps, bool graph, bool check_calls,
+                               v1::Timer timer, const std::string& device) {
+  if (graph && !caps.graph_replay) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("protocol.cuda_graph: graph replay needs a CUDA device, not ", device));
+  }
+  if (check_calls && !caps.call_checks) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("protocol.check_every_call: calls are checked on CUDA devices, not ", device));
+  }
+  return CheckTimer(caps, timer, device, "protocol.timer");
+}
+
+absl::Status CheckSubmissions(const Capabilities& caps, const std::string& submission_id,
+                              const std::string& device, absl::string_view field) {
+  if (caps.submissions) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(field, ": submission ", Quote(submission_id),
+                                                    " needs a CUDA device, not ", device));
+}
+
+const Capabilities& Backend::capabilities() const {
+  std::call_once(capabilities_once_,
+                 [this] { capabilities_ = CapabilitiesOfKind(Describe().kind()); });
+  return capabilities_;
+}
 
 bool Backend::HasImplementation(const std::string& impl) const {
   for (const v1::Implementation& i : Implementations()) {

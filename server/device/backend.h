@@ -9,10 +9,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "kerneleval/kernels/fused_add_rmsnorm.h"
 #include "kerneleval/v1/kerneleval.pb.h"
 #include "kerneleval/v1/submissions.pb.h"
@@ -143,6 +145,36 @@ std::vector<v1::Implementation> DescribeImplementations(const std::vector<Impl>&
   return out;
 }
 
+// What a device can do: the one answer to every "does this device support that?" question
+// (request admission, the device workers, the backends themselves). A device's kind decides
+// it; what one machine lacks at run time (CUPTI not loadable, counters not permitted) is
+// found when a measurement asks for it and reported with the result or refused then.
+struct Capabilities {
+  std::string kind;  // "cpu" or "cuda"
+  bool gpu = false;  // a CUDA device
+  // The timers protocol.timer may name, best first (TIMER_UNSPECIFIED picks the best that
+  // works; TIMER_CUPTI may still be unavailable on a machine without CUPTI).
+  std::vector<v1::Timer> timers;
+  bool graph_replay = false;  // protocol.cuda_graph
+  bool call_checks = false;   // protocol.check_every_call, and so submitted kernels
+  bool submissions = false;   // runs submitted kernels (in a device host of their owner)
+
+  bool SupportsTimer(v1::Timer timer) const;
+};
+
+// The capabilities of a device of `kind` ("cpu", "cuda"; anything else supports nothing).
+Capabilities CapabilitiesOfKind(absl::string_view kind);
+
+// The refusals of what a device cannot do, one wording each; `device` names the device and
+// `field` the request field. OK when the device supports it (or it is not asked for).
+absl::Status CheckTimer(const Capabilities& caps, v1::Timer timer, const std::string& device,
+                        absl::string_view field);
+absl::Status CheckProtocolFits(const Capabilities& caps, bool graph, bool check_calls,
+                               v1::Timer timer, const std::string& device);
+// FAILED_PRECONDITION where the device runs no submitted code.
+absl::Status CheckSubmissions(const Capabilities& caps, const std::string& submission_id,
+                              const std::string& device, absl::string_view field);
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -151,9 +183,12 @@ class Backend {
   virtual const std::string& name() const = 0;
   virtual v1::Device Describe() const = 0;
   virtual std::vector<v1::Implementation> Implementations() const = 0;
+  // What the device can do: computed from Describe()'s kind on the first question and kept
+  // (Describe() builds a whole message); any thread may ask.
+  const Capabilities& capabilities() const;
   // "cpu" or "cuda": what the device is, as Describe() says, never parsed from its name.
-  std::string kind() const { return Describe().kind(); }
-  bool IsGpu() const { return kind() == "cuda"; }
+  const std::string& kind() const { return capabilities().kind; }
+  bool IsGpu() const { return capabilities().gpu; }
   bool HasImplementation(const std::string& impl) const;
   std::string DefaultImplementation() const;
 
@@ -209,6 +244,8 @@ class Backend {
 
  private:
   std::function<void()> fault_listener_;
+  mutable std::once_flag capabilities_once_;
+  mutable Capabilities capabilities_;
 };
 
 }  // namespace kerneleval::server

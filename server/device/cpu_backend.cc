@@ -12,6 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "kerneleval/kernels/cpu_simd.h"
 #include "server/evaluation/sample_loop.h"
 
@@ -198,19 +199,8 @@ absl::StatusOr<Measurement> CpuBackend::Measure(const Problem& problem, const Ho
     return absl::NotFoundError(
         absl::StrCat("implementation '", impl, "' is not available on ", name_));
   }
-  if (options.timer != v1::TIMER_UNSPECIFIED && options.timer != v1::TIMER_HOST_CLOCK) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("protocol.timer: ", v1::Timer_Name(options.timer), " is not available on ",
-                     name_, " (only TIMER_HOST_CLOCK)"));
-  }
-  if (options.graph) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("protocol.cuda_graph: graph replay needs a CUDA device, not ", name_));
-  }
-  if (options.check_calls) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("protocol.check_every_call: calls are checked on CUDA devices, not ", name_));
-  }
+  RETURN_IF_ERROR(
+      CheckProtocolFits(capabilities(), options.graph, options.check_calls, options.timer, name_));
   const std::size_t row_bytes = problem.TensorBytes();
   const bool writes_residual = WritesResidual(problem.mode);
   const bool in_place = problem.mode == Mode::kInPlace;

@@ -374,11 +374,9 @@ std::vector<v1::Implementation> ProcessBackend::Implementations() const {
 }
 
 absl::Status ProcessBackend::AddSubmission(const SubmittedKernel& kernel) {
+  RETURN_IF_ERROR(
+      CheckSubmissions(capabilities(), kernel.submission.id(), name_, "implementation"));
   std::lock_guard<std::mutex> lock(mu_);
-  if (identity_.device().kind() != "cuda") {
-    return absl::FailedPreconditionError(absl::StrCat(
-        name_, ": submitted kernels need a CUDA device; not loading ", kernel.submission.id()));
-  }
   submissions_[kernel.submission.id()] = kernel;
   return absl::OkStatus();
 }

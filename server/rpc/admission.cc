@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "common/bounded_text.h"
 #include "common/did_you_mean.h"
+#include "common/status_macros.h"
 
 namespace kerneleval::server {
 
@@ -34,17 +35,7 @@ std::string InQueueOf(const Backend& backend, double queue_seconds) {
 }
 
 absl::Status CheckTimerFits(v1::Timer timer, const Backend& backend, const char* field) {
-  if (timer == v1::TIMER_UNSPECIFIED) return absl::OkStatus();
-  const bool gpu = backend.IsGpu();
-  if (gpu && timer == v1::TIMER_HOST_CLOCK) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": TIMER_HOST_CLOCK is for the CPU backend, not ", backend.name()));
-  }
-  if (!gpu && timer != v1::TIMER_HOST_CLOCK) {
-    return absl::InvalidArgumentError(absl::StrCat(field, ": ", v1::Timer_Name(timer),
-                                                   " needs a CUDA device, not ", backend.name()));
-  }
-  return absl::OkStatus();
+  return CheckTimer(backend.capabilities(), timer, backend.name(), field);
 }
 
 absl::Status CheckImplementation(const Backend& backend, const std::string& name,
@@ -71,10 +62,7 @@ absl::StatusOr<ResolvedImplementation> ResolveImplementation(const ServiceState&
   if (state.find_submission) {
     absl::StatusOr<SubmittedKernel> found = state.find_submission(caller.owner, name);
     if (found.ok()) {
-      if (!backend.IsGpu()) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            field, ": submission ", Quote(name), " needs a CUDA device, not ", backend.name()));
-      }
+      RETURN_IF_ERROR(CheckSubmissions(backend.capabilities(), name, backend.name(), field));
       ResolvedImplementation r{found->submission.id(), std::move(*found)};
       r.submission->tenant = caller.owner;
       return r;

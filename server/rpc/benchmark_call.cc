@@ -89,15 +89,9 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
   // Each implementation the request names, as it resolves on `backend`: the protocol must
   // fit the device, and a submission is the caller's (server/rpc/admission.h).
   absl::Status Resolve(const Backend& backend) {
-    if (plan_.protocol.cuda_graph() && !backend.IsGpu()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "protocol.cuda_graph: graph replay needs a CUDA device, not ", backend.name()));
-    }
-    if (plan_.protocol.check_every_call() && !backend.IsGpu()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "protocol.check_every_call: calls are checked on CUDA devices, not ", backend.name()));
-    }
-    RETURN_IF_ERROR(CheckTimerFits(plan_.protocol.timer(), backend, "protocol.timer"));
+    RETURN_IF_ERROR(CheckProtocolFits(backend.capabilities(), plan_.protocol.cuda_graph(),
+                                      plan_.protocol.check_every_call(), plan_.protocol.timer(),
+                                      backend.name()));
     for (int i = 0; i < request_.implementations_size(); ++i) {
       ASSIGN_OR_RETURN(ResolvedImplementation resolved,
                        ResolveImplementation(state_, caller_, backend, request_.implementations(i),
