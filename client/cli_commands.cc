@@ -111,8 +111,12 @@ int RunRun(const CliConfig& config, const KernelEvalClient& client, std::ostream
   if (response.has_residual_out()) response.mutable_residual_out()->clear_data();
   const int printed = Print(config, out, err, response, FormatRunResponse);
   if (printed != kExitOk) return printed;
+  // A wrong answer, or one an anti-cheat check caught, is not a result a script may use.
   const v1::Correctness& c = response.correctness();
-  return c.checked() && !c.passed() ? kExitIncorrect : kExitOk;
+  const bool failed = (c.checked() && !c.passed()) ||
+                      response.status() == v1::RESULT_STATUS_INCORRECT ||
+                      response.status() == v1::RESULT_STATUS_REJECTED;
+  return failed ? kExitIncorrect : kExitOk;
 }
 
 absl::Status BuildBenchRequest(const BenchFlags& flags, v1::BenchmarkRequest* request) {
@@ -243,8 +247,9 @@ int RunBenchFanOut(const CliConfig& config, const std::vector<BenchTarget>& targ
 // After Ctrl-C: the results the progress events carried, the partial run the server keeps
 // (it stores what a cancelled bench measured), and 130. JSON always gets its document (a
 // script parsing stdout sees complete: false, not nothing), even with no results yet. The
-// server sends the run id with each progress event, so before the first workload has
-// finished this client cannot know it: it says so and where to look.
+// server sends the run id first (BenchmarkStarted) and with each progress event; without it
+// the server has no results store, or predates BenchmarkStarted and the first workload had
+// not finished: the client says so and where to look.
 int Interrupted(const BenchFlags& flags, v1::BenchmarkReport partial, ReportFormat format,
                 std::ostream& out, std::ostream& err) {
   partial.set_complete(false);
@@ -258,8 +263,9 @@ int Interrupted(const BenchFlags& flags, v1::BenchmarkReport partial, ReportForm
   if (!partial.run_id().empty()) {
     err << "partial run stored as run " << partial.run_id() << "\n";
   } else {
-    err << "no run id: cancelled before the first workload finished, and the server names the "
-           "run with the first result; if it kept one, `kerneleval history --runs --suite "
+    err << "no run id: the server sent none (it keeps no results store, or predates the "
+           "started event and no workload had finished); if it kept one, `kerneleval history "
+           "--runs --suite "
         << partial.suite() << "` lists it (complete: NO)\n";
   }
   return kExitInterrupted;
@@ -297,9 +303,17 @@ int RunBench(const CliConfig& config, const KernelEvalClient& client, std::ostre
         request,
         [&](const v1::BenchmarkEvent& event) {
           if (event.has_report()) report = event.report();
+          if (event.has_started()) {
+            // Before any measurement: a Ctrl-C from now on can name the partial run.
+            const v1::BenchmarkStarted& started = event.started();
+            if (!started.run_id().empty()) partial.set_run_id(started.run_id());
+            if (!started.suite().empty()) partial.set_suite(started.suite());
+            err << FormatStarted(started) << "\n" << std::flush;
+          }
+          // Anything else (a report, or an event newer than this client) carries no results.
           if (!event.has_progress()) return;
           const v1::BenchmarkProgress& p = event.progress();
-          partial.set_run_id(p.run_id());
+          if (!p.run_id().empty()) partial.set_run_id(p.run_id());
           for (const v1::WorkloadResult& r : p.results()) *partial.add_results() = r;
           if (terminal) {
             DrawProgress(err, p);

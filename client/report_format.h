@@ -63,6 +63,10 @@ std::string FormatReportHtml(const v1::BenchmarkReport& report);
 // Dispatches on `format`; only kJson and kJsonl can fail.
 absl::StatusOr<std::string> FormatReport(const v1::BenchmarkReport& report, ReportFormat format);
 
+// One line for the started event, before any measurement:
+// "benchmark fused_add_rmsnorm_h2048: 7 workloads on cuda:0, run 3f2a...".
+std::string FormatStarted(const v1::BenchmarkStarted& started);
+
 // One line for a progress event: "[3/7] batch_size=34 on cuda:0: fused 4.33 us, ...".
 std::string FormatProgress(const v1::BenchmarkProgress& progress);
 

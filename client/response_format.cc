@@ -23,7 +23,28 @@ std::string TensorText(const v1::Tensor& t) {
   return absl::StrCat(DTypeShortName(t.dtype()), " [", absl::StrJoin(t.shape(), ", "), "]");
 }
 
+// The verdict's word, as bench rows print it; "unchecked" where nothing was checked or caught.
+// A server that predates RunResponse.status only sent the correctness check: its verdict.
+std::string RunStatusText(const v1::RunResponse& response) {
+  v1::ResultStatus status = response.status();
+  const v1::Correctness& c = response.correctness();
+  if (status == v1::RESULT_STATUS_UNSPECIFIED && c.checked()) {
+    status = c.passed() ? v1::RESULT_STATUS_PASSED : v1::RESULT_STATUS_INCORRECT;
+  }
+  return status == v1::RESULT_STATUS_UNSPECIFIED ? "unchecked" : ResultStatusShortName(status);
+}
+
 }  // namespace
+
+std::string FormatStarted(const v1::BenchmarkStarted& started) {
+  std::string text = absl::StrCat("benchmark ", started.suite(), ": ", started.workload_count(),
+                                  started.workload_count() == 1 ? " workload" : " workloads");
+  if (started.devices_size() > 0) {
+    absl::StrAppend(&text, " on ", absl::StrJoin(started.devices(), ", "));
+  }
+  if (!started.run_id().empty()) absl::StrAppend(&text, ", run ", started.run_id());
+  return text;
+}
 
 std::string FormatProgress(const v1::BenchmarkProgress& progress) {
   std::vector<std::string> parts;
@@ -48,7 +69,14 @@ std::string FormatRunResponse(const v1::RunResponse& response) {
   TextTable table({}, /*align_numbers=*/false);
   table.AddRow({"device", response.device()});
   table.AddRow({"implementation", response.implementation()});
+  table.AddRow({"status", RunStatusText(response)});
+  if (!response.error().empty()) table.AddRow({"error", response.error()});
   table.AddRow({"timer", TimerShortName(response.timer())});
+  if (!response.measured_as().empty()) table.AddRow({"measured as", response.measured_as()});
+  for (const std::string& flag : response.integrity_flags()) table.AddRow({"FLAGGED", flag});
+  if (response.calls_checked() > 0) {
+    table.AddRow({"calls checked", std::to_string(response.calls_checked())});
+  }
   table.AddRow({"median", FormatSeconds(l.median_seconds())});
   table.AddRow(
       {"mean", absl::StrCat(FormatSeconds(l.mean_seconds()), " +- ",

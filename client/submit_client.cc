@@ -39,9 +39,11 @@ std::unique_ptr<grpc::ClientContext> SubmissionsClient::NewContext() const {
 }
 
 grpc::Status SubmissionsClient::Register(const v1::SubmissionSpec& spec,
-                                         v1::RegisterSubmissionResponse* response) const {
+                                         v1::RegisterSubmissionResponse* response,
+                                         bool compile_error_in_response) const {
   v1::RegisterSubmissionRequest request;
   *request.mutable_submission() = spec;
+  request.set_compile_error_in_response(compile_error_in_response);
   return stub_->RegisterSubmission(NewContext().get(), request, response);
 }
 

@@ -2,6 +2,8 @@
 
 #include <iostream>
 
+#include "absl/status/status.h"
+
 #include "client/cli.h"
 #include "client/report_format.h"
 #include "common/enum_names.h"
@@ -34,6 +36,21 @@ int Benchmark(const CliConfig& config, const ClientOptions& options, const std::
   // with the same device work between calls (Protocol.check_every_call).
   bench.bench.check_every_call = true;
   return RunCommand(bench, out, err);
+}
+
+// A source that did not compile: the status the call would have answered, then the whole
+// NVRTC log (a status message carries only its head), as an RPC error exits.
+int CompileFailed(const GlobalFlags& global, const v1::RegisterSubmissionResponse& response,
+                  std::ostream& out, std::ostream& err) {
+  const v1::CompileError& e = response.compile_error();
+  if (global.json) (void)PrintJson(global, out, err, response);
+  err << "error: " << absl::StatusCodeToString(static_cast<absl::StatusCode>(e.code())) << ": "
+      << e.message() << "\n";
+  const std::string& log = e.diagnostics().log();
+  if (!log.empty()) {
+    err << "NVRTC log:\n" << log << (log.back() == '\n' ? "" : "\n");
+  }
+  return kExitRpcError;
 }
 
 }  // namespace
@@ -109,7 +126,11 @@ int RunSubmitCommand(const CliConfig& config, std::ostream& out, std::ostream& e
       return kExitUsage;
     }
     v1::RegisterSubmissionResponse response;
-    if (grpc::Status s = client.Register(*spec, &response); !s.ok()) return RpcError(err, s);
+    if (grpc::Status s = client.Register(*spec, &response, /*compile_error_in_response=*/true);
+        !s.ok()) {
+      return RpcError(err, s);
+    }
+    if (response.has_compile_error()) return CompileFailed(config.global, response, out, err);
     if (config.global.json) {
       if (int rc = PrintJson(config.global, out, err, response); rc != kExitOk) return rc;
     } else {

@@ -11,7 +11,6 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/host_name.h"
@@ -255,16 +254,9 @@ DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
         } else {
           // A wrong answer on fresh inputs, or a time or a traffic the declared bytes do not
           // allow: an anti-cheat finding, reported and never ranked.
-          result.set_status(!e->verification_failure.empty() || too_good
-                                ? v1::RESULT_STATUS_REJECTED
-                            : e->correctness.passed() ? v1::RESULT_STATUS_PASSED
-                                                      : v1::RESULT_STATUS_INCORRECT);
-          if (!e->verification_failure.empty()) {
-            result.set_error(e->verification_failure);
-          } else if (too_good) {
-            result.set_error(
-                absl::StrCat("integrity: ", absl::StrJoin(result.integrity_flags(), "; ")));
-          }
+          const Verdict verdict = Judge(*e, too_good, result.integrity_flags());
+          result.set_status(verdict.status);
+          if (!verdict.error.empty()) result.set_error(verdict.error);
           if (e->measurement.stopped_early) run.complete = false;
         }
       }

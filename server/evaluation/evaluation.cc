@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/input_generator.h"
 #include "common/parallel_ranges.h"
 #include "kerneleval/kernels/half_types.h"
@@ -168,6 +169,21 @@ absl::StatusOr<Evaluation> Evaluate(Backend& backend, const EvaluationSpec& spec
     e.verification_failure = *std::move(failure);
   }
   return e;
+}
+
+Verdict Judge(const Evaluation& e, bool too_good,
+              const google::protobuf::RepeatedPtrField<std::string>& integrity_flags) {
+  Verdict v;
+  if (!e.verification_failure.empty()) {
+    v.status = v1::RESULT_STATUS_REJECTED;
+    v.error = e.verification_failure;
+  } else if (too_good) {
+    v.status = v1::RESULT_STATUS_REJECTED;
+    v.error = absl::StrCat("integrity: ", absl::StrJoin(integrity_flags, "; "));
+  } else if (e.correctness.checked()) {
+    v.status = e.correctness.passed() ? v1::RESULT_STATUS_PASSED : v1::RESULT_STATUS_INCORRECT;
+  }
+  return v;
 }
 
 }  // namespace kerneleval::server

@@ -78,6 +78,18 @@ struct Evaluation {
 // is an Evaluation whose correctness did not pass.
 absl::StatusOr<Evaluation> Evaluate(Backend& backend, const EvaluationSpec& spec);
 
+// The verdict on one evaluation, the same for a Benchmark result and a Run response.
+struct Verdict {
+  v1::ResultStatus status = v1::RESULT_STATUS_UNSPECIFIED;
+  std::string error;  // why REJECTED; empty otherwise
+};
+// REJECTED when an anti-cheat check caught it: a wrong output on fresh inputs or in a checked
+// call (e.verification_failure), or a time or traffic its declared bytes do not allow
+// (`too_good`, from AnnotateMeasurement, whose `integrity_flags` then say why). Otherwise
+// PASSED or INCORRECT from e.correctness, or UNSPECIFIED where the outputs were not checked.
+Verdict Judge(const Evaluation& e, bool too_good,
+              const google::protobuf::RepeatedPtrField<std::string>& integrity_flags);
+
 // Copies the shared fields into a v1::RunResponse or a v1::WorkloadResult.
 template <typename Result>
 void WriteEvaluation(const Evaluation& e, Result* out) {

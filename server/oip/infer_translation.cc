@@ -351,6 +351,17 @@ void TranslateResponse(const ModelInferRequest& request, const InferPlan& plan,
   SetString(response, "device", run->device());
   SetString(response, "implementation", run->implementation());
   SetString(response, "timer", TimerShortName(run->timer()));
+  // The verdict in the contract's words (RunResponse.status): "passed", "incorrect",
+  // "rejected", or "unchecked" where the outputs were not checked and nothing was caught.
+  SetString(response, "status",
+            run->status() == v1::RESULT_STATUS_UNSPECIFIED ? "unchecked"
+                                                           : ResultStatusShortName(run->status()));
+  if (!run->error().empty()) SetString(response, "error", run->error());
+  SetString(response, "measured_as", run->measured_as());
+  if (run->integrity_flags_size() > 0) {
+    SetString(response, "integrity_flags", absl::StrJoin(run->integrity_flags(), "; "));
+  }
+  SetInt(response, "calls_checked", run->calls_checked());
   const v1::LatencyStats& latency = run->latency();
   SetInt(response, "latency_samples", latency.samples());
   SetDouble(response, "latency_median_seconds", latency.median_seconds());
@@ -363,6 +374,11 @@ void TranslateResponse(const ModelInferRequest& request, const InferPlan& plan,
     // The first figure is against the device-attribute peak where the device has one.
     SetDouble(response, "sol_ratio", run->sol(0).sol_ratio());
     SetDouble(response, "sol_peak_bytes_per_second", run->sol(0).peak_bytes_per_second());
+    // Over 100 %: not a fraction of the DRAM roofline, and the reason why (as the CLI says).
+    SetBool(response, "sol_above_peak", run->sol(0).above_peak());
+    if (run->sol(0).above_peak()) {
+      SetString(response, "sol_above_peak_reason", run->sol(0).above_peak_reason());
+    }
   }
   SetDouble(response, "queue_seconds", run->timing().queue_seconds());
   SetDouble(response, "server_seconds", run->timing().server_seconds());

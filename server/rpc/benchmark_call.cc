@@ -48,9 +48,10 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
       plan_.protocol.set_measure_dram_bytes(true);
     }
     RETURN_IF_ERROR(StillWanted(caller_, "before it was queued"));
-    // Reserved now, sent with every progress event: a client that cancels still learns
-    // which partial run the store keeps.
+    // Reserved now, sent first and with every progress event: a client that cancels, even
+    // during the first workload, still learns which partial run the store keeps.
     if (state_.results != nullptr) run_id_ = store::ResultStore::NewRunId();
+    if (callbacks_.on_started) callbacks_.on_started(StartedEvent(devices));
 
     runs_.resize(devices.size());
     pending_jobs_ = devices.size();
@@ -86,6 +87,16 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
   }
 
  private:
+  v1::BenchmarkStarted StartedEvent(const std::vector<DeviceWorker*>& devices) const {
+    v1::BenchmarkStarted started;
+    started.set_run_id(run_id_);
+    started.set_suite(plan_.suite.name());
+    started.set_workload_count(static_cast<std::uint32_t>(plan_.workloads.size()));
+    for (const DeviceWorker* d : devices) started.add_devices(d->backend().name());
+    for (const std::string& impl : request_.implementations()) started.add_implementations(impl);
+    return started;
+  }
+
   // Each implementation the request names, as it resolves on `backend`: the protocol must
   // fit the device, and a submission is the caller's (server/rpc/admission.h).
   absl::Status Resolve(const Backend& backend) {

@@ -15,6 +15,10 @@
 namespace kerneleval::server {
 
 struct BenchmarkCallbacks {
+  // Once, after validation and before any job is queued, from the thread that calls
+  // StartBenchmark: the run id the report will be stored under, so that a client that
+  // cancels during the first workload still knows it. May be empty.
+  std::function<void(const v1::BenchmarkStarted&)> on_started;
   // After each workload on a device, from that device's worker thread.
   std::function<void(const v1::BenchmarkProgress&)> on_progress;
   // Exactly once, after every queued job has ended: the report, or why there is none

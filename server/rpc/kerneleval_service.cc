@@ -70,8 +70,9 @@ struct RunCall {
   v1::RunResponse response;
 };
 
-// Server-streaming Benchmark: StartBenchmark's progress events and then its report, written
-// one at a time in order, then the status. Everything else is the call's (benchmark_call.h).
+// Server-streaming Benchmark: StartBenchmark's started event, its progress events and then its
+// report, written one at a time in order, then the status. Everything else is the call's
+// (benchmark_call.h).
 class BenchmarkReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   BenchmarkReactor(ServiceState* state, grpc::CallbackServerContext* context,
@@ -84,6 +85,11 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>
     absl::Status started = ParseRequest(&copy, "Benchmark", &request);
     if (started.ok()) {
       BenchmarkCallbacks callbacks;
+      callbacks.on_started = [this](const v1::BenchmarkStarted& started) {
+        v1::BenchmarkEvent e;
+        *e.mutable_started() = started;
+        Enqueue(e);
+      };
       callbacks.on_progress = [this](const v1::BenchmarkProgress& p) {
         v1::BenchmarkEvent e;
         *e.mutable_progress() = p;

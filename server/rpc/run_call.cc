@@ -8,6 +8,7 @@
 #include "common/parallel_ranges.h"
 #include "server/evaluation/correctness.h"
 #include "server/evaluation/evaluation.h"
+#include "server/evaluation/measurement_checks.h"
 #include "server/evaluation/sol.h"
 
 namespace kerneleval::server {
@@ -36,6 +37,22 @@ HostOutputs PrepareOutputs(const v1::RunRequest& request, const Problem& problem
     outputs.residual_out = res->mutable_data()->data();
   }
   return outputs;
+}
+
+// The status, how it was measured and the integrity flags, judged as Benchmark judges a
+// result (AnnotateMeasurement and Judge), so that every front reports the same verdict.
+void WriteVerdict(const Evaluation& e, const Problem& problem, const v1::Device& device,
+                  const MeasureOptions& options, v1::RunResponse* response) {
+  v1::WorkloadResult annotated;
+  v1::Environment unused_environment;
+  const bool too_good = AnnotateMeasurement(e.measurement, problem, device, options, e.stats.median,
+                                            &annotated, &unused_environment);
+  const Verdict verdict = Judge(e, too_good, annotated.integrity_flags());
+  response->set_status(verdict.status);
+  response->set_error(verdict.error);
+  response->set_measured_as(annotated.measured_as());
+  *response->mutable_integrity_flags() = annotated.integrity_flags();
+  response->set_calls_checked(e.measurement.calls_checked);
 }
 
 // On the device's worker thread.
@@ -96,6 +113,7 @@ absl::Status EvaluateRun(ServiceState& state, Backend& backend, const Caller& ca
   response->set_device(backend.name());
   response->set_implementation(impl);
   WriteEvaluation(*e, response);
+  WriteVerdict(*e, problem, device, spec.options, response);
   response->set_queue_seconds(queue_seconds);
   v1::RunTiming* timing = response->mutable_timing();
   timing->set_validate_seconds(SecondsBetween(t0, queued));

@@ -118,8 +118,9 @@ TEST(CliRoughEdges, HealthChecksReadinessByDefault) {
 }
 
 // Ctrl-C while the first (and only) workload still runs: no progress event has come, so no
-// results and no run id; the CLI still cancels, prints a JSON document a script can parse
-// (complete: false, no results), says why it has no run id and exits 130. SIGINT goes to
+// results, but the started event has named the run; the CLI still cancels, prints a JSON
+// document a script can parse (complete: false, no results, the run id), names the partial
+// run and exits 130. SIGINT goes to
 // this process, as a terminal's Ctrl-C would, again and again until the command returns:
 // the CLI's watcher turns it into a cancel; outside the watcher a no-op handler takes it.
 TEST(CliRoughEdges, CtrlCBeforeTheFirstWorkloadPrintsAPartialReportAndExits130) {
@@ -165,11 +166,13 @@ TEST(CliRoughEdges, CtrlCBeforeTheFirstWorkloadPrintsAPartialReportAndExits130) 
   EXPECT_EQ(o.rc, client::cli::kExitInterrupted) << o.err;
   EXPECT_NE(o.err.find("interrupted: cancelled the benchmark after 0 results"), std::string::npos)
       << o.err;
-  EXPECT_NE(o.err.find("no run id"), std::string::npos) << o.err;
-  EXPECT_NE(o.err.find("history --runs --suite ctrl_c"), std::string::npos) << o.err;
+  const std::size_t named = o.err.find("partial run stored as run ");
+  ASSERT_NE(named, std::string::npos) << o.err;
   const nlohmann::json doc = nlohmann::json::parse(o.out, nullptr, false);
   ASSERT_FALSE(doc.is_discarded()) << o.out;
   EXPECT_EQ(doc["suite"], "ctrl_c");
+  EXPECT_EQ(doc.value("run_id", ""),
+            o.err.substr(named + std::string("partial run stored as run ").size(), 32));
   EXPECT_EQ(doc["complete"], false);
   ASSERT_TRUE(doc.contains("results")) << o.out;
   EXPECT_TRUE(doc["results"].empty());

@@ -159,7 +159,7 @@ TEST_F(ServiceTest, RoundTripOf66MegabyteTensors) {
   EXPECT_EQ(CompareWithReference(req, resp), "");
 }
 
-TEST_F(ServiceTest, BenchmarkStreamsOneProgressPerWorkloadThenTheReport) {
+TEST_F(ServiceTest, BenchmarkStreamsStartedThenOneProgressPerWorkloadThenTheReport) {
   v1::BenchmarkRequest req;
   req.set_suite("fused_add_rmsnorm_h2048");
   req.mutable_protocol()->set_warmup(1);
@@ -169,10 +169,14 @@ TEST_F(ServiceTest, BenchmarkStreamsOneProgressPerWorkloadThenTheReport) {
       client().Benchmark(req, [&](const v1::BenchmarkEvent& e) { events.push_back(e); });
   ASSERT_TRUE(s.ok()) << s.error_message();
   const std::vector<std::int64_t> batches = {1, 6, 34, 64, 79, 12383, 16254};
-  ASSERT_EQ(events.size(), batches.size() + 1);
+  ASSERT_EQ(events.size(), batches.size() + 2);
+  ASSERT_TRUE(events.front().has_started());
+  EXPECT_EQ(events.front().started().suite(), "fused_add_rmsnorm_h2048");
+  EXPECT_EQ(events.front().started().workload_count(), batches.size());
+  EXPECT_EQ(events.front().started().devices_size(), 1);
   for (std::size_t i = 0; i < batches.size(); ++i) {
-    ASSERT_TRUE(events[i].has_progress()) << i;
-    const v1::BenchmarkProgress& p = events[i].progress();
+    ASSERT_TRUE(events[i + 1].has_progress()) << i;
+    const v1::BenchmarkProgress& p = events[i + 1].progress();
     EXPECT_EQ(p.workload_index(), i);
     EXPECT_EQ(p.workload_count(), batches.size());
     EXPECT_EQ(p.results_size(), 2);  // cpu_fused and cpu_unfused

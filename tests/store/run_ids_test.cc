@@ -3,7 +3,7 @@
 // produced, in every format; `history --runs` lists that run; result ids sort naturally; a
 // run id prefix is accepted when unique and refused, listing the candidates, when not; the
 // time history prints is accepted back by --since; Ctrl-C cancels the bench, prints the
-// partial results and the partial run's id and exits 130.
+// partial results and the partial run's id and exits 130, during the first workload too.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -339,6 +339,80 @@ TEST(RunIds, CtrlCCancelsPrintsThePartialRunAndExits130) {
   ASSERT_EQ(results.rc, 0) << results.err;
   EXPECT_EQ(Matches(results.out, R"(/0 .* (passed) )").size(), 1u) << results.out;
   EXPECT_GE(Matches(results.out, R"( (skipped) )").size(), 30u) << results.out;
+}
+
+// Ctrl-C during the first workload: the started event, sent before any measurement, has
+// named the run, so the CLI names the partial run although no workload finished, and the
+// store keeps it under that id.
+TEST(RunIds, CtrlCDuringTheFirstWorkloadStillNamesThePartialRun) {
+  const std::string dir = TempDir("run-ids-sigint-first");
+  TestServer t = StartServer();
+  // Two workloads of 4096 timed calls on 4 MiB tensors: the first alone takes far longer
+  // than the wait for the started line and the cancellation.
+  const std::string suite = SuiteFile(dir, "run_ids_first", 2, 4096);
+  int err_pipe[2];
+  ASSERT_EQ(pipe2(err_pipe, O_CLOEXEC), 0);
+  const std::string out = dir + "/stdout";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(o, 1);
+    dup2(err_pipe[1], 2);
+    const std::string target = t.target();
+    execl(KERNELEVAL_CLI_BINARY, KERNELEVAL_CLI_BINARY, "--target", target.c_str(), "bench",
+          "--suite-file", suite.c_str(), "--device", "cpu", "--impl", "cpu_fused", "--warmup", "0",
+          "--repetitions", "4096", "--format", "json", nullptr);
+    _exit(127);
+  }
+  close(err_pipe[1]);
+  std::string err;
+  char buffer[4096];
+  bool signalled = false;
+  int status = 0;
+  bool exited = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (!exited && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{err_pipe[0], POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) {
+      const ssize_t n = read(err_pipe[0], buffer, sizeof(buffer));
+      if (n > 0) err.append(buffer, n);
+    }
+    // The started line names the run before the first workload is measured.
+    if (!signalled &&
+        !Matches(err, R"(benchmark run_ids_first: 2 workloads on cpu, run ([0-9a-f]{32})\n)")
+             .empty()) {
+      ASSERT_EQ(kill(pid, SIGINT), 0);
+      signalled = true;
+    }
+    exited = waitpid(pid, &status, WNOHANG) == pid;
+  }
+  if (!exited) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+  }
+  for (ssize_t n; (n = read(err_pipe[0], buffer, sizeof(buffer))) > 0;) err.append(buffer, n);
+  close(err_pipe[0]);
+  ASSERT_TRUE(signalled) << err;
+  ASSERT_TRUE(exited) << err;
+  ASSERT_TRUE(WIFEXITED(status)) << err;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << err;
+  EXPECT_NE(err.find("interrupted: cancelled the benchmark after 0 results"), std::string::npos)
+      << err;
+  const std::vector<std::string> started = Matches(err, R"(, run ([0-9a-f]{32})\n)");
+  const std::vector<std::string> said = Matches(err, R"(partial run stored as run ([0-9a-f]{32}))");
+  ASSERT_EQ(started.size(), 1u) << err;
+  ASSERT_EQ(said.size(), 1u) << err;
+  EXPECT_EQ(said[0], started[0]);
+  // The JSON document on stdout names it too.
+  const nlohmann::json doc = nlohmann::json::parse(ReadFile(out), nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << ReadFile(out);
+  EXPECT_EQ(doc.value("run_id", ""), said[0]);
+  EXPECT_EQ(doc["complete"], false);
+  // The store kept that run, cut short, with no workload measured to the end.
+  const std::string row = WaitForRun(t.target(), said[0]);
+  ASSERT_FALSE(row.empty()) << said[0];
+  EXPECT_NE(row.find("run_ids_first"), std::string::npos) << row;
+  EXPECT_NE(row.find("NO (cut short)"), std::string::npos) << row;
 }
 
 }  // namespace
