@@ -7,15 +7,11 @@
 #include "common/status_macros.h"
 #include "kerneleval/internal/device_host.pb.h"
 #include "server/device/device_host_channel.h"
+#include "server/device/device_host_reply.h"
 #include "server/rpc/request_validation.h"
 
 namespace kerneleval::server {
 namespace {
-
-void ToProto(const absl::Status& status, internal::HostStatus* out) {
-  out->set_code(static_cast<int>(status.code()));
-  out->set_message(std::string(status.message()));
-}
 
 // The slot's bytes, or null when absent; false when it lies outside the region.
 bool SlotPointer(const internal::Slot& slot, SharedRegion& region, unsigned char** out) {
@@ -95,25 +91,8 @@ int ServeDeviceHost(Backend& backend, int channel_fd, int region_fd) {
       LogError(absl::StrCat(backend.name(), ": ", received.ToString()));
       return 1;
     }
-    internal::MeasureReply reply;
-    absl::StatusOr<Measurement> m = Run(backend, region, call);
-    ToProto(m.status(), reply.mutable_status());
-    if (m.ok()) {
-      for (double s : m->samples_seconds) reply.add_samples_seconds(s);
-      reply.set_timer(m->timer);
-      reply.set_timer_note(m->timer_note);
-      reply.set_stopped_early(m->stopped_early);
-      *reply.mutable_clocks() = m->clocks;
-      *reply.mutable_admission() = m->admission;
-      *reply.mutable_dram() = m->dram;
-      reply.set_host_to_device_seconds(m->host_to_device_seconds);
-      reply.set_device_seconds(m->device_seconds);
-      reply.set_device_to_host_seconds(m->device_to_host_seconds);
-      reply.set_calls_checked(m->calls_checked);
-      reply.set_call_check_failure(m->call_check_failure);
-      reply.mutable_kernels()->Assign(m->kernels.begin(), m->kernels.end());
-    }
-    reply.set_healthy(backend.Healthy());
+    const absl::StatusOr<Measurement> m = Run(backend, region, call);
+    const internal::MeasureReply reply = ToMeasureReply(m, backend.Healthy());
     if (!channel.Send(reply).ok()) return 1;
     if (!reply.healthy()) {
       LogError(absl::StrCat(backend.name(),

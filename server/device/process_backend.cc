@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "server/device/bounded_reap.h"
+#include "server/device/device_host_reply.h"
 #include "server/rpc/request_validation.h"
 #ifdef KERNELEVAL_HAVE_CUDA
 #include "server/device/nvml.h"
@@ -72,10 +73,6 @@ std::string DescribeExit(int status) {
     return absl::StrCat("was killed by signal ", sig, " (", what ? what : "unknown", ")");
   }
   return "ended";
-}
-
-absl::Status FromProto(const internal::HostStatus& s) {
-  return absl::Status(static_cast<absl::StatusCode>(s.code()), s.message());
 }
 
 std::size_t Place(internal::Slot* slot, std::size_t bytes, std::size_t* used) {
@@ -336,26 +333,14 @@ absl::StatusOr<Measurement> ProcessBackend::Measure(const Problem& problem,
     host_loaded_.insert(impl);
   }
 
-  Measurement m;
-  m.samples_seconds.assign(reply.samples_seconds().begin(), reply.samples_seconds().end());
-  m.timer = reply.timer();
-  m.timer_note = reply.timer_note();
-  m.stopped_early = reply.stopped_early();
-  m.clocks = reply.clocks();
-  m.admission = reply.admission();
-  m.dram = reply.dram();
+  Measurement m = FromMeasureReply(reply);
   // The copies through the shared region count with the host's own copies; the rest of the
   // time between sending the call and its answer is the round trip to the host process.
   auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
-  m.host_to_device_seconds = seconds(copy_in, sent) + reply.host_to_device_seconds();
-  m.device_seconds = reply.device_seconds();
-  m.device_to_host_seconds = reply.device_to_host_seconds() + seconds(answered, copied_out);
-  m.device_host_seconds =
-      std::max(0.0, seconds(sent, answered) - reply.host_to_device_seconds() -
-                        reply.device_seconds() - reply.device_to_host_seconds());
-  m.calls_checked = reply.calls_checked();
-  m.call_check_failure = reply.call_check_failure();
-  m.kernels.assign(reply.kernels().begin(), reply.kernels().end());
+  m.device_host_seconds = std::max(0.0, seconds(sent, answered) - m.host_to_device_seconds -
+                                            m.device_seconds - m.device_to_host_seconds);
+  m.host_to_device_seconds += seconds(copy_in, sent);
+  m.device_to_host_seconds += seconds(answered, copied_out);
   return m;
 }
 

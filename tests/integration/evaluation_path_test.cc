@@ -1,6 +1,7 @@
 // The pieces of the one evaluation path that a black-box test cannot isolate: the protocol
-// crossing to a device host unchanged, outputs checked under their own names against the fp64
-// reference, non-finite inputs named, and the shared tensor region surviving a failed resize.
+// crossing to a device host and the measurement crossing back unchanged, outputs checked under
+// their own names against the fp64 reference, non-finite inputs named, and the shared tensor region
+// surviving a failed resize.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "common/input_generator.h"
 #include "kerneleval/kernels/half_types.h"
 #include "server/device/device_host_channel.h"
+#include "server/device/device_host_reply.h"
 #include "server/evaluation/correctness.h"
 #include "server/evaluation/evaluation.h"
 #include "server/rpc/request_validation.h"
@@ -26,35 +28,53 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 
-// Sets every field of `m` (recursively) to a value other than its default.
+// Sets every field of `m` (recursively) to a value other than its default; a repeated field
+// gets two elements.
 void SetEveryField(Message* m) {
   const Reflection* r = m->GetReflection();
   const auto* d = m->GetDescriptor();
   for (int i = 0; i < d->field_count(); ++i) {
     const FieldDescriptor* f = d->field(i);
-    ASSERT_FALSE(f->is_repeated()) << f->full_name() << ": extend this test for repeated fields";
-    switch (f->cpp_type()) {
-      case FieldDescriptor::CPPTYPE_BOOL:
-        r->SetBool(m, f, true);
-        break;
-      case FieldDescriptor::CPPTYPE_UINT32:
-        r->SetUInt32(m, f, 7 + static_cast<std::uint32_t>(i));
-        break;
-      case FieldDescriptor::CPPTYPE_UINT64:
-        r->SetUInt64(m, f, 11 + static_cast<std::uint64_t>(i));
-        break;
-      case FieldDescriptor::CPPTYPE_DOUBLE:
-        r->SetDouble(m, f, 0.25 + i);
-        break;
-      case FieldDescriptor::CPPTYPE_ENUM:
-        // The last value: never the UNSPECIFIED default.
-        r->SetEnum(m, f, f->enum_type()->value(f->enum_type()->value_count() - 1));
-        break;
-      case FieldDescriptor::CPPTYPE_MESSAGE:
-        SetEveryField(r->MutableMessage(m, f));
-        break;
-      default:
-        FAIL() << f->full_name() << ": extend this test for its type";
+    for (int n = 0; n < (f->is_repeated() ? 2 : 1); ++n) {
+      const bool add = f->is_repeated();
+      const int v = i + n;
+      switch (f->cpp_type()) {
+        case FieldDescriptor::CPPTYPE_BOOL:
+          add ? r->AddBool(m, f, true) : r->SetBool(m, f, true);
+          break;
+        case FieldDescriptor::CPPTYPE_INT32:
+          add ? r->AddInt32(m, f, 5 + v) : r->SetInt32(m, f, 5 + v);
+          break;
+        case FieldDescriptor::CPPTYPE_INT64:
+          add ? r->AddInt64(m, f, 13 + v) : r->SetInt64(m, f, 13 + v);
+          break;
+        case FieldDescriptor::CPPTYPE_UINT32:
+          add ? r->AddUInt32(m, f, 7 + static_cast<std::uint32_t>(v))
+              : r->SetUInt32(m, f, 7 + static_cast<std::uint32_t>(v));
+          break;
+        case FieldDescriptor::CPPTYPE_UINT64:
+          add ? r->AddUInt64(m, f, 11 + static_cast<std::uint64_t>(v))
+              : r->SetUInt64(m, f, 11 + static_cast<std::uint64_t>(v));
+          break;
+        case FieldDescriptor::CPPTYPE_FLOAT:
+          add ? r->AddFloat(m, f, 0.5f + v) : r->SetFloat(m, f, 0.5f + v);
+          break;
+        case FieldDescriptor::CPPTYPE_DOUBLE:
+          add ? r->AddDouble(m, f, 0.25 + v) : r->SetDouble(m, f, 0.25 + v);
+          break;
+        case FieldDescriptor::CPPTYPE_STRING:
+          add ? r->AddString(m, f, f->name() + std::to_string(n)) : r->SetString(m, f, f->name());
+          break;
+        case FieldDescriptor::CPPTYPE_ENUM: {
+          // The last value: never the UNSPECIFIED default.
+          const auto* last = f->enum_type()->value(f->enum_type()->value_count() - 1);
+          add ? r->AddEnum(m, f, last) : r->SetEnum(m, f, last);
+          break;
+        }
+        case FieldDescriptor::CPPTYPE_MESSAGE:
+          SetEveryField(add ? r->AddMessage(m, f) : r->MutableMessage(m, f));
+          break;
+      }
     }
   }
 }
@@ -79,6 +99,31 @@ TEST(MeasureOptions, EveryBackendFieldOfTheProtocolCrossesToTheDeviceHost) {
   std::string differences;
   differ.ReportDifferencesToString(&differences);
   EXPECT_TRUE(differ.Compare(expected, back)) << "not carried unchanged:\n" << differences;
+}
+
+// Every field of the device host's reply survives Measurement -> MeasureReply -> Measurement,
+// the way a measurement comes back from a device host; a field added to the message but not
+// to the conversions fails here.
+TEST(MeasureReply, EveryFieldCrossesFromTheDeviceHostToTheServer) {
+  internal::MeasureReply reply;
+  SetEveryField(&reply);
+  // An OK, healthy call: the status and health are the call's, not the measurement's.
+  reply.mutable_status()->Clear();
+  reply.set_healthy(true);
+  const internal::MeasureReply back = ToMeasureReply(FromMeasureReply(reply), /*healthy=*/true);
+  google::protobuf::util::MessageDifferencer differ;
+  std::string differences;
+  differ.ReportDifferencesToString(&differences);
+  EXPECT_TRUE(differ.Compare(reply, back)) << "not carried unchanged:\n" << differences;
+}
+
+// A failed call carries its status and the device's health, and no measurement.
+TEST(MeasureReply, AFailedCallCarriesItsStatusAndHealth) {
+  const internal::MeasureReply reply =
+      ToMeasureReply(absl::InternalError("the device faulted"), /*healthy=*/false);
+  EXPECT_FALSE(reply.healthy());
+  EXPECT_EQ(FromProto(reply.status()), absl::InternalError("the device faulted"));
+  EXPECT_EQ(reply.samples_seconds_size(), 0);
 }
 
 Problem SmallProblem(Mode mode) {
