@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import signal
+import time
 from typing import List
 
 import grpc
@@ -182,3 +184,86 @@ def test_submission_calls(client, tmp_path):
             assert "submission.name" in error.value.details
     finally:
         s.stop()
+
+
+def test_run_carries_its_verdict(client):
+    x, r, w = inputs(3, 64, "fp32")
+    checked = client.run(x, r, w, device="cpu", implementation="cpu_fused", repetitions=3)
+    assert checked.status == "passed" and checked.passed is True
+    assert checked.response.status == pb.RESULT_STATUS_PASSED
+    assert checked.measured_as == "host_clock, hot"
+    assert checked.integrity_flags == [] and checked.calls_checked == 0
+    assert checked.error is None
+    assert str(checked).startswith("cpu_fused on cpu: passed")
+    assert "[host_clock, hot]" in str(checked)
+    unchecked = client.run(x, r, w, check=False, device="cpu")
+    assert unchecked.status == "unchecked" and unchecked.passed is None
+    assert unchecked.response.status == pb.RESULT_STATUS_UNSPECIFIED
+
+
+# fp32 shapes in the last-level cache of any server CPU, long enough that the timer does not
+# hide the cache's speed (as tests/integration/sol_above_peak_test.cc): a hot Run of one
+# beats the DRAM copy peak the CPU server measured at start.
+IN_CACHE = [(4, 4096), (64, 8192), (16, 8192), (64, 4096)]
+
+
+def test_sol_above_peak_is_flagged_with_its_reason(client):
+    above = None
+    for _ in range(3):
+        for batch, hidden in IN_CACHE:
+            x, r, w = inputs(batch, hidden, "fp32")
+            result = client.run(x, r, w, device="cpu", check=False, warmup=20, repetitions=100)
+            assert result.sol_above_peak == (result.sol_ratio > 1), result.response.sol
+            if result.sol_above_peak:
+                above = result
+                break
+            assert result.sol_above_peak_reason is None
+        if above is not None:
+            break
+    assert above is not None, "SOL stayed at or below 100 % in cache"
+    reason = above.sol_above_peak_reason
+    assert reason and reason == above.response.sol[0].above_peak_reason
+    assert re.match(r"(working set .* fits in the|peak measured at start)", reason), reason
+    assert f"above 100 %: {reason}" in str(above)
+
+    # The bench rows (and so the DataFrame) carry the flag and the reason on every row.
+    suite = kerneleval.custom_suite("py_in_cache", batch_sizes=[4, 16], hidden_size=8192)
+    report = client.bench(
+        suite, device="cpu", implementations=["cpu_fused"], cache="hot", warmup=20,
+        repetitions=100,
+    )
+    frame = report.to_pandas()
+    assert {"sol_above_peak", "sol_above_peak_reason"} <= set(frame.columns)
+    for row in report.rows():
+        assert row["sol_above_peak"] == (row["sol_pct"] > 100), row
+        assert (row["sol_above_peak_reason"] is not None) == row["sol_above_peak"], row
+
+
+def test_ctrl_c_during_the_first_workload_names_the_partial_run(client):
+    # One workload of 4096 cold calls on 4 MiB tensors: seconds, interrupted at its start.
+    suite = kerneleval.custom_suite("py_ctrl_c", batch_sizes=[256, 257], hidden_size=4096,
+                                    dtype="fp32")
+    started: List[pb.BenchmarkStarted] = []
+
+    def ctrl_c(event: pb.BenchmarkStarted) -> None:
+        started.append(event)
+        signal.raise_signal(signal.SIGINT)  # as a terminal's Ctrl-C: KeyboardInterrupt here
+
+    with pytest.raises(kerneleval.BenchInterrupted) as interrupted:
+        client.bench(suite, device="cpu", implementations=["cpu_fused"], warmup=0,
+                     repetitions=4096, on_started=ctrl_c)
+    assert isinstance(interrupted.value, KeyboardInterrupt)
+    assert len(started) == 1 and started[0].workload_count == 2
+    assert list(started[0].devices) == ["cpu"]
+    run_id = interrupted.value.run_id
+    assert re.fullmatch(r"[0-9a-f]{32}", run_id) and run_id == started[0].run_id
+    assert interrupted.value.partial.run_id == run_id
+    assert interrupted.value.partial.rows() == []  # no workload had finished
+    # The server stopped and kept the partial run under that id, cut short.
+    for _ in range(100):
+        runs = client.history(runs=True, run_id=run_id)
+        if len(runs):
+            break
+        time.sleep(0.1)
+    assert list(runs.run_id) == [run_id]
+    assert not runs.complete.iloc[0]

@@ -21,10 +21,11 @@ The generated stubs are `kerneleval.v1.kerneleval_pb2` and `kerneleval_pb2_grpc`
 
 from kerneleval._client import Client, ProgressCallback, custom_suite
 from kerneleval._errors import KernelEvalError
-from kerneleval._report import BenchReport, Row, RunResult
+from kerneleval._report import BenchInterrupted, BenchReport, Row, RunResult
 from kerneleval._store import Comparison, Reproduction
 
 __all__ = [
+    "BenchInterrupted",
     "BenchReport",
     "Client",
     "Comparison",

@@ -9,9 +9,9 @@ import grpc
 import pandas as pd
 
 from kerneleval import _names as names
-from kerneleval._errors import KernelEvalError
+from kerneleval._errors import KernelEvalError, status_code
 from kerneleval import _store as store
-from kerneleval._report import BenchReport, RunResult
+from kerneleval._report import BenchInterrupted, BenchReport, RunResult, run_status
 from kerneleval._store import Comparison, Reproduction, When
 from kerneleval._tensors import ArrayLike, like, to_numpy, to_proto
 from kerneleval.v1 import kerneleval_pb2 as pb
@@ -178,6 +178,15 @@ class Client:
             sol_ratio=None if sol is None else sol.sol_ratio,
             correctness=response.correctness if response.correctness.checked else None,
             response=response,
+            status=run_status(response),
+            error=response.error or None,
+            measured_as=response.measured_as,
+            integrity_flags=list(response.integrity_flags),
+            calls_checked=response.calls_checked,
+            sol_above_peak=bool(sol is not None and sol.above_peak),
+            sol_above_peak_reason=(sol.above_peak_reason or None)
+            if sol is not None and sol.above_peak
+            else None,
         )
 
     def bench(
@@ -196,6 +205,7 @@ class Client:
         max_total_seconds: float = 0.0,
         on_progress: Optional[ProgressCallback] = None,
         timeout: Optional[float] = None,
+        on_started: Optional[Callable[[pb.BenchmarkStarted], None]] = None,
     ) -> BenchReport:
         """Runs a benchmark suite, calling `on_progress` once per workload as results stream in.
 
@@ -209,9 +219,16 @@ class Client:
                 kerneleval.proto.
             on_progress: called with each kerneleval.v1.BenchmarkProgress, in order.
             timeout: the whole run's deadline in seconds (default: the client's).
+            on_started: called once with the kerneleval.v1.BenchmarkStarted event (the run
+                id, the workload count, the devices) before any workload is measured.
 
         Returns:
             The report: `rows()`, `summaries()`, `to_pandas()`, and `proto`.
+
+        Raises:
+            BenchInterrupted (a KeyboardInterrupt) on Ctrl-C: the benchmark is cancelled on
+            the server, which keeps the partial run; its `run_id` and `partial` report say
+            which, even when no workload had finished.
         """
         protocol = pb.Protocol(
             cache=names.parse(pb.CacheMode, cache, "cache"),
@@ -238,18 +255,31 @@ class Client:
         else:
             request.custom_suite.CopyFrom(suite)
         report: Optional[pb.BenchmarkReport] = None
+        # What has arrived, for Ctrl-C: the run id (first, in the started event) and results.
+        partial = pb.BenchmarkReport(suite=request.suite or request.custom_suite.name)
+        stream = self._stub.Benchmark(
+            request, timeout=timeout or self._timeout, metadata=self._metadata
+        )
         try:
-            stream = self._stub.Benchmark(
-                request, timeout=timeout or self._timeout, metadata=self._metadata
-            )
             for event in stream:
-                if event.HasField("progress"):
+                kind = event.WhichOneof("event")
+                if kind == "started":
+                    partial.run_id = event.started.run_id or partial.run_id
+                    if on_started is not None:
+                        on_started(event.started)
+                elif kind == "progress":
+                    partial.run_id = event.progress.run_id or partial.run_id
+                    partial.results.extend(event.progress.results)
                     if on_progress is not None:
                         on_progress(event.progress)
-                elif event.HasField("report"):
+                elif kind == "report":
                     report = event.report
+                # Any other kind is newer than this client and carries nothing it needs.
         except grpc.RpcError as error:
             raise KernelEvalError.from_rpc_error(error) from None
+        except KeyboardInterrupt:
+            stream.cancel()  # the server stops and stores what was measured
+            raise BenchInterrupted(BenchReport(partial)) from None
         if report is None:
             raise KernelEvalError(
                 grpc.StatusCode.INTERNAL, "Benchmark: the stream ended without a report"
@@ -281,8 +311,17 @@ class Client:
         then be passed as `implementation=` to `run` and `bench`. Needs a server started
         with --submissions; INVALID_ARGUMENT names the field or the source line at fault.
         """
-        request = spb.RegisterSubmissionRequest(submission=spec)
-        return self._call(self._submissions.RegisterSubmission, request, timeout).submission
+        request = spb.RegisterSubmissionRequest(submission=spec, compile_error_in_response=True)
+        response = self._call(self._submissions.RegisterSubmission, request, timeout)
+        if response.HasField("compile_error"):
+            # The whole NVRTC log came in the body (a status message carries only its head).
+            error = response.compile_error
+            raise KernelEvalError(
+                status_code(error.code),
+                f"{error.message}\nNVRTC log:\n{error.diagnostics.log}",
+                diagnostics=error.diagnostics,
+            )
+        return response.submission
 
     def submissions(self, timeout: Optional[float] = None) -> List[spb.Submission]:
         """The caller's submissions, by name (sources left out)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from kerneleval import _names as names
@@ -31,11 +31,49 @@ class RunResult:
     sol_ratio: Optional[float]
     correctness: Optional[pb.Correctness]
     response: pb.RunResponse
+    # The verdict, as bench rows give it: "passed", "incorrect", "rejected" (an anti-cheat
+    # check caught it: `error` says which), or "unchecked" (check=False, nothing caught).
+    status: str = "unchecked"
+    error: Optional[str] = None
+    measured_as: str = ""
+    integrity_flags: List[str] = field(default_factory=list)
+    calls_checked: int = 0
+    # Set when sol_ratio > 1: the figure is not a fraction of the DRAM roofline; the reason
+    # says why (a working set that fits in cache, a peak measured below this rate).
+    sol_above_peak: bool = False
+    sol_above_peak_reason: Optional[str] = None
 
     @property
     def passed(self) -> Optional[bool]:
         """The correctness verdict, or None when the run was not checked."""
         return None if self.correctness is None else self.correctness.passed
+
+    def __str__(self) -> str:
+        lines = [
+            f"{self.implementation} on {self.device}: {self.status}"
+            + (f" ({self.error})" if self.error else ""),
+            f"  median {self.median_seconds * 1e6:.3f} us [{self.measured_as or self.timer}],"
+            f" {self.bytes_per_second / 1e9:.2f} GB/s",
+        ]
+        if self.sol_ratio is not None:
+            lines.append(f"  SOL {self.sol_ratio * 100:.1f} %")
+            if self.sol_above_peak:
+                lines.append(f"  above 100 %: {self.sol_above_peak_reason}")
+        lines += [f"  FLAGGED: {flag}" for flag in self.integrity_flags]
+        if self.calls_checked:
+            lines.append(f"  calls checked: {self.calls_checked}")
+        return "\n".join(lines)
+
+
+def run_status(response: pb.RunResponse) -> str:
+    """The verdict's name; a server that predates RunResponse.status sent only the check."""
+    status = response.status
+    if status == pb.RESULT_STATUS_UNSPECIFIED and response.correctness.checked:
+        passed = response.correctness.passed
+        status = pb.RESULT_STATUS_PASSED if passed else pb.RESULT_STATUS_INCORRECT
+    if status == pb.RESULT_STATUS_UNSPECIFIED:
+        return "unchecked"
+    return names.name(pb.ResultStatus, status)
 
 
 def result_row(r: pb.WorkloadResult) -> Row:
@@ -54,10 +92,15 @@ def result_row(r: pb.WorkloadResult) -> Row:
         "samples": r.latency.samples,
         "gb_per_s": r.bytes_per_second / 1e9,
         "sol_pct": None if sol is None else sol * 100,
+        "sol_above_peak": bool(preferred is not None and preferred.above_peak),
+        "sol_above_peak_reason": (preferred.above_peak_reason or None)
+        if preferred is not None and preferred.above_peak
+        else None,
         "passed": r.correctness.passed if r.correctness.checked else None,
         "max_abs_error": r.correctness.max_abs_error if r.correctness.checked else None,
         "timer": names.name(pb.Timer, r.timer),
         "measured_as": r.measured_as,
+        "integrity_flags": list(r.integrity_flags),
         "error": r.error or None,
     }
 
@@ -91,8 +134,9 @@ class BenchReport:
 
         Keys: workload, axis.<name> for each axis, implementation, device, status, rank
         (None when unranked), median_us / mean_us / min_us, samples, gb_per_s, sol_pct
-        (against the first peak the server reports), passed, max_abs_error, timer,
-        measured_as, error.
+        (against the device-attribute peak, else the first the server reports),
+        sol_above_peak and sol_above_peak_reason (SOL over 100 %, and why), passed,
+        max_abs_error, timer, measured_as, integrity_flags, error.
         """
         return [result_row(r) for r in self.proto.results]
 
@@ -122,4 +166,27 @@ class BenchReport:
 
     def __repr__(self) -> str:
         n = len(self.proto.results)
-        return f"BenchReport(suite={self.suite!r}, results={n}, complete={self.complete})"
+        return (
+            f"BenchReport(suite={self.suite!r}, results={n}, complete={self.complete},"
+            f" run_id={self.run_id!r})"
+        )
+
+
+class BenchInterrupted(KeyboardInterrupt):
+    """Ctrl-C during `Client.bench`: the benchmark was cancelled on the server, which keeps
+    the partial run. Still a KeyboardInterrupt, so code that does not catch it stops as before.
+
+    Attributes:
+        run_id: the stored partial run ("" when the server keeps no results store, or
+            predates the started event and no workload had finished).
+        partial: a BenchReport of the results that had arrived (complete=False).
+    """
+
+    def __init__(self, partial: BenchReport) -> None:
+        run = partial.run_id
+        super().__init__(
+            f"benchmark cancelled; partial run stored as run {run}" if run else
+            "benchmark cancelled; no run id (the server keeps no results store)"
+        )
+        self.partial = partial
+        self.run_id = run
