@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/status_macros.h"
 
 namespace kerneleval::server {
 namespace {
@@ -49,19 +50,57 @@ std::size_t TenantBackend::hosts_started() const {
   return started_;
 }
 
-absl::StatusOr<std::shared_ptr<Backend>> TenantBackend::HostFor(const std::string& tenant) {
-  std::shared_ptr<Backend> evicted;  // ends after the lock is released
+std::vector<std::string> TenantBackend::LoadedSubmissions(const std::string& tenant) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out;
+  for (const Host& h : hosts_) {
+    if (h.tenant != tenant) continue;
+    for (const auto& [id, used] : h.modules) out.push_back(id);
+  }
+  return out;
+}
+
+void TenantBackend::UnloadSubmission(const std::string& tenant, const std::string& id) {
+  std::shared_ptr<Backend> stopped;  // ends after the lock is released
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = std::find_if(hosts_.begin(), hosts_.end(), [&](const Host& h) {
+      return h.tenant == tenant && h.modules.count(id) > 0;
+    });
+    if (it == hosts_.end()) return;
+    if (in_use_ == tenant) {
+      it->stop_at_next_job = true;  // its job ends first
+      return;
+    }
+    LogInfo(absl::StrCat(name(), ": stopping the tenant host of ", tenant, " to unload ", id,
+                         " (deleted)"));
+    stopped = std::move(it->backend);
+    hosts_.erase(it);
+  }
+}
+
+absl::StatusOr<std::shared_ptr<Backend>> TenantBackend::HostFor(const std::string& tenant,
+                                                                const std::string& loading) {
+  std::shared_ptr<Backend> stale, evicted;  // end after the lock is released
   {
     std::lock_guard<std::mutex> lock(mu_);
     in_use_ = tenant;
     const auto it = std::find_if(hosts_.begin(), hosts_.end(),
                                  [&](const Host& h) { return h.tenant == tenant; });
-    if (it != hosts_.end()) {
+    if (it != hosts_.end() && !StaleLocked(*it, loading, Clock::now())) {
       Host h = std::move(*it);
       hosts_.erase(it);
       h.last_used = Clock::now();
       hosts_.insert(hosts_.begin(), h);
       return h.backend;
+    }
+    if (it != hosts_.end()) {
+      // Between two jobs of its owner, the one clean moment: the modules go with the host,
+      // and a new one loads what this job runs.
+      LogInfo(absl::StrCat(name(), ": restarting the tenant host of ", tenant,
+                           ": it holds a deleted module, or one unused for the idle time"));
+      stale = std::move(it->backend);
+      hosts_.erase(it);
     }
     if (hosts_.size() >= std::max<std::size_t>(options_.max_hosts, 1)) {
       // Only one job runs on a device at a time, so every other host is idle: the least
@@ -72,6 +111,7 @@ absl::StatusOr<std::shared_ptr<Backend>> TenantBackend::HostFor(const std::strin
       hosts_.pop_back();
     }
   }
+  stale.reset();
   evicted.reset();
   const auto start = Clock::now();
   absl::StatusOr<std::unique_ptr<Backend>> made = make_host_(tenant);
@@ -94,9 +134,14 @@ absl::Status TenantBackend::AddSubmission(const SubmittedKernel& kernel) {
     return absl::FailedPreconditionError(absl::StrCat(
         name(), ": submission ", kernel.submission.id(), " names no owner to run for"));
   }
-  absl::StatusOr<std::shared_ptr<Backend>> host = HostFor(kernel.tenant);
+  absl::StatusOr<std::shared_ptr<Backend>> host = HostFor(kernel.tenant, kernel.submission.id());
   if (!host.ok()) return host.status();
-  return (*host)->AddSubmission(kernel);
+  RETURN_IF_ERROR((*host)->AddSubmission(kernel));
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Host& h : hosts_) {
+    if (h.backend == *host) h.modules[kernel.submission.id()] = Clock::now();
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Measurement> TenantBackend::Measure(const Problem& problem, const HostInputs& inputs,
@@ -127,6 +172,7 @@ absl::StatusOr<Measurement> TenantBackend::Measure(const Problem& problem, const
   }
   absl::StatusOr<Measurement> m = host->Measure(problem, inputs, outputs, impl, options);
   const bool lost = !host->Healthy();
+  std::shared_ptr<Backend> ended;
   {
     std::lock_guard<std::mutex> lock(mu_);
     in_use_.clear();
@@ -135,17 +181,30 @@ absl::StatusOr<Measurement> TenantBackend::Measure(const Problem& problem, const
     if (it != hosts_.end()) {
       if (lost) {
         // A fault or a crash ends this owner's host only; the next job starts another.
+        ended = std::move(it->backend);
         hosts_.erase(it);
       } else {
         it->last_used = Clock::now();
       }
     }
   }
+  host.reset();
+  ended.reset();  // outside the lock: it may wait for its process to exit
   if (lost) {
     LogWarning(absl::StrCat(name(), ": the tenant host of ", options.tenant,
                             " stopped after a fault; the device keeps serving"));
   }
   return m;
+}
+
+bool TenantBackend::StaleLocked(const Host& h, const std::string& loading,
+                                Clock::time_point now) const {
+  if (h.stop_at_next_job) return true;
+  const auto idle = std::chrono::duration<double>(options_.idle_seconds);
+  for (const auto& [id, used] : h.modules) {
+    if (id != loading && now - used >= idle) return true;
+  }
+  return false;
 }
 
 void TenantBackend::SweepIdle() {

@@ -18,6 +18,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -32,7 +33,10 @@ namespace kerneleval::server {
 struct TenantHostOptions {
   // Hosts per GPU at most; a new owner's host stops the least recently used one first.
   std::size_t max_hosts = 4;
-  // A host unused this long is stopped (its context, buffers and modules go with it).
+  // A host unused this long is stopped (its context, buffers and modules go with it). A
+  // host holding a module unused this long is replaced at its owner's next job, before the
+  // job's own module is loaded: modules leave with their context, and the new host loads only
+  // what runs.
   double idle_seconds = 300;
 };
 
@@ -68,20 +72,37 @@ class TenantBackend final : public Backend {
   bool Healthy() const override { return device_->Healthy(); }
   absl::Status Recover() override { return device_->Recover(); }
 
+  // `tenant` deleted submission `id`: the module leaves the device. The owner's host is
+  // stopped when it has loaded `id`: now, or, while it runs a job of its owner, at the start
+  // of the owner's next job or when it goes idle. Other owners' hosts keep theirs, even of
+  // the same content (the same id). Thread-safe.
+  void UnloadSubmission(const std::string& tenant, const std::string& id);
+
   // The owners whose hosts run now, most recently used first; and how many hosts were
   // started in all (for tests and logs).
   std::vector<std::string> Tenants() const;
   std::size_t hosts_started() const;
+  // The submissions loaded in `tenant`'s running host (none without one), by id.
+  std::vector<std::string> LoadedSubmissions(const std::string& tenant) const;
 
  private:
   struct Host {
     std::string tenant;
     std::shared_ptr<Backend> backend;
     std::chrono::steady_clock::time_point last_used;
+    // The modules it loaded, by submission id, and when a job last named each.
+    std::map<std::string, std::chrono::steady_clock::time_point> modules;
+    bool stop_at_next_job = false;  // a module it holds was deleted during a job
   };
-  // The running host of `tenant`, started (and an old one stopped) when there is none.
-  absl::StatusOr<std::shared_ptr<Backend>> HostFor(const std::string& tenant);
+  // The running host of `tenant`, started (and an old one stopped) when there is none or
+  // when it is stale (StaleLocked) for a job that loads `loading`.
+  absl::StatusOr<std::shared_ptr<Backend>> HostFor(const std::string& tenant,
+                                                   const std::string& loading);
   void SweepIdle();
+  // Whether `h` is replaced before a job that loads `loading`: it holds a deleted module, or
+  // another module unused for the idle time. Under mu_.
+  bool StaleLocked(const Host& h, const std::string& loading,
+                   std::chrono::steady_clock::time_point now) const;
 
   const std::unique_ptr<Backend> device_;
   const HostFactory make_host_;

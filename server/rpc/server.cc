@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/suites.h"
 #include "server/device/device_factory.h"
+#include "server/device/tenant_backend.h"
 #include "server/evaluation/benchmark_engine.h"
 #include "server/identity/auth.h"
 #include "server/identity/caller_identity.h"
@@ -382,6 +383,14 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   {
     submissions::SubmissionsOptions submission_options = options.submissions;
     submission_options.identities = s->identities.get();
+    // A deleted submission leaves every GPU: its owner's tenant hosts unload it.
+    submission_options.on_deleted = [s](const std::string& owner, const std::string& id) {
+      for (const auto& w : s->devices.workers()) {
+        // The worker hands out its backend as const; the unload is thread-safe.
+        auto* tenants = dynamic_cast<TenantBackend*>(const_cast<Backend*>(&w->backend()));
+        if (tenants != nullptr) tenants->UnloadSubmission(owner, id);
+      }
+    };
     auto created = submissions::SubmissionsService::Create(submission_options, [s] {
       std::vector<v1::Device> described;
       for (const auto& w : s->devices.workers()) described.push_back(w->backend().Describe());

@@ -387,8 +387,12 @@ grpc::ServerUnaryReactor* SubmissionsService::DeleteSubmission(grpc::CallbackSer
       [this](grpc::CallbackServerContext* c, const v1::DeleteSubmissionRequest& r,
              v1::DeleteSubmissionResponse* out) {
         if (absl::Status s = Enabled(); !s.ok()) return ToGrpc(s);
-        absl::StatusOr<std::string> id = registry_->Delete(OwnerOf(*c), r.submission());
-        if (id.ok()) out->set_id(*id);
+        const std::string owner = OwnerOf(*c);
+        absl::StatusOr<std::string> id = registry_->Delete(owner, r.submission());
+        if (id.ok()) {
+          out->set_id(*id);
+          if (options_.on_deleted) options_.on_deleted(owner, *id);
+        }
         return ToGrpc(id.status());
       });
 }

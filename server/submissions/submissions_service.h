@@ -44,6 +44,9 @@ struct SubmissionsOptions {
   // Who a call is (caller_identity.h; must outlive the service). Null: every caller is
   // "anonymous".
   const Identities* identities = nullptr;
+  // Called after a submission is deleted, with its owner and id, so that the devices unload
+  // it (server/device/tenant_backend.h). May be empty.
+  std::function<void(const std::string& owner, const std::string& id)> on_deleted;
 };
 
 // The devices the server serves, asked at call time (a device may be replaced).

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -22,6 +23,7 @@
 #include "client/submit_client.h"
 #include "client/tensors.h"
 #include "server/device/device_factory.h"
+#include "server/device/nvml.h"
 #include "server/device/process_backend.h"
 #include "test_server.h"
 
@@ -243,6 +245,79 @@ TEST(TenantsGpu, DISABLED_ControlInASharedContextTheExploitFindsTheData) {
   if (server::CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device visible: GPU test skipped";
   const TestServer s = StartGpuServer(/*shared_context=*/true);
   EXPECT_GT(Exploit(s, /*isolated=*/false), 0);
+}
+
+// 192 MiB of static device memory (under --max-submission-static-bytes' 256 MiB default),
+// which the module takes when it is loaded, whatever it computes.
+constexpr char kHog[] = R"(
+#include <kerneleval/submission_abi.h>
+__device__ unsigned char hog[192u << 20];
+extern "C" __global__ void hog_rows(const kerneleval_params p) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) hog[p.batch] = 1;
+}
+)";
+
+// The GPU's memory in use, as NVML counts it for every process (the tenant hosts' included).
+std::uint64_t GpuMemoryUsed(const TestServer& s) {
+  v1::ListDevicesResponse devices;
+  EXPECT_TRUE(s.client->ListDevices(&devices).ok());
+  v1::Clocks clocks;
+  if (devices.devices_size() == 0 ||
+      !server::Nvml::Get().ReadClocks(devices.devices(0).uuid(), &clocks)) {
+    return 0;
+  }
+  return clocks.memory_used_bytes();
+}
+
+// Deleted, a submission's module leaves the GPU: its 192 MiB come back once bob deletes it
+// (his host, the only context that loaded it, is stopped), while the device serves on.
+TEST(TenantsGpu, ADeletedSubmissionsModuleLeavesTheGpu) {
+  if (server::CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device visible: GPU test skipped";
+  if (!server::Nvml::Get().Available()) GTEST_SKIP() << "no NVML: " << server::Nvml::Get().status();
+  const TestServer s = StartGpuServer(/*shared_context=*/false);
+  ASSERT_NE(s.client, nullptr);
+  client::ClientOptions c;
+  c.target = s.target();
+  c.bearer_token = "token-of-bob";
+  c.deadline_seconds = 300;
+  std::shared_ptr<grpc::Channel> channel;
+  ASSERT_TRUE(client::MakeChannel(c, &channel).ok());
+  client::SubmissionsClient submissions(channel, c);
+  v1::SubmissionSpec spec;
+  spec.set_name("hog");
+  spec.set_source(kHog);
+  spec.set_dtype(v1::DTYPE_BF16);
+  v1::KernelLaunch* k = spec.mutable_launch_plan()->add_kernels();
+  k->set_entry("hog_rows");
+  k->set_block_size(32);
+  k->set_rows_per_block(1);
+  v1::RegisterSubmissionResponse registered;
+  const grpc::Status r = submissions.Register(spec, &registered);
+  ASSERT_TRUE(r.ok()) << r.error_message();
+  auto bob = As(s, "bob");
+  // A built-in first (in the device's host): the device is warm and bob has no host yet.
+  v1::RunRequest run = BobsRun();
+  run.set_implementation("cuda_fused");
+  v1::RunResponse response;
+  ASSERT_TRUE(bob->Run(run, &response).ok());
+  const std::uint64_t before = GpuMemoryUsed(s);
+  // Bob's host starts and loads the module (its answers are wrong: whatever the verdict).
+  run.set_implementation("hog");
+  const grpc::Status ran = bob->Run(run, &response);
+  std::cout << "hog: " << (ran.ok() ? "ok" : ran.error_message()) << "\n";
+  const std::uint64_t loaded = GpuMemoryUsed(s);
+  EXPECT_GE(loaded, before + (std::uint64_t{192} << 20)) << "the module's memory was not counted";
+  v1::DeleteSubmissionResponse deleted;
+  ASSERT_TRUE(submissions.Delete("hog", &deleted).ok());
+  // The host's process ends as the delete returns; the driver frees its context soon after.
+  std::uint64_t after = GpuMemoryUsed(s);
+  for (int i = 0; i < 100 && after + (std::uint64_t{96} << 20) > loaded; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    after = GpuMemoryUsed(s);
+  }
+  EXPECT_LE(after + (std::uint64_t{192} << 20), loaded) << "the module's memory stayed in use";
+  run.set_implementation("cuda_fused");
+  EXPECT_TRUE(bob->Run(run, &response).ok());
 }
 
 }  // namespace

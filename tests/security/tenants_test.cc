@@ -28,6 +28,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
 
 // What ran where: "<host>:<implementation>", in order.
 struct RunLog {
@@ -149,8 +150,9 @@ std::string Register(const std::string& target, const std::string& owner, const 
   client::SubmissionsClient submissions(channel, c);
   v1::SubmissionSpec spec;
   spec.set_name(name);
-  // "faulty" differs by a comment: another content, another id.
-  spec.set_source(name == "faulty" ? std::string(kSource) + "// faulty\n" : kSource);
+  // Any name but "rows" differs by a comment: another content, another id.
+  spec.set_source(name == "rows" ? std::string(kSource)
+                                 : std::string(kSource) + "// " + name + "\n");
   spec.set_dtype(v1::DTYPE_BF16);
   v1::KernelLaunch* k = spec.mutable_launch_plan()->add_kernels();
   k->set_entry("rows");
@@ -328,6 +330,58 @@ TEST(Tenants, AFaultInATenantHostEndsThatHostOnlyAndTheDeviceKeepsServing) {
   const std::vector<std::string> runs = f.log->Runs();
   EXPECT_THAT(HostsThatRan(runs, "cpu_fused"), ElementsAre("device"));
   EXPECT_THAT(HostsThatRan(runs, f.ids.at("bob/rows")), ElementsAre("bob#1", "alice#3"));
+}
+
+// Deleted, a submission leaves the device: its owner's host, the only place it was loaded,
+// is stopped; another owner's host keeps the same content (the same id) loaded.
+TEST(Tenants, ADeletedSubmissionIsUnloadedFromItsOwnersHostOnly) {
+  Fixture f = Start();
+  const std::string id = f.ids.at("alice/rows");
+  RunOk(f, "alice", "rows");  // alice#1
+  RunOk(f, "bob", "rows");    // bob#2
+  EXPECT_THAT(f.gpu->LoadedSubmissions("alice"), ElementsAre(id));
+  EXPECT_THAT(f.gpu->LoadedSubmissions("bob"), ElementsAre(id));
+  client::ClientOptions c;
+  c.target = f.server.target();
+  c.bearer_token = "token-of-alice";
+  c.deadline_seconds = 120;
+  std::shared_ptr<grpc::Channel> channel;
+  ASSERT_TRUE(client::MakeChannel(c, &channel).ok());
+  client::SubmissionsClient submissions(channel, c);
+  v1::DeleteSubmissionResponse deleted;
+  const grpc::Status s = submissions.Delete("rows", &deleted);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(deleted.id(), id);
+  EXPECT_THAT(f.log->Ended(), ElementsAre("alice#1"));
+  EXPECT_THAT(f.gpu->LoadedSubmissions("alice"), ElementsAre());
+  EXPECT_THAT(f.gpu->LoadedSubmissions("bob"), ElementsAre(id));
+  EXPECT_THAT(f.gpu->Tenants(), ElementsAre("bob"));
+  v1::RunResponse r;
+  EXPECT_EQ(f.As("alice").Run(Bf16Run("rows"), &r).error_code(), grpc::StatusCode::NOT_FOUND);
+  RunOk(f, "bob", "rows");  // still bob#2
+  EXPECT_THAT(HostsThatRan(f.log->Runs(), id), ElementsAre("alice#1", "bob#2"));
+}
+
+// A module unused for the idle time leaves with its host at the owner's next job, even
+// while another of the owner's modules keeps the host busy; the new host loads only what
+// runs.
+TEST(Tenants, AModuleUnusedForTheIdleTimeIsUnloadedAtTheNextJob) {
+  server::TenantHostOptions hosts;
+  hosts.idle_seconds = 0.5;
+  Fixture f = Start(hosts);
+  const std::string other = Register(f.server.target(), "alice", "other");
+  const std::string rows = f.ids.at("alice/rows");
+  RunOk(f, "alice", "other");  // alice#1
+  RunOk(f, "alice", "rows");
+  EXPECT_THAT(f.gpu->LoadedSubmissions("alice"), UnorderedElementsAre(other, rows));
+  // Jobs of "rows" only, less than the idle time apart: the host itself is never idle.
+  for (int i = 0; i < 100 && f.log->Ended().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    RunOk(f, "alice", "rows");
+  }
+  EXPECT_THAT(f.log->Ended(), ElementsAre("alice#1"));
+  EXPECT_THAT(f.gpu->LoadedSubmissions("alice"), ElementsAre(rows));
+  EXPECT_THAT(HostsThatRan(f.log->Runs(), rows), ElementsAre("alice#1", "alice#2"));
 }
 
 TEST(Tenants, TheDevicesHostRunsNoSubmittedCode) {
