@@ -20,6 +20,13 @@ absl::Status Allocate(DeviceBuffer* b, std::size_t bytes) {
   return absl::OkStatus();
 }
 
+// Every byte of `b` (when it is allocated) zeroed on `stream`.
+absl::Status Scrub(DeviceBuffer* b, cudaStream_t stream) {
+  if (b->get() == nullptr) return absl::OkStatus();
+  KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(b->get(), 0, b->bytes(), stream));
+  return absl::OkStatus();
+}
+
 // Input sets: one, or enough that rotating among them leaves nothing of a set in L2 by its
 // next use (3x L2 in total), within a quarter of the free memory.
 absl::StatusOr<std::size_t> SetsWanted(const MeasureOptions& options, std::size_t set_bytes,
@@ -90,6 +97,7 @@ absl::Status CudaInputBuffers::Prepare(const Problem& problem, const HostInputs&
   RETURN_IF_ERROR(PlanCheckedCalls(problem, options, w));
   const std::size_t guard = w->checks.on ? w->checks.plan.guard_bytes : 0;
   RETURN_IF_ERROR(kept_buffers_.Fit(kWeightRole, problem.WeightBytes() + guard, &kept_weight_));
+  if (w->checks.on) RETURN_IF_ERROR(Scrub(&kept_weight_, stream));  // as FillSet's buffers
   KE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(kept_weight_.get(), inputs.weight, problem.WeightBytes(),
                                           cudaMemcpyHostToDevice, stream));
   // Kept before any call of the submission can touch it: a change made by the result call
@@ -120,13 +128,15 @@ absl::Status CudaInputBuffers::FillSet(CudaBufferSet* s, const HostInputs& input
   if (w->writes_residual && !w->in_place) {
     RETURN_IF_ERROR(fit(kResRole, &s->res, row_bytes + guard));
   }
-  if (w->impl->needs_scratch) {
-    RETURN_IF_ERROR(fit(kScratchRole, &s->scratch, row_bytes));
-    // Kept buffers hold what an earlier call left, perhaps another caller's sums: checked
-    // code (every submission) starts from zeros. Inputs are copied in below; outputs are
-    // poisoned before each checked call.
-    if (w->checks.on) {
-      KE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(s->scratch.get(), 0, s->scratch.bytes(), stream));
+  if (w->impl->needs_scratch) RETURN_IF_ERROR(fit(kScratchRole, &s->scratch, row_bytes));
+  if (w->checks.on) {
+    // Kept buffers hold what an earlier call left, and a fresh allocation may reuse memory
+    // an earlier call freed: checked code (every submission, run only in its owner's tenant
+    // host) starts from zeros in every byte of every buffer it is given, slack past its
+    // tensor included. Inputs are copied in below, guards written after them, outputs
+    // poisoned before each checked call. Before the result call, outside every window.
+    for (DeviceBuffer* b : {&s->x, &s->r, &s->out, &s->res, &s->scratch}) {
+      RETURN_IF_ERROR(Scrub(b, stream));
     }
   }
   KE_CUDA_RETURN_IF_ERROR(
