@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "server/device/device_settings.h"
 
 namespace kerneleval::server {
 namespace {
@@ -128,8 +129,8 @@ void CuptiLease::Release() {
 
 absl::Status CuptiKernelTimer::Initialize() {
   std::call_once(init_once, [] {
-    if (std::getenv("KERNELEVAL_DISABLE_CUPTI") != nullptr) {
-      init_status = absl::UnavailableError("disabled by KERNELEVAL_DISABLE_CUPTI");
+    if (CurrentDeviceSettings().disable_cupti) {
+      init_status = absl::UnavailableError("disabled by --disable-cupti");
       return;
     }
     // A probe: attach, enable kernel activity, detach. The process then runs as if CUPTI

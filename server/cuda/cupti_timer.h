@@ -59,8 +59,8 @@ class CuptiLease {
 class CuptiKernelTimer {
  public:
   // Probes CUPTI once per process (attach, enable kernel activity, finalize). Returns the
-  // reason when CUPTI is unusable (library missing, profiling not permitted,
-  // KERNELEVAL_DISABLE_CUPTI set); callers then fall back to CUDA events.
+  // reason when CUPTI is unusable (library missing, profiling not permitted, disabled by
+  // --disable-cupti: server/device/device_settings.h); callers then fall back to CUDA events.
   static absl::Status Initialize();
   static bool Available();
   // What Initialize() said, for reports.

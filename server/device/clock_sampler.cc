@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 
+#include "server/device/device_settings.h"
 #include "server/device/nvml.h"
 
 namespace kerneleval::server {
@@ -76,12 +76,6 @@ v1::ClockSummary ClockSampler::Stop() {
   return s;
 }
 
-int ClockSamplePeriodMs() {
-  const char* env = std::getenv("KERNELEVAL_CLOCK_SAMPLE_MS");
-  // Default: no reads while timing. Reading NVML every 10 ms while the samples ran moved the
-  // cold CUPTI median of the 1-row kernel from 1.649 to 1.760 us (+6.8%) and of 6 rows by
-  // +2.8% (H200, docs/results/measurement-h200.md): the clock reader perturbed the timing.
-  return env != nullptr ? std::atoi(env) : 0;
-}
+int ClockSamplePeriodMs() { return CurrentDeviceSettings().clock_sample_ms; }
 
 }  // namespace kerneleval::server

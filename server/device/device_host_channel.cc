@@ -8,13 +8,13 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/device/device_settings.h"
 
 namespace kerneleval::server {
 namespace {
@@ -103,16 +103,12 @@ absl::Status HostChannel::ReadExactly(void* data, std::size_t bytes, absl::Time 
 absl::Duration ReplySpin() {
   // Only where cores are to spare: on a two-core machine a spinning waiter delays the very
   // threads it waits for (docs/results/rpc-overhead.md). Long enough to cover a client's
-  // round trip between two calls sent one after another. KERNELEVAL_DEVICE_LINK_SPIN_US
-  // (inherited by the device hosts) sets it, 0 turning it off.
-  static const absl::Duration spin = [] {
-    if (const char* us = std::getenv("KERNELEVAL_DEVICE_LINK_SPIN_US"); us != nullptr) {
-      return absl::Microseconds(std::max(0L, std::strtol(us, nullptr, 10)));
-    }
-    return std::thread::hardware_concurrency() >= 8 ? absl::Microseconds(500)
-                                                    : absl::ZeroDuration();
-  }();
-  return spin;
+  // round trip between two calls sent one after another. DeviceSettings::link_spin_us
+  // (the same on both ends: a device host gets the server's) sets it, 0 turning it off.
+  const int us = CurrentDeviceSettings().link_spin_us;
+  if (us >= 0) return absl::Microseconds(us);
+  static const bool cores_to_spare = std::thread::hardware_concurrency() >= 8;
+  return cores_to_spare ? absl::Microseconds(500) : absl::ZeroDuration();
 }
 
 absl::Status HostChannel::Receive(google::protobuf::MessageLite* message, absl::Duration timeout,

@@ -18,6 +18,7 @@
 #include "common/status_macros.h"
 #include "server/device/bounded_reap.h"
 #include "server/device/device_host_reply.h"
+#include "server/device/device_settings.h"
 #include "server/rpc/request_validation.h"
 #ifdef KERNELEVAL_HAVE_CUDA
 #include "server/device/nvml.h"
@@ -141,6 +142,9 @@ absl::Status ProcessBackend::Spawn() {
                                    "--region-fd",       "4"};
   if (options_.fault_injection) args.push_back("--enable-fault-injection");
   if (options_.builtins_only) args.push_back("--builtins-only");
+  // The server's own device settings: both ends of the link poll alike, and the host's
+  // backend times as an in-process one would.
+  for (std::string& a : DeviceHostArgs(CurrentDeviceSettings())) args.push_back(std::move(a));
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "common/log.h"
+#include "server/device/device_settings.h"
 #include "server/evaluation/benchmark_engine.h"
 #include "server/identity/token_file.h"
 #include "server/rpc/server.h"
@@ -22,6 +24,21 @@
 namespace {
 
 namespace fs = std::filesystem;
+
+// The process's device settings, before any backend is built: --disable-cupti, and two
+// settings the GPU scripts give in the environment (scripts/gpu-run.sh, gpu-overhead.sh),
+// read here and nowhere below.
+void SetDeviceSettings(bool disable_cupti) {
+  kerneleval::server::DeviceSettings settings;
+  settings.disable_cupti = disable_cupti;
+  if (const char* ms = std::getenv("KERNELEVAL_CLOCK_SAMPLE_MS")) {
+    settings.clock_sample_ms = std::atoi(ms);
+  }
+  if (const char* us = std::getenv("KERNELEVAL_DEVICE_LINK_SPIN_US")) {
+    settings.link_spin_us = std::max(0, std::atoi(us));
+  }
+  kerneleval::server::ApplyDeviceSettings(settings);
+}
 
 // Installed layout first (bin/../share/kerneleval/suites), then the source tree's suites.
 std::string DefaultSuitesDir() {
@@ -258,7 +275,7 @@ int main(int argc, char** argv) {
   o.device_isolation = isolation == "process"  ? kerneleval::server::DeviceIsolation::kProcess
                        : isolation == "thread" ? kerneleval::server::DeviceIsolation::kThread
                                                : kerneleval::server::DeviceIsolation::kAuto;
-  if (disable_cupti) setenv("KERNELEVAL_DISABLE_CUPTI", "1", 1);
+  SetDeviceSettings(disable_cupti);
 
   if (!token_file.empty()) {
     std::ifstream in(token_file);

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -19,6 +20,8 @@
 
 #include "absl/strings/numbers.h"
 
+#include "server/device/device_settings.h"
+#include "server/device/process_backend.h"
 #include "test_server.h"
 
 namespace kerneleval::testing {
@@ -294,6 +297,29 @@ TEST(DeviceHost, EveryDeviceGetsItsOwnHost) {
   std::string out, res;
   ComputeLocally(run, &out, &res);
   EXPECT_EQ(resp.output().data(), out);
+}
+
+// The server's device settings reach its device hosts on their command line (no environment
+// in between), and the host accepts them: it starts, warms up and measures.
+TEST(DeviceHost, GetsTheServersDeviceSettingsOnItsCommandLine) {
+  server::DeviceSettings settings;
+  settings.disable_cupti = true;
+  settings.clock_sample_ms = 7;
+  settings.link_spin_us = 123;
+  server::ApplyDeviceSettings(settings);
+  server::DeviceHostOptions options;
+  options.executable = DeviceHostPath();
+  auto host = server::ProcessBackend::Launch("cpu", options);
+  server::ApplyDeviceSettings({});  // the defaults again, for whatever runs next here
+  ASSERT_TRUE(host.ok()) << host.status();
+  ASSERT_TRUE((*host)->WarmUp().ok());
+
+  std::ifstream in("/proc/" + std::to_string((*host)->host_pid()) + "/cmdline");
+  std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+  EXPECT_NE(cmdline.find(" --disable-cupti "), std::string::npos) << cmdline;
+  EXPECT_NE(cmdline.find(" --clock-sample-ms 7 "), std::string::npos) << cmdline;
+  EXPECT_NE(cmdline.find(" --link-spin-us 123 "), std::string::npos) << cmdline;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "server/device/device_settings.h"
 #include "test_server.h"
 
 namespace kerneleval::testing {
@@ -75,11 +76,13 @@ void ExpectConsistentTiming(TestServer& t, bool in_device_host) {
 }
 
 // The hot path's polling: a worker that polls its queue after each job, and a device-host
-// link polled on both ends (KERNELEVAL_DEVICE_LINK_SPIN_US, read once per process; ctest
+// link polled on both ends (DeviceSettings::link_spin_us, handed to the device hosts; ctest
 // runs each test in its own). Runs back to back are answered and timed as before, and the
 // server stops cleanly with a worker mid-poll.
 TEST(RunTiming, PollingWorkerAndLinkAnswerAsBefore) {
-  setenv("KERNELEVAL_DEVICE_LINK_SPIN_US", "2000", 1);
+  server::DeviceSettings settings;
+  settings.link_spin_us = 2000;
+  server::ApplyDeviceSettings(settings);
   for (bool in_device_host : {false, true}) {
     SCOPED_TRACE(in_device_host ? "device host" : "in process");
     server::ServerOptions o = in_device_host ? InDeviceHost() : InProcess();

@@ -49,6 +49,7 @@
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
 #include "kerneleval/v1/kerneleval.pb.h"
 #include "server/device/cpu_backend.h"
+#include "server/device/device_settings.h"
 #include "server/rpc/server.h"
 
 namespace {
@@ -221,7 +222,9 @@ bool ParseArgs(int argc, char** argv, Options* o) {
     } else if (arg == "--no-worker-spin") {
       o->worker_spin_us = 0;
     } else if (arg == "--disable-cupti") {
-      setenv("KERNELEVAL_DISABLE_CUPTI", "1", 1);  // as kerneleval-server --disable-cupti
+      kerneleval::server::DeviceSettings settings = kerneleval::server::CurrentDeviceSettings();
+      settings.disable_cupti = true;  // as kerneleval-server --disable-cupti
+      kerneleval::server::ApplyDeviceSettings(settings);
       o->cupti = false;
     } else {
       std::fprintf(stderr,
@@ -359,6 +362,12 @@ void PrintHops(const std::vector<Sample>& samples) {
 
 int main(int argc, char** argv) {
   Options opt;
+  // As kerneleval-server reads it: scripts/gpu-overhead.sh turns the link's polling off.
+  if (const char* us = std::getenv("KERNELEVAL_DEVICE_LINK_SPIN_US")) {
+    kerneleval::server::DeviceSettings settings;
+    settings.link_spin_us = std::max(0, std::atoi(us));
+    kerneleval::server::ApplyDeviceSettings(settings);
+  }
   if (!ParseArgs(argc, argv, &opt)) return 2;
 
   // (a) The real service on a CPU backend, no metrics endpoint, no suites.
