@@ -1,0 +1,195 @@
+// ResultStore's queries of stored results and runs: Select, History (per result and per
+// run), Get, and the run-id prefixes and suite names they accept.
+#include "server/store/result_store.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "common/bounded_text.h"
+#include "common/did_you_mean.h"
+#include "common/status_macros.h"
+#include "server/store/result_rows.h"
+#include "server/store/result_store_sql.h"
+#include "server/store/sample_statistics.h"
+
+namespace kerneleval::server::store {
+
+absl::StatusOr<std::string> ResultStore::ResolveRunId(const std::string& text,
+                                                      const std::string& field) {
+  constexpr std::size_t kMinPrefix = 8, kIdLength = 32;
+  if (text.size() < kMinPrefix || text.size() >= kIdLength) return text;
+  // SUBSTR, not LIKE: the prefix is matched literally on SQLite and PostgreSQL alike.
+  auto rows = db_->Query(absl::StrCat("SELECT id FROM runs WHERE SUBSTR(id, 1, ", text.size(),
+                                      ") = $1 ORDER BY id "
+                                      "LIMIT 6"),
+                         {text});
+  if (!rows.ok()) return rows.status();
+  if (rows->empty()) return text;
+  if (rows->size() == 1) return rows->front()[0].value_or(text);
+  std::string candidates;
+  for (std::size_t i = 0; i < rows->size() && i < 5; ++i) {
+    absl::StrAppend(&candidates, i == 0 ? "" : ", ", (*rows)[i][0].value_or(""));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": ", Quote(text), " is the prefix of more than one run (", candidates,
+                   rows->size() > 5 ? ", ..." : "", "); give more characters"));
+}
+
+absl::Status ResultStore::CheckSuiteKnown(const std::string& suite, const std::string& field) {
+  if (suite.empty() || options_.official_suite_hashes.count(suite) > 0) return absl::OkStatus();
+  auto found = db_->Query("SELECT 1 FROM runs WHERE suite = $1 LIMIT 1", {suite});
+  if (!found.ok()) return found.status();
+  if (!found->empty()) return absl::OkStatus();
+  auto rows = db_->Query("SELECT DISTINCT suite FROM runs ORDER BY suite LIMIT 1000");
+  if (!rows.ok()) return rows.status();
+  std::vector<std::string> names;
+  for (const auto& [name, hash] : options_.official_suite_hashes) names.push_back(name);
+  for (const SqlRow& row : *rows) names.push_back(row[0].value_or(""));
+  return absl::NotFoundError(
+      absl::StrCat(field, ": no stored run of suite ", Quote(suite), DidYouMean(suite, names)));
+}
+
+absl::StatusOr<std::vector<v1::StoredResult>> ResultStore::Select(const v1::ResultFilter& given,
+                                                                  std::int64_t limit,
+                                                                  std::int64_t offset,
+                                                                  bool include_samples,
+                                                                  const Viewer& viewer) {
+  v1::ResultFilter filter = given;
+  ASSIGN_OR_RETURN(*filter.mutable_run_id(), ResolveRunId(given.run_id(), "filter.run_id"));
+  std::vector<SqlValue> params;
+  // LENGTH before id: within a run, "RUN/2" comes before "RUN/10".
+  const std::string sql =
+      absl::StrCat(kSelectColumns, Where(filter, viewer, &params),
+                   " ORDER BY r.created_at DESC, r.run_id DESC, LENGTH(r.id), r.id LIMIT ", limit,
+                   " OFFSET ", offset);
+  auto rows = db_->Query(sql, params);
+  if (!rows.ok()) return rows.status();
+  std::map<std::string, v1::BenchmarkReport> runs;  // parsed once per run
+  std::vector<v1::StoredResult> out;
+  for (const SqlRow& row : *rows) {
+    v1::StoredResult s;
+    s.set_id(row[0].value_or(""));
+    s.set_run_id(row[1].value_or(""));
+    s.set_created_unix_seconds(Int(row[2]));
+    s.set_suite(row[3].value_or(""));
+    s.set_suite_hash(row[4].value_or(""));
+    s.set_server(row[5].value_or(""));
+    if (absl::Status st = FromJson(row[6].value_or("{}"), s.mutable_result()); !st.ok()) return st;
+    if (include_samples && row[7].has_value()) {
+      for (double v : SamplesFromJson(*row[7])) s.mutable_result()->add_samples_seconds(v);
+    }
+    s.set_downsampled(Int(row[9]) != 0);
+    if (row[8].has_value()) {
+      for (double v : SamplesFromJson(*row[8])) s.add_quantiles_seconds(v);
+    }
+    auto [it, inserted] = runs.try_emplace(s.run_id());
+    if (inserted) {
+      if (absl::Status st = FromJson(row[10].value_or("{}"), &it->second); !st.ok()) return st;
+    }
+    const v1::BenchmarkReport& run = it->second;
+    for (const auto& e : run.environments()) {
+      if (e.device().name() == s.result().device()) *s.mutable_environment() = e;
+    }
+    v1::Receipt* receipt = s.mutable_receipt();
+    *receipt->mutable_definition() = run.definition();
+    receipt->set_suite_hash(s.suite_hash());
+    *receipt->mutable_protocol() = run.protocol();
+    receipt->set_implementation(s.result().implementation());
+    if (s.result().implementation().rfind("sub-", 0) == 0) {
+      receipt->set_submission_hash(s.result().implementation());
+    }
+    receipt->set_workload(s.result().workload());
+    receipt->set_seed(run.protocol().seed());
+    receipt->set_device_model(s.environment().device().model());
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+absl::StatusOr<v1::HistoryResponse> ResultStore::History(const v1::HistoryRequest& request,
+                                                         const Viewer& viewer) {
+  std::int64_t offset = 0;
+  if (!request.page_token().empty() &&
+      (!absl::SimpleAtoi(request.page_token(), &offset) || offset < 0)) {
+    return absl::InvalidArgumentError("page_token: not a token this server returned");
+  }
+  const std::int64_t page = request.page_size() == 0 ? 50 : request.page_size();
+  if (page > 1000) return absl::InvalidArgumentError("page_size: at most 1000");
+  RETURN_IF_ERROR(CheckSuiteKnown(request.filter().suite(), "filter.suite"));
+  if (request.runs()) return RunHistory(request, page, offset, viewer);
+  // One row more than the page says whether another page follows.
+  auto rows = Select(request.filter(), page + 1, offset, request.include_samples(), viewer);
+  if (!rows.ok()) return rows.status();
+  v1::HistoryResponse response;
+  for (std::size_t i = 0; i < rows->size() && static_cast<std::int64_t>(i) < page; ++i) {
+    *response.add_results() = std::move((*rows)[i]);
+  }
+  if (static_cast<std::int64_t>(rows->size()) > page) {
+    response.set_next_page_token(std::to_string(offset + page));
+  }
+  return response;
+}
+
+// One row per run, newest first, counting the results the viewer sees; the filter's result
+// terms pick the runs (a run shows when one of its results matches).
+absl::StatusOr<v1::HistoryResponse> ResultStore::RunHistory(const v1::HistoryRequest& request,
+                                                            std::int64_t page, std::int64_t offset,
+                                                            const Viewer& viewer) {
+  v1::ResultFilter filter = request.filter();
+  ASSIGN_OR_RETURN(*filter.mutable_run_id(), ResolveRunId(filter.run_id(), "filter.run_id"));
+  std::vector<SqlValue> params;
+  const std::string sql = absl::StrCat(
+      "SELECT runs.id, runs.created_at, runs.suite, runs.server, runs.complete, COUNT(r.id), "
+      "MIN(r.device_model), MIN(r.sol_peak_source), MIN(r.sol_peak_bytes_per_second) FROM "
+      "results r JOIN runs ON runs.id = r.run_id",
+      Where(filter, viewer, &params),
+      " GROUP BY runs.id, runs.created_at, runs.suite, runs.server, runs.complete ORDER BY "
+      "runs.created_at DESC, runs.id DESC LIMIT ",
+      page + 1, " OFFSET ", offset);
+  auto rows = db_->Query(sql, params);
+  if (!rows.ok()) return rows.status();
+  v1::HistoryResponse response;
+  for (std::size_t i = 0; i < rows->size() && static_cast<std::int64_t>(i) < page; ++i) {
+    const SqlRow& row = (*rows)[i];
+    v1::RunSummary* run = response.add_runs();
+    run->set_run_id(row[0].value_or(""));
+    run->set_created_unix_seconds(Int(row[1]));
+    run->set_suite(row[2].value_or(""));
+    run->set_server(row[3].value_or(""));
+    run->set_complete(Int(row[4]) != 0);
+    run->set_results(static_cast<std::uint32_t>(Int(row[5])));
+    run->set_device_model(row[6].value_or(""));
+    run->set_peak_source(static_cast<v1::PeakSource>(Int(row[7])));
+    double peak = 0;
+    (void)absl::SimpleAtod(row[8].value_or("0"), &peak);
+    run->set_peak_bytes_per_second(peak);
+  }
+  if (static_cast<std::int64_t>(rows->size()) > page) {
+    response.set_next_page_token(std::to_string(offset + page));
+  }
+  return response;
+}
+
+absl::StatusOr<v1::StoredResult> ResultStore::Get(const std::string& given_id,
+                                                  const Viewer& viewer) {
+  // "<run id or its prefix>/<index>"
+  std::string result_id = given_id;
+  if (const std::size_t slash = given_id.find('/'); slash != std::string::npos) {
+    ASSIGN_OR_RETURN(std::string run, ResolveRunId(given_id.substr(0, slash), "result_id"));
+    result_id = absl::StrCat(run, given_id.substr(slash));
+  }
+  auto rows = db_->Query(absl::StrCat(kSelectColumns, " WHERE r.id = $1"), {result_id});
+  if (!rows.ok()) return rows.status();
+  if (rows->empty()) return absl::NotFoundError("no stored result");
+  v1::ResultFilter filter;
+  filter.set_run_id(rows->front()[1].value_or(""));
+  auto run = Select(filter, 100000, 0, true, viewer);
+  if (!run.ok()) return run.status();
+  for (v1::StoredResult& s : *run) {
+    if (s.id() == result_id) return std::move(s);
+  }
+  return absl::NotFoundError("no stored result");
+}
+
+}  // namespace kerneleval::server::store

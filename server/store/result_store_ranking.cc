@@ -1,0 +1,220 @@
+// ResultStore's queries across runs: the leaderboard, the comparison of two sides, export.
+#include "server/store/result_store.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+#include "common/bounded_text.h"
+#include "common/status_macros.h"
+#include "server/store/comparability.h"
+#include "server/store/compare_results.h"
+#include "server/store/result_rows.h"
+#include "server/store/result_store_sql.h"
+#include "server/store/sample_statistics.h"
+#include "server/store/sol_peaks.h"
+
+namespace kerneleval::server::store {
+
+absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
+    const v1::LeaderboardRequest& request, const Viewer& viewer) {
+  RETURN_IF_ERROR(CheckSuiteKnown(request.suite(), "suite"));
+  std::vector<SqlValue> params = {request.suite()};
+  std::string sql =
+      "SELECT r.run_id, r.implementation, r.submission_hash, r.device_model, r.status, "
+      "r.sol_ratio, r.median_seconds, r.created_at, runs.server, r.workload, r.sol_peak_source, "
+      "r.sol_peak_bytes_per_second FROM results r JOIN runs ON runs.id = r.run_id WHERE "
+      "r.suite = $1";
+  // One leaderboard, one suite content: a custom suite that took the name ranks elsewhere.
+  if (const auto official = options_.official_suite_hashes.find(request.suite());
+      official != options_.official_suite_hashes.end()) {
+    params.push_back(official->second);
+    sql += absl::StrCat(" AND runs.suite_hash = $", params.size());
+  } else if (viewer.has_value()) {
+    // A custom suite is its owner's: the content of the caller's newest run of that name
+    // (else the newest anyone's), so that nobody resets another's board with a new content.
+    params.push_back(*viewer);
+    sql += absl::StrCat(
+        " AND runs.suite_hash = (SELECT ru.suite_hash FROM runs ru WHERE ru.suite = $1 "
+        "ORDER BY (EXISTS (SELECT 1 FROM results x WHERE x.run_id = ru.id AND x.owner = $",
+        params.size(), ")) DESC, ru.created_at DESC, ru.id LIMIT 1)");
+  } else {
+    sql +=
+        " AND runs.suite_hash = (SELECT suite_hash FROM runs WHERE suite = $1 "
+        "ORDER BY created_at DESC, id LIMIT 1)";
+  }
+  if (!request.device_model().empty()) {
+    params.push_back(Contains(request.device_model()));
+    sql += absl::StrCat(" AND r.device_model LIKE $", params.size(), kLikeEscape);
+  }
+  if (std::string visible = VisibleTo(viewer, &params); !visible.empty()) {
+    sql += absl::StrCat(" AND ", visible);
+  }
+  auto rows = db_->Query(sql, params);
+  if (!rows.ok()) return rows.status();
+  struct Group {
+    v1::LeaderboardEntry entry;
+    std::size_t passed = 0, total = 0;
+    double log_sol = 0, median_sum = 0;
+  };
+  // (run, implementation, model) -> its results.
+  std::map<std::tuple<std::string, std::string, std::string>, Group> groups;
+  std::size_t workloads = 0;
+  for (const SqlRow& row : *rows) {
+    Group& g = groups[{row[0].value_or(""), row[1].value_or(""), row[3].value_or("")}];
+    g.entry.set_run_id(row[0].value_or(""));
+    g.entry.set_implementation(row[1].value_or(""));
+    g.entry.set_submission_hash(row[2].value_or(""));
+    g.entry.set_device_model(row[3].value_or(""));
+    g.entry.set_created_unix_seconds(Int(row[7]));
+    g.entry.set_server(row[8].value_or(""));
+    ++g.total;
+    double sol = 0, median = 0;
+    (void)absl::SimpleAtod(row[5].value_or("0"), &sol);
+    (void)absl::SimpleAtod(row[6].value_or("0"), &median);
+    if (Int(row[4]) == v1::RESULT_STATUS_PASSED && sol > 0) {
+      if (g.passed == 0) {
+        double peak = 0;
+        (void)absl::SimpleAtod(row[11].value_or("0"), &peak);
+        g.entry.set_peak_source(static_cast<v1::PeakSource>(Int(row[10])));
+        g.entry.set_peak_bytes_per_second(peak);
+      }
+      ++g.passed;
+      g.log_sol += std::log(sol);
+      g.median_sum += median;
+    }
+    workloads = std::max(workloads, g.total);
+  }
+  // A run counts when every workload of the suite passed (a partial re-run does not).
+  std::vector<v1::LeaderboardEntry> complete;
+  for (auto& [key, g] : groups) {
+    if (g.total < workloads || g.passed != g.total) continue;
+    g.entry.set_workloads(static_cast<std::uint32_t>(g.total));
+    g.entry.set_geomean_sol_ratio(std::exp(g.log_sol / static_cast<double>(g.total)));
+    g.entry.set_mean_latency_seconds(g.median_sum / static_cast<double>(g.total));
+    complete.push_back(g.entry);
+  }
+  v1::LeaderboardResponse response;
+  // SOL % ranks only on one scale: one peak per device model (models differ in peak by
+  // design, and SOL is what makes them comparable). A model whose runs were measured against
+  // different peaks makes the whole board rank by time.
+  std::map<std::string, std::vector<SolPeak>> peaks_by_model;
+  for (const v1::LeaderboardEntry& e : complete) {
+    std::vector<SolPeak>& peaks = peaks_by_model[e.device_model()];
+    const SolPeak p{e.peak_source(), e.peak_bytes_per_second()};
+    bool seen = false;
+    for (const SolPeak& q : peaks) seen |= SamePeak(p, q);
+    if (!seen) peaks.push_back(p);
+  }
+  for (auto& [model, peaks] : peaks_by_model) {
+    if (peaks.size() < 2) continue;
+    // Lowest first: the note reads the same whichever run the query met first.
+    std::sort(peaks.begin(), peaks.end(), [](const SolPeak& a, const SolPeak& b) {
+      return std::tie(a.bytes_per_second, a.source) < std::tie(b.bytes_per_second, b.source);
+    });
+    response.set_ranked_by_latency(true);
+    std::string text;
+    for (const SolPeak& p : peaks) absl::StrAppend(&text, text.empty() ? "" : " vs ", PeakText(p));
+    absl::StrAppend(response.mutable_peak_note(), response.peak_note().empty() ? "" : "; ",
+                    model.empty() ? "unknown model" : model, ": SOL peaks differ (", text, ")");
+  }
+  if (response.ranked_by_latency()) {
+    absl::StrAppend(response.mutable_peak_note(), ": ranked by mean latency, not SOL %");
+  }
+  const bool by_latency = response.ranked_by_latency();
+  // Better: a higher geomean SOL, or (by latency) a lower mean latency.
+  auto better = [by_latency](const v1::LeaderboardEntry& a, const v1::LeaderboardEntry& b) {
+    return by_latency ? a.mean_latency_seconds() < b.mean_latency_seconds()
+                      : a.geomean_sol_ratio() > b.geomean_sol_ratio();
+  };
+  std::map<std::pair<std::string, std::string>, v1::LeaderboardEntry> best;
+  for (const v1::LeaderboardEntry& e : complete) {
+    auto [slot, inserted] = best.try_emplace({e.implementation(), e.device_model()}, e);
+    if (!inserted && better(e, slot->second)) slot->second = e;
+  }
+  std::vector<v1::LeaderboardEntry> ranked;
+  for (auto& [key, e] : best) ranked.push_back(e);
+  std::sort(ranked.begin(), ranked.end(), better);
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    ranked[i].set_rank(static_cast<std::uint32_t>(i + 1));
+    ranked[i].set_vs_best(by_latency
+                              ? ranked[i].mean_latency_seconds() / ranked[0].mean_latency_seconds()
+                              : ranked[0].geomean_sol_ratio() / ranked[i].geomean_sol_ratio());
+    *response.add_entries() = ranked[i];
+  }
+  return response;
+}
+
+absl::StatusOr<v1::CompareResponse> ResultStore::Compare(const v1::CompareRequest& request,
+                                                         const Viewer& viewer) {
+  const double alpha = request.alpha() == 0 ? 0.05 : request.alpha();
+  const double min_relative =
+      request.min_relative_difference() == 0 ? 0.01 : request.min_relative_difference();
+  v1::ResultFilter base, cand;
+  if (!request.baseline_run().empty() || !request.candidate_run().empty()) {
+    ASSIGN_OR_RETURN(*base.mutable_run_id(), ResolveRunId(request.baseline_run(), "baseline_run"));
+    ASSIGN_OR_RETURN(*cand.mutable_run_id(),
+                     ResolveRunId(request.candidate_run(), "candidate_run"));
+  } else {
+    for (v1::ResultFilter* f : {&base, &cand}) {
+      f->set_suite(request.suite());
+      f->set_implementation(request.implementation());
+      f->set_device_model(request.device_model());
+    }
+    base.set_since_unix_seconds(request.baseline_window().since_unix_seconds());
+    base.set_until_unix_seconds(request.baseline_window().until_unix_seconds());
+    cand.set_since_unix_seconds(request.candidate_window().since_unix_seconds());
+    cand.set_until_unix_seconds(request.candidate_window().until_unix_seconds());
+  }
+  auto b = Select(base, 100000, 0, true, viewer);
+  if (!b.ok()) return b.status();
+  auto c = Select(cand, 100000, 0, true, viewer);
+  if (!c.ok()) return c.status();
+  if (b->empty()) return absl::NotFoundError("baseline: no stored results");
+  if (c->empty()) return absl::NotFoundError("candidate: no stored results");
+  // Pooled per (workload, implementation), oldest first, in the candidate's order.
+  using Key = std::pair<std::string, std::string>;
+  std::map<Key, std::vector<v1::StoredResult>> bs, cs;
+  std::vector<Key> order;
+  for (auto it = b->rbegin(); it != b->rend(); ++it) {
+    bs[{it->result().workload(), it->result().implementation()}].push_back(*it);
+  }
+  for (auto it = c->rbegin(); it != c->rend(); ++it) {
+    const Key key{it->result().workload(), it->result().implementation()};
+    if (cs[key].empty()) order.push_back(key);
+    cs[key].push_back(*it);
+  }
+  v1::CompareResponse response;
+  for (const Key& key : order) {
+    auto found = bs.find(key);
+    if (found == bs.end()) continue;
+    v1::SampleComparison cmp = CompareStored(found->second, cs[key], alpha, min_relative);
+    Tally(cmp, &response);
+    *response.add_comparisons() = std::move(cmp);
+  }
+  if (response.comparisons_size() == 0) {
+    return absl::NotFoundError("no workload and implementation in common between the two sides");
+  }
+  return response;
+}
+
+absl::StatusOr<v1::ExportResponse> ResultStore::Export(const v1::ExportRequest& request,
+                                                       const Viewer& viewer) {
+  const std::int64_t limit = request.limit() == 0 ? 1000 : request.limit();
+  if (limit > 100000) return absl::InvalidArgumentError("limit: at most 100000");
+  // One row more than the limit says whether the export is cut short.
+  auto rows = Select(request.filter(), limit + 1, 0, false, viewer);
+  if (!rows.ok()) return rows.status();
+  v1::ExportResponse response;
+  if (static_cast<std::int64_t>(rows->size()) > limit) {
+    rows->pop_back();
+    response.set_truncated(true);
+  }
+  response.set_data(ExportRows(*rows, request.format()));
+  response.set_rows(static_cast<std::uint32_t>(rows->size()));
+  return response;
+}
+
+}  // namespace kerneleval::server::store
