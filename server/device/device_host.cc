@@ -3,12 +3,13 @@
 #include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "common/conversions.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "kerneleval/internal/device_host.pb.h"
 #include "server/device/device_host_channel.h"
 #include "server/device/device_host_reply.h"
-#include "server/rpc/request_validation.h"
+#include "server/device/measure_options.h"
 
 namespace kerneleval::server {
 namespace {

@@ -14,12 +14,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/conversions.h"
 #include "common/log.h"
 #include "common/status_macros.h"
 #include "server/device/bounded_reap.h"
 #include "server/device/device_host_reply.h"
 #include "server/device/device_settings.h"
-#include "server/rpc/request_validation.h"
+#include "server/device/measure_options.h"
 #ifdef KERNELEVAL_HAVE_CUDA
 #include "server/device/nvml.h"
 #endif

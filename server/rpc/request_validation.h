@@ -13,6 +13,7 @@
 #include "common/conversions.h"
 #include "kerneleval/v1/kerneleval.pb.h"
 #include "server/device/backend.h"
+#include "server/device/measure_options.h"  // ToMeasureOptions, for the paths that validate
 
 namespace kerneleval::server {
 
@@ -82,12 +83,5 @@ v1::Protocol RunProtocol(const v1::RunRequest& request, bool gpu);
 // per graph, seed 200), or an error naming the field under "protocol.".
 absl::StatusOr<v1::Protocol> ResolveProtocol(const v1::Protocol& requested,
                                              const RequestLimits& limits);
-
-// The backend's options for a resolved protocol, and back: the pair is the only place that
-// maps their fields (a test round-trips every field of v1::Protocol that a backend reads).
-// ToProtocol leaves the fields MeasureOptions does not carry (seed, copy bandwidth, time
-// cap) unset; should_stop does not travel.
-MeasureOptions ToMeasureOptions(const v1::Protocol& protocol);
-v1::Protocol ToProtocol(const MeasureOptions& options);
 
 }  // namespace kerneleval::server
