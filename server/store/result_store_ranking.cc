@@ -6,6 +6,7 @@
 #include <map>
 #include <tuple>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/bounded_text.h"
 #include "common/status_macros.h"
@@ -17,6 +18,114 @@
 #include "server/store/sol_peaks.h"
 
 namespace kerneleval::server::store {
+
+namespace {
+
+// The leaderboard's rows (one per result: run, implementation, submission hash, model,
+// status, SOL, median, time, server, workload, peak source, peak) as one entry per run,
+// implementation and model, for the runs in which every workload of the suite passed (a
+// partial re-run does not count).
+std::vector<v1::LeaderboardEntry> CompleteRuns(const std::vector<SqlRow>& rows) {
+  struct Group {
+    v1::LeaderboardEntry entry;
+    std::size_t passed = 0, total = 0;
+    double log_sol = 0, median_sum = 0;
+  };
+  // (run, implementation, model) -> its results.
+  std::map<std::tuple<std::string, std::string, std::string>, Group> groups;
+  std::size_t workloads = 0;
+  for (const SqlRow& row : rows) {
+    Group& g = groups[{row[0].value_or(""), row[1].value_or(""), row[3].value_or("")}];
+    g.entry.set_run_id(row[0].value_or(""));
+    g.entry.set_implementation(row[1].value_or(""));
+    g.entry.set_submission_hash(row[2].value_or(""));
+    g.entry.set_device_model(row[3].value_or(""));
+    g.entry.set_created_unix_seconds(Int(row[7]));
+    g.entry.set_server(row[8].value_or(""));
+    ++g.total;
+    double sol = 0, median = 0;
+    (void)absl::SimpleAtod(row[5].value_or("0"), &sol);
+    (void)absl::SimpleAtod(row[6].value_or("0"), &median);
+    if (Int(row[4]) == v1::RESULT_STATUS_PASSED && sol > 0) {
+      if (g.passed == 0) {
+        double peak = 0;
+        (void)absl::SimpleAtod(row[11].value_or("0"), &peak);
+        g.entry.set_peak_source(static_cast<v1::PeakSource>(Int(row[10])));
+        g.entry.set_peak_bytes_per_second(peak);
+      }
+      ++g.passed;
+      g.log_sol += std::log(sol);
+      g.median_sum += median;
+    }
+    workloads = std::max(workloads, g.total);
+  }
+  std::vector<v1::LeaderboardEntry> complete;
+  for (auto& [key, g] : groups) {
+    if (g.total < workloads || g.passed != g.total) continue;
+    g.entry.set_workloads(static_cast<std::uint32_t>(g.total));
+    g.entry.set_geomean_sol_ratio(std::exp(g.log_sol / static_cast<double>(g.total)));
+    g.entry.set_mean_latency_seconds(g.median_sum / static_cast<double>(g.total));
+    complete.push_back(g.entry);
+  }
+  return complete;
+}
+
+// SOL % ranks only on one scale: one peak per device model (models differ in peak by
+// design, and SOL is what makes them comparable). A model whose runs were measured against
+// different peaks makes the whole board rank by time, and the note says why.
+void NotePeaks(const std::vector<v1::LeaderboardEntry>& complete,
+               v1::LeaderboardResponse* response) {
+  std::map<std::string, std::vector<SolPeak>> peaks_by_model;
+  for (const v1::LeaderboardEntry& e : complete) {
+    std::vector<SolPeak>& peaks = peaks_by_model[e.device_model()];
+    const SolPeak p{e.peak_source(), e.peak_bytes_per_second()};
+    bool seen = false;
+    for (const SolPeak& q : peaks) seen |= SamePeak(p, q);
+    if (!seen) peaks.push_back(p);
+  }
+  for (auto& [model, peaks] : peaks_by_model) {
+    if (peaks.size() < 2) continue;
+    // Lowest first: the note reads the same whichever run the query met first.
+    std::sort(peaks.begin(), peaks.end(), [](const SolPeak& a, const SolPeak& b) {
+      return std::tie(a.bytes_per_second, a.source) < std::tie(b.bytes_per_second, b.source);
+    });
+    response->set_ranked_by_latency(true);
+    std::string text;
+    for (const SolPeak& p : peaks) absl::StrAppend(&text, text.empty() ? "" : " vs ", PeakText(p));
+    absl::StrAppend(response->mutable_peak_note(), response->peak_note().empty() ? "" : "; ",
+                    model.empty() ? "unknown model" : model, ": SOL peaks differ (", text, ")");
+  }
+  if (response->ranked_by_latency()) {
+    absl::StrAppend(response->mutable_peak_note(), ": ranked by mean latency, not SOL %");
+  }
+}
+
+// The best run of each implementation on each model, ranked, with its distance to the best.
+void Rank(const std::vector<v1::LeaderboardEntry>& complete, v1::LeaderboardResponse* response) {
+  const bool by_latency = response->ranked_by_latency();
+  // Better: a higher geomean SOL, or (by latency) a lower mean latency.
+  auto better = [by_latency](const v1::LeaderboardEntry& a, const v1::LeaderboardEntry& b) {
+    return by_latency ? a.mean_latency_seconds() < b.mean_latency_seconds()
+                      : a.geomean_sol_ratio() > b.geomean_sol_ratio();
+  };
+  std::map<std::pair<std::string, std::string>, v1::LeaderboardEntry> best;
+  for (const v1::LeaderboardEntry& e : complete) {
+    auto [slot, inserted] = best.try_emplace({e.implementation(), e.device_model()}, e);
+    if (!inserted && better(e, slot->second)) slot->second = e;
+  }
+  std::vector<v1::LeaderboardEntry> ranked;
+  for (auto& [key, e] : best) ranked.push_back(e);
+  std::sort(ranked.begin(), ranked.end(), better);
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    ranked[i].set_rank(static_cast<std::uint32_t>(i + 1));
+    ranked[i].set_vs_best(by_latency
+                              ? ranked[i].mean_latency_seconds() / ranked[0].mean_latency_seconds()
+                              : ranked[0].geomean_sol_ratio() / ranked[i].geomean_sol_ratio());
+    *response->add_entries() = ranked[i];
+  }
+}
+
+}  // namespace
 
 absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
     const v1::LeaderboardRequest& request, const Viewer& viewer) {
@@ -54,96 +163,10 @@ absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
   }
   auto rows = db_->Query(sql, params);
   if (!rows.ok()) return rows.status();
-  struct Group {
-    v1::LeaderboardEntry entry;
-    std::size_t passed = 0, total = 0;
-    double log_sol = 0, median_sum = 0;
-  };
-  // (run, implementation, model) -> its results.
-  std::map<std::tuple<std::string, std::string, std::string>, Group> groups;
-  std::size_t workloads = 0;
-  for (const SqlRow& row : *rows) {
-    Group& g = groups[{row[0].value_or(""), row[1].value_or(""), row[3].value_or("")}];
-    g.entry.set_run_id(row[0].value_or(""));
-    g.entry.set_implementation(row[1].value_or(""));
-    g.entry.set_submission_hash(row[2].value_or(""));
-    g.entry.set_device_model(row[3].value_or(""));
-    g.entry.set_created_unix_seconds(Int(row[7]));
-    g.entry.set_server(row[8].value_or(""));
-    ++g.total;
-    double sol = 0, median = 0;
-    (void)absl::SimpleAtod(row[5].value_or("0"), &sol);
-    (void)absl::SimpleAtod(row[6].value_or("0"), &median);
-    if (Int(row[4]) == v1::RESULT_STATUS_PASSED && sol > 0) {
-      if (g.passed == 0) {
-        double peak = 0;
-        (void)absl::SimpleAtod(row[11].value_or("0"), &peak);
-        g.entry.set_peak_source(static_cast<v1::PeakSource>(Int(row[10])));
-        g.entry.set_peak_bytes_per_second(peak);
-      }
-      ++g.passed;
-      g.log_sol += std::log(sol);
-      g.median_sum += median;
-    }
-    workloads = std::max(workloads, g.total);
-  }
-  // A run counts when every workload of the suite passed (a partial re-run does not).
-  std::vector<v1::LeaderboardEntry> complete;
-  for (auto& [key, g] : groups) {
-    if (g.total < workloads || g.passed != g.total) continue;
-    g.entry.set_workloads(static_cast<std::uint32_t>(g.total));
-    g.entry.set_geomean_sol_ratio(std::exp(g.log_sol / static_cast<double>(g.total)));
-    g.entry.set_mean_latency_seconds(g.median_sum / static_cast<double>(g.total));
-    complete.push_back(g.entry);
-  }
+  const std::vector<v1::LeaderboardEntry> complete = CompleteRuns(*rows);
   v1::LeaderboardResponse response;
-  // SOL % ranks only on one scale: one peak per device model (models differ in peak by
-  // design, and SOL is what makes them comparable). A model whose runs were measured against
-  // different peaks makes the whole board rank by time.
-  std::map<std::string, std::vector<SolPeak>> peaks_by_model;
-  for (const v1::LeaderboardEntry& e : complete) {
-    std::vector<SolPeak>& peaks = peaks_by_model[e.device_model()];
-    const SolPeak p{e.peak_source(), e.peak_bytes_per_second()};
-    bool seen = false;
-    for (const SolPeak& q : peaks) seen |= SamePeak(p, q);
-    if (!seen) peaks.push_back(p);
-  }
-  for (auto& [model, peaks] : peaks_by_model) {
-    if (peaks.size() < 2) continue;
-    // Lowest first: the note reads the same whichever run the query met first.
-    std::sort(peaks.begin(), peaks.end(), [](const SolPeak& a, const SolPeak& b) {
-      return std::tie(a.bytes_per_second, a.source) < std::tie(b.bytes_per_second, b.source);
-    });
-    response.set_ranked_by_latency(true);
-    std::string text;
-    for (const SolPeak& p : peaks) absl::StrAppend(&text, text.empty() ? "" : " vs ", PeakText(p));
-    absl::StrAppend(response.mutable_peak_note(), response.peak_note().empty() ? "" : "; ",
-                    model.empty() ? "unknown model" : model, ": SOL peaks differ (", text, ")");
-  }
-  if (response.ranked_by_latency()) {
-    absl::StrAppend(response.mutable_peak_note(), ": ranked by mean latency, not SOL %");
-  }
-  const bool by_latency = response.ranked_by_latency();
-  // Better: a higher geomean SOL, or (by latency) a lower mean latency.
-  auto better = [by_latency](const v1::LeaderboardEntry& a, const v1::LeaderboardEntry& b) {
-    return by_latency ? a.mean_latency_seconds() < b.mean_latency_seconds()
-                      : a.geomean_sol_ratio() > b.geomean_sol_ratio();
-  };
-  std::map<std::pair<std::string, std::string>, v1::LeaderboardEntry> best;
-  for (const v1::LeaderboardEntry& e : complete) {
-    auto [slot, inserted] = best.try_emplace({e.implementation(), e.device_model()}, e);
-    if (!inserted && better(e, slot->second)) slot->second = e;
-  }
-  std::vector<v1::LeaderboardEntry> ranked;
-  for (auto& [key, e] : best) ranked.push_back(e);
-  std::sort(ranked.begin(), ranked.end(), better);
-  for (std::size_t i = 0; i < ranked.size(); ++i) {
-    ranked[i].set_rank(static_cast<std::uint32_t>(i + 1));
-    ranked[i].set_vs_best(by_latency
-                              ? ranked[i].mean_latency_seconds() / ranked[0].mean_latency_seconds()
-                              : ranked[0].geomean_sol_ratio() / ranked[i].geomean_sol_ratio());
-    *response.add_entries() = ranked[i];
-  }
+  NotePeaks(complete, &response);
+  Rank(complete, &response);
   return response;
 }
 
