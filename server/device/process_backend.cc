@@ -240,6 +240,44 @@ absl::Status ProcessBackend::HostLost(const std::string& during, const absl::Sta
                                           "); the device is being restarted"));
 }
 
+absl::Status ProcessBackend::Exchange(const internal::MeasureCall& call, const std::string& during,
+                                      const MeasureOptions& options, internal::MeasureReply* reply,
+                                      std::chrono::steady_clock::time_point* answered) {
+  if (absl::Status s = channel_.Send(call); !s.ok()) return HostLost(during, s, false);
+  const absl::Status received = channel_.Receive(
+      reply, absl::Seconds(options_.call_timeout_seconds),
+      [&] {
+        if (options.should_stop && options.should_stop()) region_.stop_flag().store(1);
+      },
+      ReplySpin());
+  if (received.code() == absl::StatusCode::kDeadlineExceeded) {
+    return HostLost(
+        during,
+        absl::DeadlineExceededError(absl::StrCat("no answer within ", options_.call_timeout_seconds,
+                                                 " s, --device-call-timeout-seconds")),
+        /*hung=*/true);
+  }
+  *answered = std::chrono::steady_clock::now();
+  if (!received.ok()) return HostLost(during, received, /*hung=*/false);
+  return absl::OkStatus();
+}
+
+absl::Status ProcessBackend::ReplyStatus(const internal::MeasureReply& reply,
+                                         const std::string& during) {
+  absl::Status status = FromProto(reply.status());
+  if (reply.healthy()) return status;
+  // The host's device is faulted; it exits after this reply, and the worker starts a new
+  // one before the next job.
+  ReportFault();
+  const pid_t pid = host_pid();
+  LogError(absl::StrCat(name_, ": device host ", pid, " faulted (", reply.status().message(),
+                        "); it ", KillHost()));
+  // Name what was running: with submissions on, the caller needs to know whose kernel took
+  // the device down.
+  return absl::InternalError(absl::StrCat(name_, ": the device faulted while ", during, " (",
+                                          status.message(), "); the device is being restarted"));
+}
+
 absl::StatusOr<Measurement> ProcessBackend::Measure(const Problem& problem,
                                                     const HostInputs& inputs,
                                                     const HostOutputs& outputs,
@@ -286,39 +324,10 @@ absl::StatusOr<Measurement> ProcessBackend::Measure(const Problem& problem,
 
   const std::string during = absl::StrCat("running ", impl);
   const auto sent = std::chrono::steady_clock::now();
-  if (absl::Status s = channel_.Send(call); !s.ok()) return HostLost(during, s, false);
   internal::MeasureReply reply;
-  const absl::Status received = channel_.Receive(
-      &reply, absl::Seconds(options_.call_timeout_seconds),
-      [&] {
-        if (options.should_stop && options.should_stop()) region_.stop_flag().store(1);
-      },
-      ReplySpin());
-  if (received.code() == absl::StatusCode::kDeadlineExceeded) {
-    return HostLost(
-        during,
-        absl::DeadlineExceededError(absl::StrCat("no answer within ", options_.call_timeout_seconds,
-                                                 " s, --device-call-timeout-seconds")),
-        /*hung=*/true);
-  }
-  const auto answered = std::chrono::steady_clock::now();
-  if (!received.ok()) return HostLost(during, received, /*hung=*/false);
-  if (!reply.healthy()) {
-    // The host's device is faulted; it exits after this reply, and the worker starts a new
-    // one before the next job.
-    ReportFault();
-    const pid_t pid = host_pid();
-    LogError(absl::StrCat(name_, ": device host ", pid, " faulted (", reply.status().message(),
-                          "); it ", KillHost()));
-  }
-  absl::Status status = FromProto(reply.status());
-  if (!reply.healthy()) {
-    // Name what was running: with submissions on, the caller needs to know whose kernel
-    // took the device down.
-    status =
-        absl::InternalError(absl::StrCat(name_, ": the device faulted while ", during, " (",
-                                         status.message(), "); the device is being restarted"));
-  }
+  auto answered = sent;
+  RETURN_IF_ERROR(Exchange(call, during, options, &reply, &answered));
+  const absl::Status status = ReplyStatus(reply, during);
   if (status.ok()) {
     if (want_out) std::memcpy(outputs.output, data + out, rows);
     if (want_res) std::memcpy(outputs.residual_out, data + rout, rows);

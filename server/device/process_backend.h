@@ -68,6 +68,15 @@ class ProcessBackend final : public Backend {
   ProcessBackend(std::string name, DeviceHostOptions options);
   absl::Status Spawn();  // a new host; reads its identity
   absl::Status AwaitReady();
+  // Sends `call` and waits for the host's reply (a stop asked for is passed on through the
+  // region's stop flag). An error only where the host was lost: it crashed, hung (no reply
+  // within the call timeout) or the link broke; `answered` is when the reply came.
+  absl::Status Exchange(const internal::MeasureCall& call, const std::string& during,
+                        const MeasureOptions& options, internal::MeasureReply* reply,
+                        std::chrono::steady_clock::time_point* answered);
+  // The call's status from its reply; a faulted device is reported, its host killed, and the
+  // caller told what was running.
+  absl::Status ReplyStatus(const internal::MeasureReply& reply, const std::string& during);
   // Marks the device faulted, kills the host and says how it ended.
   absl::Status HostLost(const std::string& during, const absl::Status& cause, bool hung);
   // Closes the channel, waits up to `grace` for the host to exit, then kills it. Returns
