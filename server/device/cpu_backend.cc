@@ -72,6 +72,24 @@ double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
+// One call's arguments: `problem` on these tensors (residual_out only where the mode writes
+// it).
+FusedAddRmsNormArgs ArgsFor(const Problem& problem, const void* x, const void* r,
+                            const void* weight, void* out, void* res) {
+  FusedAddRmsNormArgs a;
+  a.dtype = problem.dtype;
+  a.mode = problem.mode;
+  a.batch = problem.batch;
+  a.hidden = problem.hidden;
+  a.eps = problem.eps;
+  a.hidden_states = x;
+  a.residual = r;
+  a.weight = weight;
+  a.output = out;
+  a.residual_out = WritesResidual(problem.mode) ? res : nullptr;
+  return a;
+}
+
 }  // namespace
 
 std::vector<CpuImplementation> BuiltinCpuImplementations() {
@@ -191,6 +209,59 @@ void CpuBackend::FlushCaches() {
   });
 }
 
+// The timed calls after the result call, on working sets of their own: inputs are only
+// copied where a call mutates them (in place) or where rotation needs several (enough copies
+// to exceed twice the last-level cache, at most 16).
+absl::StatusOr<Measurement> CpuBackend::TimeCalls(const Problem& problem, const HostInputs& inputs,
+                                                  const CpuImplementation& fn,
+                                                  const MeasureOptions& options,
+                                                  unsigned char* scratch) {
+  const std::size_t row_bytes = problem.TensorBytes();
+  const bool writes_residual = WritesResidual(problem.mode);
+  const bool in_place = problem.mode == Mode::kInPlace;
+  auto args_with = [&](const void* x, const void* r, void* out, void* res) {
+    return ArgsFor(problem, x, r, inputs.weight, out, res);
+  };
+  std::size_t copies = 1;
+  if (options.rotate_inputs && row_bytes > 0) {
+    copies = std::clamp<std::size_t>(2 * last_level_cache_bytes_ / (3 * row_bytes) + 1, 1, 16);
+  }
+  const bool own_inputs = in_place || copies > 1;
+  struct Set {
+    std::vector<unsigned char> x, r, out, res;
+  };
+  std::vector<Set> sets(copies);
+  for (Set& set : sets) {
+    if (own_inputs) {
+      set.x.assign(static_cast<const unsigned char*>(inputs.hidden_states),
+                   static_cast<const unsigned char*>(inputs.hidden_states) + row_bytes);
+      set.r.assign(static_cast<const unsigned char*>(inputs.residual),
+                   static_cast<const unsigned char*>(inputs.residual) + row_bytes);
+    }
+    if (!in_place) {
+      set.out.resize(row_bytes);
+      set.res.resize(writes_residual ? row_bytes : 0);
+    }
+  }
+  auto args_for = [&](Set& set) {
+    const void* x = own_inputs ? set.x.data() : inputs.hidden_states;
+    const void* r = own_inputs ? set.r.data() : inputs.residual;
+    return in_place ? args_with(x, r, set.x.data(), set.r.data())
+                    : args_with(x, r, set.out.data(), set.res.data());
+  };
+  std::size_t next = 0;
+  auto timed_call = [&]() -> absl::StatusOr<double> {
+    if (options.cold) FlushCaches();
+    Set& set = sets[next];
+    next = (next + 1) % sets.size();
+    const FusedAddRmsNormArgs a = args_for(set);
+    const auto t0 = std::chrono::steady_clock::now();
+    Call(fn, a, scratch);
+    return Seconds(std::chrono::steady_clock::now() - t0);
+  };
+  return CollectSamples(options, timed_call);
+}
+
 absl::StatusOr<Measurement> CpuBackend::Measure(const Problem& problem, const HostInputs& inputs,
                                                 const HostOutputs& outputs, const std::string& impl,
                                                 const MeasureOptions& options) {
@@ -205,18 +276,7 @@ absl::StatusOr<Measurement> CpuBackend::Measure(const Problem& problem, const Ho
   const bool writes_residual = WritesResidual(problem.mode);
   const bool in_place = problem.mode == Mode::kInPlace;
   auto args_with = [&](const void* x, const void* r, void* out, void* res) {
-    FusedAddRmsNormArgs a;
-    a.dtype = problem.dtype;
-    a.mode = problem.mode;
-    a.batch = problem.batch;
-    a.hidden = problem.hidden;
-    a.eps = problem.eps;
-    a.hidden_states = x;
-    a.residual = r;
-    a.weight = inputs.weight;
-    a.output = out;
-    a.residual_out = writes_residual ? res : nullptr;
-    return a;
+    return ArgsFor(problem, x, r, inputs.weight, out, res);
   };
   // Uninitialized: only implementations that need scratch touch it.
   std::unique_ptr<unsigned char[]> scratch(new unsigned char[std::max<std::size_t>(row_bytes, 1)]);
@@ -258,49 +318,7 @@ absl::StatusOr<Measurement> CpuBackend::Measure(const Problem& problem, const Ho
   }
   Measurement m;
   if (rest.adaptive.enabled || rest.repetitions > 0 || rest.warmup > 0) {
-    // Working sets for the timed calls: inputs are only copied where a call mutates them
-    // (in place) or where rotation needs several (enough copies to exceed twice the
-    // last-level cache, at most 16).
-    std::size_t copies = 1;
-    if (options.rotate_inputs && row_bytes > 0) {
-      copies = std::clamp<std::size_t>(2 * last_level_cache_bytes_ / (3 * row_bytes) + 1, 1, 16);
-    }
-    const bool own_inputs = in_place || copies > 1;
-    struct Set {
-      std::vector<unsigned char> x, r, out, res;
-    };
-    std::vector<Set> sets(copies);
-    for (Set& set : sets) {
-      if (own_inputs) {
-        set.x.assign(static_cast<const unsigned char*>(inputs.hidden_states),
-                     static_cast<const unsigned char*>(inputs.hidden_states) + row_bytes);
-        set.r.assign(static_cast<const unsigned char*>(inputs.residual),
-                     static_cast<const unsigned char*>(inputs.residual) + row_bytes);
-      }
-      if (!in_place) {
-        set.out.resize(row_bytes);
-        set.res.resize(writes_residual ? row_bytes : 0);
-      }
-    }
-    auto args_for = [&](Set& set) {
-      const void* x = own_inputs ? set.x.data() : inputs.hidden_states;
-      const void* r = own_inputs ? set.r.data() : inputs.residual;
-      return in_place ? args_with(x, r, set.x.data(), set.r.data())
-                      : args_with(x, r, set.out.data(), set.res.data());
-    };
-    std::size_t next = 0;
-    auto timed_call = [&]() -> absl::StatusOr<double> {
-      if (options.cold) FlushCaches();
-      Set& set = sets[next];
-      next = (next + 1) % sets.size();
-      const FusedAddRmsNormArgs a = args_for(set);
-      const auto t0 = std::chrono::steady_clock::now();
-      Call(*fn, a, scratch.get());
-      return Seconds(std::chrono::steady_clock::now() - t0);
-    };
-    absl::StatusOr<Measurement> collected = CollectSamples(rest, timed_call);
-    if (!collected.ok()) return collected.status();
-    m = std::move(*collected);
+    ASSIGN_OR_RETURN(m, TimeCalls(problem, inputs, *fn, rest, scratch.get()));
   }
   m.samples_seconds.insert(m.samples_seconds.begin(), first.begin(), first.end());
   m.timer = v1::TIMER_HOST_CLOCK;

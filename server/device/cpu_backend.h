@@ -63,6 +63,10 @@ class CpuBackend final : public Backend {
   void Call(const CpuImplementation& impl, const FusedAddRmsNormArgs& args, void* scratch);
   // Evicts every core's caches: each thread reads the flush buffer (allocated here once).
   void FlushCaches();
+  // The timed samples of Measure after its result call (cpu_backend.cc).
+  absl::StatusOr<Measurement> TimeCalls(const Problem& problem, const HostInputs& inputs,
+                                        const CpuImplementation& fn, const MeasureOptions& options,
+                                        unsigned char* scratch);
 
   std::string name_;
   std::vector<CpuImplementation> impls_;
