@@ -7,10 +7,10 @@
 // Caught by: each record reset after its call has finished and read back before the next
 // call runs (server/cuda/check_record_ledger.h).
 struct ForgePlant {
-  unsigned char* records;         // null until the test plants it (the result call)
+  unsigned char* records;  // null until the test plants it (the result call)
   unsigned long long records_bytes;
   unsigned long long records_count;
-  unsigned long long ticket;      // one per CTA of every call since the plant
+  unsigned long long ticket;  // one per CTA of every call since the plant
 };
 
 extern "C" __global__ void __launch_bounds__(1024) forge_records(const kerneleval_params p) {
