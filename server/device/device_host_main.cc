@@ -8,7 +8,7 @@
 #include "common/log.h"
 #include "server/device/device_factory.h"
 #include "server/device/device_host.h"
-#include "server/device/device_settings.h"
+#include "server/device/device_settings_flags.h"
 #ifdef KERNELEVAL_HAVE_CUDA
 #include "server/device/nvml.h"
 #endif
@@ -34,11 +34,7 @@ int main(int argc, char** argv) {
   app.add_flag("--builtins-only", builtins_only,
                "Refuse submitted kernels: this host's context holds other callers' data");
   kerneleval::server::DeviceSettings settings;  // the server's, on this command line
-  app.add_flag("--disable-cupti", settings.disable_cupti, "Time with CUDA events only");
-  app.add_option("--clock-sample-ms", settings.clock_sample_ms,
-                 "Clock readings while timing, every N ms (0: before and after only)");
-  app.add_option("--link-spin-us", settings.link_spin_us,
-                 "Poll the server link this long before sleeping (negative: by core count)");
+  kerneleval::server::AddDeviceSettingsFlags(app, settings);
   CLI11_PARSE(app, argc, argv);
   kerneleval::server::ApplyDeviceSettings(settings);
 #ifdef KERNELEVAL_HAVE_CUDA

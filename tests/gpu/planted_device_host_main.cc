@@ -18,6 +18,8 @@
 #include "lazy_half_rows.h"
 #include "server/cuda/cuda_backend.h"
 #include "server/device/device_host.h"
+#include "server/device/device_settings_flags.h"
+#include "server/device/nvml.h"
 
 int main(int argc, char** argv) {
   namespace server = kerneleval::server;
@@ -35,7 +37,11 @@ int main(int argc, char** argv) {
   app.add_option("--region-fd", region_fd, "Inherited shared tensor region");
   app.add_flag("--enable-fault-injection", fault_injection, "Register fault_illegal_address");
   app.add_flag("--builtins-only", builtins_only, "Refuse submitted kernels");
+  server::DeviceSettings settings;  // the server's, as the product host takes them
+  server::AddDeviceSettingsFlags(app, settings);
   CLI11_PARSE(app, argc, argv);
+  server::ApplyDeviceSettings(settings);
+  server::Nvml::ParentIsTheService();  // the server's other hosts are not other processes
 
   int ordinal = -1;
   if (!absl::StartsWith(device, "cuda:") || !absl::SimpleAtoi(device.substr(5), &ordinal)) {
