@@ -10,8 +10,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
+#include <functional>
 #include <regex>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -265,57 +269,78 @@ TEST(RunIds, UnknownSuiteInHistoryAndLeaderboardIsNotFound) {
   EXPECT_EQ(served.rc, 0) << served.err;
 }
 
-// Ctrl-C: SIGINT to the real binary mid-bench, stderr a pipe read as it comes.
+// A bench of the real CLI, interrupted: stdout to `out`, stderr a pipe read as it comes,
+// SIGINT once `interrupt_now(stderr so far)` says so.
+struct InterruptedBench {
+  std::string err;
+  int status = 0;
+  bool signalled = false;
+  bool exited = false;
+  std::chrono::steady_clock::time_point signalled_at;
+};
+
+InterruptedBench BenchAndInterrupt(const std::vector<std::string>& args, const std::string& out,
+                                   const std::function<bool(const std::string&)>& interrupt_now) {
+  InterruptedBench r;
+  int err_pipe[2];
+  // Close-on-exec: no process the in-process server starts keeps the pipe open.
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) return r;
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(KERNELEVAL_CLI_BINARY));
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(o, 1);
+    dup2(err_pipe[1], 2);
+    execv(KERNELEVAL_CLI_BINARY, argv.data());
+    _exit(127);
+  }
+  close(err_pipe[1]);
+  char buffer[4096];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (!r.exited && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{err_pipe[0], POLLIN, 0};
+    if (poll(&p, 1, 100) > 0) {
+      const ssize_t n = read(err_pipe[0], buffer, sizeof(buffer));
+      if (n > 0) r.err.append(buffer, n);
+    }
+    if (!r.signalled && interrupt_now(r.err) && kill(pid, SIGINT) == 0) {
+      r.signalled = true;
+      r.signalled_at = std::chrono::steady_clock::now();
+    }
+    r.exited = waitpid(pid, &r.status, WNOHANG) == pid;
+  }
+  if (!r.exited) {
+    kill(pid, SIGKILL);
+    waitpid(pid, &r.status, 0);
+  }
+  for (ssize_t n; (n = read(err_pipe[0], buffer, sizeof(buffer))) > 0;) r.err.append(buffer, n);
+  close(err_pipe[0]);
+  return r;
+}
+
+// Ctrl-C: SIGINT to the real binary mid-bench.
 TEST(RunIds, CtrlCCancelsPrintsThePartialRunAndExits130) {
   const std::string dir = TempDir("run-ids-sigint");
   TestServer t = StartServer();
   // 40 workloads of 100 timed calls: seconds each, far longer than the wait for the first
   // progress line and the cancellation.
   const std::string suite = SuiteFile(dir, "run_ids_long", 40, 4096);
-  int err_pipe[2];
-  // Close-on-exec: no process the in-process server starts keeps the pipe open.
-  ASSERT_EQ(pipe2(err_pipe, O_CLOEXEC), 0);
   const std::string out = dir + "/stdout";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(o, 1);
-    dup2(err_pipe[1], 2);
-    const std::string target = t.target();
-    execl(KERNELEVAL_CLI_BINARY, KERNELEVAL_CLI_BINARY, "--target", target.c_str(), "bench",
-          "--suite-file", suite.c_str(), "--device", "cpu", "--impl", "cpu_fused", "--warmup", "0",
-          "--repetitions", "100", nullptr);
-    _exit(127);
-  }
-  close(err_pipe[1]);
-  std::string err;
-  char buffer[4096];
-  std::chrono::steady_clock::time_point signalled_at;
-  bool signalled = false;
-  int status = 0;
-  bool exited = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  while (!exited && std::chrono::steady_clock::now() < deadline) {
-    pollfd p{err_pipe[0], POLLIN, 0};
-    if (poll(&p, 1, 100) > 0) {
-      const ssize_t n = read(err_pipe[0], buffer, sizeof(buffer));
-      if (n > 0) err.append(buffer, n);
-    }
-    // After the first workload's line: its result is what the partial report must show.
-    if (!signalled && err.find("[1/40]") != std::string::npos &&
-        err.find('\n', err.find("[1/40]")) != std::string::npos) {
-      ASSERT_EQ(kill(pid, SIGINT), 0);
-      signalled = true;
-      signalled_at = std::chrono::steady_clock::now();
-    }
-    exited = waitpid(pid, &status, WNOHANG) == pid;
-  }
-  if (!exited) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-  }
-  for (ssize_t n; (n = read(err_pipe[0], buffer, sizeof(buffer))) > 0;) err.append(buffer, n);
-  close(err_pipe[0]);
+  const InterruptedBench bench = BenchAndInterrupt(
+      {"--target", t.target(), "bench", "--suite-file", suite, "--device", "cpu", "--impl",
+       "cpu_fused", "--warmup", "0", "--repetitions", "100"},
+      out, [](const std::string& err) {
+        // After the first workload's line: its result is what the partial report must show.
+        const std::size_t first = err.find("[1/40]");
+        return first != std::string::npos && err.find('\n', first) != std::string::npos;
+      });
+  const std::string& err = bench.err;
+  const int status = bench.status;
+  const bool signalled = bench.signalled, exited = bench.exited;
+  const auto signalled_at = bench.signalled_at;
   ASSERT_TRUE(signalled) << err;
   ASSERT_TRUE(exited) << err;
   // Cancelled, not run to the end: 39 workloads more would take minutes.
@@ -350,48 +375,18 @@ TEST(RunIds, CtrlCDuringTheFirstWorkloadStillNamesThePartialRun) {
   // Two workloads of 4096 timed calls on 4 MiB tensors: the first alone takes far longer
   // than the wait for the started line and the cancellation.
   const std::string suite = SuiteFile(dir, "run_ids_first", 2, 4096);
-  int err_pipe[2];
-  ASSERT_EQ(pipe2(err_pipe, O_CLOEXEC), 0);
   const std::string out = dir + "/stdout";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int o = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(o, 1);
-    dup2(err_pipe[1], 2);
-    const std::string target = t.target();
-    execl(KERNELEVAL_CLI_BINARY, KERNELEVAL_CLI_BINARY, "--target", target.c_str(), "bench",
-          "--suite-file", suite.c_str(), "--device", "cpu", "--impl", "cpu_fused", "--warmup", "0",
-          "--repetitions", "4096", "--format", "json", nullptr);
-    _exit(127);
-  }
-  close(err_pipe[1]);
-  std::string err;
-  char buffer[4096];
-  bool signalled = false;
-  int status = 0;
-  bool exited = false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  while (!exited && std::chrono::steady_clock::now() < deadline) {
-    pollfd p{err_pipe[0], POLLIN, 0};
-    if (poll(&p, 1, 100) > 0) {
-      const ssize_t n = read(err_pipe[0], buffer, sizeof(buffer));
-      if (n > 0) err.append(buffer, n);
-    }
-    // The started line names the run before the first workload is measured.
-    if (!signalled &&
-        !Matches(err, R"(benchmark run_ids_first: 2 workloads on cpu, run ([0-9a-f]{32})\n)")
-             .empty()) {
-      ASSERT_EQ(kill(pid, SIGINT), 0);
-      signalled = true;
-    }
-    exited = waitpid(pid, &status, WNOHANG) == pid;
-  }
-  if (!exited) {
-    kill(pid, SIGKILL);
-    waitpid(pid, &status, 0);
-  }
-  for (ssize_t n; (n = read(err_pipe[0], buffer, sizeof(buffer))) > 0;) err.append(buffer, n);
-  close(err_pipe[0]);
+  const InterruptedBench bench = BenchAndInterrupt(
+      {"--target", t.target(), "bench", "--suite-file", suite, "--device", "cpu", "--impl",
+       "cpu_fused", "--warmup", "0", "--repetitions", "4096", "--format", "json"},
+      out, [](const std::string& err) {
+        // The started line names the run before the first workload is measured.
+        return !Matches(err, R"(benchmark run_ids_first: 2 workloads on cpu, run ([0-9a-f]{32})\n)")
+                    .empty();
+      });
+  const std::string& err = bench.err;
+  const int status = bench.status;
+  const bool signalled = bench.signalled, exited = bench.exited;
   ASSERT_TRUE(signalled) << err;
   ASSERT_TRUE(exited) << err;
   ASSERT_TRUE(WIFEXITED(status)) << err;
