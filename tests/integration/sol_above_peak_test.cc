@@ -82,6 +82,11 @@ void ExpectFlagMatchesRatio(const google::protobuf::RepeatedPtrField<v1::SolFigu
 class SolAbovePeak : public ::testing::Test {
  protected:
   void SetUp() override {
+#if defined(__SANITIZE_ADDRESS__)
+    // Instrumented loads run the kernel several times slower than the copy that measured the
+    // peak, so no figure can reach it: what is under test here is the flag, not the speed.
+    GTEST_SKIP() << "an AddressSanitizer build cannot beat its own DRAM peak";
+#endif
     server_ = StartServer();
     ASSERT_NE(server_.server, nullptr);
     v1::ListDevicesResponse devices;
