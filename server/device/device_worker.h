@@ -18,7 +18,7 @@
 
 #include "absl/status/status.h"
 #include "server/device/backend.h"
-#include "server/rpc/owner_job_limit.h"
+#include "server/device/owner_job_limit.h"
 
 namespace kerneleval::server {
 

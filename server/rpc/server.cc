@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/suites.h"
 #include "server/device/device_factory.h"
+#include "server/device/owner_job_limit.h"
 #include "server/device/tenant_backend.h"
 #include "server/evaluation/benchmark_engine.h"
 #include "server/identity/auth.h"
@@ -24,7 +25,6 @@
 #include "server/oip/oip_service.h"
 #include "server/rpc/data_dir_lock.h"
 #include "server/rpc/kerneleval_service.h"
-#include "server/rpc/owner_job_limit.h"
 #include "server/rpc/unserved_methods.h"
 #include "server/store/results_service.h"
 

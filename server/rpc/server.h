@@ -37,7 +37,7 @@ struct ServerOptions {
   // Each device then takes its jobs round-robin between owners.
   long max_queued_per_owner = -1;
   // Device-seconds one owner's jobs may hold the devices in any hour, checked before a job is
-  // queued (server/rpc/owner_job_limit.h); 0: no budget.
+  // queued (server/device/owner_job_limit.h); 0: no budget.
   double owner_device_seconds_per_hour = 0;
   RequestLimits limits;
   // When a Benchmark prepares workload inputs and references (request_validation.h): by the

@@ -1,4 +1,4 @@
-// Device-seconds per owner (--owner-device-seconds-per-hour, server/rpc/owner_job_limit.h):
+// Device-seconds per owner (--owner-device-seconds-per-hour, server/device/owner_job_limit.h):
 // the budget's arithmetic against hand-summed charges, then from the outside, a real server
 // on loopback with a token file of two owners and a budget one job exhausts: the owner's
 // second job is refused before it is queued, the other owner's first one runs.
@@ -10,7 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "server/rpc/owner_job_limit.h"
+#include "server/device/owner_job_limit.h"
 #include "test_server.h"
 
 namespace kerneleval::testing {
