@@ -3,14 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <initializer_list>
 #include <limits>
-#include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "common/bounded_text.h"
 #include "common/conversions.h"
+#include "common/status_macros.h"
 #include "common/suite_paths.h"
 #include "kerneleval/kernels/fused_add_rmsnorm.h"
 #include "nlohmann/json.hpp"
@@ -217,6 +214,37 @@ absl::Status ParseTolerance(const json& tolerance, absl::string_view path, v1::T
   return absl::OkStatus();
 }
 
+// A workload's inputs block names only the operation's inputs, each "random": every tensor's
+// seed is derived from the workload's seed and the tensor's name.
+absl::Status CheckWorkloadInputs(const json& inputs, absl::string_view path) {
+  const std::string inputs_path = Join(path, "inputs");
+  if (absl::Status s = ExpectObject(inputs, inputs_path); !s.ok()) return s;
+  for (const auto& item : inputs.items()) {
+    const std::string input_path = Join(inputs_path, EchoKey(item.key()));
+    if (item.key() != "hidden_states" && item.key() != "residual" && item.key() != "weight") {
+      return Invalid(input_path, "unknown input; the inputs are hidden_states, residual, weight");
+    }
+    if (absl::Status s = ExpectObject(item.value(), input_path); !s.ok()) return s;
+    if (item.value().contains("seed")) {
+      return Invalid(Join(input_path, "seed"),
+                     absl::StrCat("per-tensor seeds are not supported; set ", path,
+                                  ".seed (each tensor's seed is derived from it and the "
+                                  "tensor name)"));
+    }
+    if (absl::Status s = CheckKeys(item.value(), input_path, {"type"}); !s.ok()) return s;
+    if (!item.value().contains("type")) {
+      return Invalid(input_path, "missing field type (\"random\")");
+    }
+    absl::StatusOr<std::string> type = GetString(item.value().at("type"), Join(input_path, "type"));
+    if (!type.ok()) return type.status();
+    if (*type != "random") {
+      return Invalid(Join(input_path, "type"),
+                     absl::StrCat("only \"random\" inputs are supported, got ", Quote(*type)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseWorkload(const json& workload, absl::string_view path, v1::Workload* out) {
   if (absl::Status s = ExpectObject(workload, path); !s.ok()) return s;
   if (absl::Status s = CheckKeys(workload, path, {"name", "axes", "seed", "inputs", "tolerance"});
@@ -257,33 +285,7 @@ absl::Status ParseWorkload(const json& workload, absl::string_view path, v1::Wor
     out->set_seed(seed.get<std::uint64_t>());
   }
   if (workload.contains("inputs")) {
-    const std::string inputs_path = Join(path, "inputs");
-    const json& inputs = workload.at("inputs");
-    if (absl::Status s = ExpectObject(inputs, inputs_path); !s.ok()) return s;
-    for (const auto& item : inputs.items()) {
-      const std::string input_path = Join(inputs_path, EchoKey(item.key()));
-      if (item.key() != "hidden_states" && item.key() != "residual" && item.key() != "weight") {
-        return Invalid(input_path, "unknown input; the inputs are hidden_states, residual, weight");
-      }
-      if (absl::Status s = ExpectObject(item.value(), input_path); !s.ok()) return s;
-      if (item.value().contains("seed")) {
-        return Invalid(Join(input_path, "seed"),
-                       absl::StrCat("per-tensor seeds are not supported; set ", path,
-                                    ".seed (each tensor's seed is derived from it and the "
-                                    "tensor name)"));
-      }
-      if (absl::Status s = CheckKeys(item.value(), input_path, {"type"}); !s.ok()) return s;
-      if (!item.value().contains("type")) {
-        return Invalid(input_path, "missing field type (\"random\")");
-      }
-      absl::StatusOr<std::string> type =
-          GetString(item.value().at("type"), Join(input_path, "type"));
-      if (!type.ok()) return type.status();
-      if (*type != "random") {
-        return Invalid(Join(input_path, "type"),
-                       absl::StrCat("only \"random\" inputs are supported, got ", Quote(*type)));
-      }
-    }
+    RETURN_IF_ERROR(CheckWorkloadInputs(workload.at("inputs"), path));
   }
   if (workload.contains("tolerance")) {
     if (absl::Status s = ParseTolerance(workload.at("tolerance"), Join(path, "tolerance"),
@@ -351,33 +353,31 @@ absl::StatusOr<json> ParseJsonText(std::string_view text) {
   return root;
 }
 
-absl::StatusOr<v1::SuiteDefinition> ParseSuite(std::string_view text) {
-  absl::StatusOr<json> parsed = ParseJsonText(text);
-  if (!parsed.ok()) return parsed.status();
-  const json& root = *parsed;
+// The top level is an object of the known fields, the required ones present.
+absl::Status CheckSuiteRoot(const json& root) {
   if (!root.is_object()) {
     return Invalid("", absl::StrCat("a suite is a JSON object, got ", JsonTypeName(root)));
   }
-  if (absl::Status s = CheckKeys(root, "",
-                                 {"name", "op_type", "description", "tags", "mode", "eps", "axes",
-                                  "inputs", "outputs", "workloads"});
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(CheckKeys(root, "",
+                            {"name", "op_type", "description", "tags", "mode", "eps", "axes",
+                             "inputs", "outputs", "workloads"}));
   for (const char* required : {"name", "op_type", "axes", "inputs", "outputs", "workloads"}) {
     if (!root.contains(required)) {
       return Invalid("", absl::StrCat("missing field ", required));
     }
   }
-  v1::SuiteDefinition suite;
+  return absl::OkStatus();
+}
 
+// name, op_type, description and tags: what names and describes the suite.
+absl::Status ParseIdentity(const json& root, v1::SuiteDefinition* suite) {
   absl::StatusOr<std::string> name = GetString(root.at("name"), "name");
   if (!name.ok()) return name.status();
   if (!IsValidSuiteName(*name)) {
     return Invalid("name", absl::StrCat("must be 1..", kMaxNameLength,
                                         " characters of [A-Za-z0-9_.-], got ", Quote(*name)));
   }
-  suite.set_name(*name);
+  suite->set_name(*name);
 
   absl::StatusOr<std::string> op_type = GetString(root.at("op_type"), "op_type");
   if (!op_type.ok()) return op_type.status();
@@ -388,7 +388,7 @@ absl::StatusOr<v1::SuiteDefinition> ParseSuite(std::string_view text) {
   if (root.contains("description")) {
     absl::StatusOr<std::string> description = GetString(root.at("description"), "description");
     if (!description.ok()) return description.status();
-    suite.set_description(*description);
+    suite->set_description(*description);
   }
   if (root.contains("tags")) {
     const json& tags = root.at("tags");
@@ -398,64 +398,78 @@ absl::StatusOr<v1::SuiteDefinition> ParseSuite(std::string_view text) {
     for (std::size_t i = 0; i < tags.size(); ++i) {
       absl::StatusOr<std::string> tag = GetString(tags[i], Index("tags", i));
       if (!tag.ok()) return tag.status();
-      suite.add_tags(*tag);
+      suite->add_tags(*tag);
     }
   }
+  return absl::OkStatus();
+}
 
+// mode and eps, each with its default when left out.
+absl::Status ParseComputation(const json& root, v1::SuiteDefinition* suite) {
   v1::Mode mode = v1::MODE_OUTPUT;
   if (root.contains("mode")) {
     absl::StatusOr<v1::Mode> parsed_mode = ParseMode(root.at("mode"));
     if (!parsed_mode.ok()) return parsed_mode.status();
     mode = *parsed_mode;
   }
-  suite.set_mode(mode);
+  suite->set_mode(mode);
 
-  suite.set_eps(kDefaultEps);
+  suite->set_eps(kDefaultEps);
   if (root.contains("eps")) {
     absl::StatusOr<double> eps = GetNumber(root.at("eps"), "eps");
     if (!eps.ok()) return eps.status();
     if (!std::isfinite(*eps) || *eps <= 0) {
       return Invalid("eps", absl::StrCat("must be finite and > 0, got ", *eps));
     }
-    suite.set_eps(*eps);
+    suite->set_eps(*eps);
   }
+  return absl::OkStatus();
+}
 
-  if (absl::Status s = ParseAxes(root.at("axes"), &suite); !s.ok()) return s;
-
+// The inputs and outputs blocks, whose tensors the suite's mode fixes; their shared dtype
+// becomes the suite's.
+absl::Status ParseSuiteTensors(const json& root, v1::SuiteDefinition* suite) {
   std::optional<v1::DType> dtype;
   std::string dtype_owner;
   const std::vector<TensorSpec> inputs = {{"hidden_states", {kBatchAxis, kHiddenAxis}},
                                           {"residual", {kBatchAxis, kHiddenAxis}},
                                           {"weight", {kHiddenAxis}}};
-  if (absl::Status s = ParseTensors(root.at("inputs"), "inputs", inputs,
-                                    "the operation's inputs are", &dtype, &dtype_owner);
-      !s.ok()) {
-    return s;
-  }
+  RETURN_IF_ERROR(ParseTensors(root.at("inputs"), "inputs", inputs, "the operation's inputs are",
+                               &dtype, &dtype_owner));
   std::vector<TensorSpec> outputs = {{"output", {kBatchAxis, kHiddenAxis}}};
   std::string why = "mode output writes";
-  if (mode != v1::MODE_OUTPUT) {
+  if (suite->mode() != v1::MODE_OUTPUT) {
     outputs.push_back({"residual_out", {kBatchAxis, kHiddenAxis}});
-    why = mode == v1::MODE_IN_PLACE ? "mode in_place declares" : "mode output_and_residual writes";
+    why = suite->mode() == v1::MODE_IN_PLACE ? "mode in_place declares"
+                                             : "mode output_and_residual writes";
   }
-  if (absl::Status s =
-          ParseTensors(root.at("outputs"), "outputs", outputs, why, &dtype, &dtype_owner);
-      !s.ok()) {
-    return s;
-  }
-  suite.set_dtype(*dtype);
+  RETURN_IF_ERROR(ParseTensors(root.at("outputs"), "outputs", outputs, why, &dtype, &dtype_owner));
+  suite->set_dtype(*dtype);
+  return absl::OkStatus();
+}
 
-  const json& workloads = root.at("workloads");
+absl::Status ParseWorkloads(const json& workloads, v1::SuiteDefinition* suite) {
   if (!workloads.is_array()) {
     return Invalid("workloads", absl::StrCat("must be an array, got ", JsonTypeName(workloads)));
   }
   for (std::size_t i = 0; i < workloads.size(); ++i) {
-    if (absl::Status s = ParseWorkload(workloads[i], Index("workloads", i), suite.add_workloads());
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(ParseWorkload(workloads[i], Index("workloads", i), suite->add_workloads()));
   }
-  if (absl::Status s = ValidateSuite(suite); !s.ok()) return s;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::SuiteDefinition> ParseSuite(std::string_view text) {
+  absl::StatusOr<json> parsed = ParseJsonText(text);
+  if (!parsed.ok()) return parsed.status();
+  const json& root = *parsed;
+  RETURN_IF_ERROR(CheckSuiteRoot(root));
+  v1::SuiteDefinition suite;
+  RETURN_IF_ERROR(ParseIdentity(root, &suite));
+  RETURN_IF_ERROR(ParseComputation(root, &suite));
+  RETURN_IF_ERROR(ParseAxes(root.at("axes"), &suite));
+  RETURN_IF_ERROR(ParseSuiteTensors(root, &suite));
+  RETURN_IF_ERROR(ParseWorkloads(root.at("workloads"), &suite));
+  RETURN_IF_ERROR(ValidateSuite(suite));
   return suite;
 }
 
@@ -469,49 +483,6 @@ absl::StatusOr<v1::SuiteDefinition> ParseSuiteJson(std::string_view text, std::s
                                      suite.status().message()));
   }
   return suite;
-}
-
-absl::StatusOr<std::vector<v1::SuiteDefinition>> LoadSuiteDirectory(const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::error_code error;
-  const fs::file_status status = fs::status(dir, error);
-  if (!fs::exists(status)) {
-    return absl::NotFoundError(absl::StrCat("suite directory ", dir, " does not exist"));
-  }
-  if (!fs::is_directory(status)) {
-    return absl::InvalidArgumentError(absl::StrCat("suite directory ", dir, " is not a directory"));
-  }
-  std::vector<fs::path> files;
-  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
-    if (it->path().extension() == ".json" && it->is_regular_file()) files.push_back(it->path());
-  }
-  if (error) {
-    return absl::InternalError(
-        absl::StrCat("cannot list suite directory ", dir, ": ", error.message()));
-  }
-  std::sort(files.begin(), files.end(),
-            [](const fs::path& a, const fs::path& b) { return a.filename() < b.filename(); });
-
-  std::vector<v1::SuiteDefinition> suites;
-  std::map<std::string, std::string> defined_in;  // suite name -> file
-  for (const fs::path& file : files) {
-    std::ifstream in(file, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (!in.good() && !in.eof()) {
-      return absl::InternalError(absl::StrCat("cannot read suite file ", file.string()));
-    }
-    absl::StatusOr<v1::SuiteDefinition> suite = ParseSuiteJson(text.str(), file.string());
-    if (!suite.ok()) return suite.status();
-    auto [previous, inserted] = defined_in.emplace(suite->name(), file.string());
-    if (!inserted) {
-      return absl::InvalidArgumentError(absl::StrCat(file.string(), ": name: suite \"",
-                                                     suite->name(), "\" is already defined in ",
-                                                     previous->second));
-    }
-    suites.push_back(*std::move(suite));
-  }
-  return suites;
 }
 
 }  // namespace kerneleval
