@@ -1,6 +1,10 @@
 // The leaderboard-style text report (FormatReportTable).
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -89,105 +93,137 @@ std::string WorkloadHeading(const v1::BenchmarkReport& report, const WorkloadGro
   return heading;
 }
 
-}  // namespace
-
-std::string FormatReportTable(const v1::BenchmarkReport& report) {
-  const bool multi_device = MultiDevice(report);
+// "Suite name: description", the protocol, and a warning when the run was cut short.
+std::string ReportHeading(const v1::BenchmarkReport& report) {
   std::string out = absl::StrCat("Suite ", report.suite().empty() ? "(custom)" : report.suite());
   if (!report.definition().description().empty()) {
     absl::StrAppend(&out, ": ", report.definition().description());
   }
   absl::StrAppend(&out, "\nProtocol: ", ProtocolText(report.protocol()), "\n");
   if (!report.complete()) out += "INCOMPLETE: the run was cut short; missing results are absent\n";
+  return out;
+}
 
-  std::vector<std::string> errors;
+// "#", "implementation", then "device" when there are several, then `columns`.
+std::vector<std::string> RankedHeader(bool multi_device,
+                                      std::initializer_list<const char*> columns) {
+  std::vector<std::string> header = {"#", "implementation"};
+  if (multi_device) header.push_back("device");
+  for (const char* column : columns) header.push_back(column);
+  return header;
+}
+
+std::vector<std::string> ResultRow(const v1::BenchmarkReport& report, const v1::WorkloadResult& r,
+                                   bool multi_device) {
+  const v1::LatencyStats& l = r.latency();
+  std::vector<std::string> row = {RankText(r.rank()), r.implementation()};
+  if (multi_device) row.push_back(r.device());
+  for (double seconds : {l.median_seconds(), l.mean_seconds(), l.min_seconds(), l.p99_seconds()}) {
+    row.push_back(FormatSeconds(seconds));
+  }
+  row.push_back(r.bytes_per_second() > 0 ? Fixed(r.bytes_per_second() / 1e9, 1) : "-");
+  row.push_back(Percent(SolPercent(r.sol())));
+  row.push_back(VsBestText(r.vs_best()));
+  row.push_back(CorrectnessText(r));
+  row.push_back(MeasuredAsText(report, r));
+  row.push_back(r.clocks().samples() > 0 ? Fixed(r.clocks().sm_mhz_mean(), 0) : "-");
+  return row;
+}
+
+// The lines printed under a workload's table for one result: DRAM traffic, kernel split,
+// device-side checks, integrity flags, SOL above the peak.
+std::vector<std::string> ResultNotes(const v1::BenchmarkReport& report,
+                                     const v1::WorkloadResult& r) {
+  std::vector<std::string> notes;
+  const std::string who = absl::StrCat(r.implementation(), " (", MeasuredAsText(report, r), "): ");
+  if (const std::string dram = DramText(r.dram()); !dram.empty()) {
+    notes.push_back(absl::StrCat(who, dram));
+  }
+  if (const std::string kernels = KernelsText(r.kernels()); !kernels.empty()) {
+    notes.push_back(absl::StrCat(who, kernels));
+  }
+  if (r.calls_checked() > 0) {
+    notes.push_back(absl::StrCat(who, r.calls_checked(),
+                                 " calls checked on the device (output, inputs, guards)"));
+  }
+  for (const std::string& flag : r.integrity_flags()) {
+    notes.push_back(absl::StrCat(who, "FLAG ", flag));
+  }
+  if (const v1::SolFigure* sol = PreferredSol(r.sol()); sol != nullptr && sol->above_peak()) {
+    notes.push_back(absl::StrCat(who, "SOL above 100 %: ", sol->above_peak_reason()));
+  }
+  return notes;
+}
+
+// A result's error and failed-correctness detail, for the Problems section.
+void AddProblems(const std::string& workload, const v1::WorkloadResult& r,
+                 std::vector<std::string>* problems) {
+  if (!r.error().empty()) {
+    problems->push_back(absl::StrCat(workload, " / ", r.implementation(), ": ", r.error()));
+  }
+  if (!r.correctness().detail().empty() && !r.correctness().passed()) {
+    problems->push_back(
+        absl::StrCat(workload, " / ", r.implementation(), ": ", r.correctness().detail()));
+  }
+}
+
+// A workload's heading, its table of results, their notes and the peak SOL % is taken
+// against; the results' problems go to `problems`.
+std::string WorkloadSection(const v1::BenchmarkReport& report, const WorkloadGroup& group,
+                            bool multi_device, std::vector<std::string>* problems) {
+  TextTable table(RankedHeader(multi_device, {"median", "mean", "min", "p99", "GB/s", "SOL %",
+                                              "vs #1", "correctness", "measured as", "SM MHz"}));
+  std::vector<std::string> notes;
+  std::string peak;
+  for (const v1::WorkloadResult* r : group.results) {
+    table.AddRow(ResultRow(report, *r, multi_device));
+    for (std::string& note : ResultNotes(report, *r)) notes.push_back(std::move(note));
+    if (peak.empty()) peak = PeakNote(r->sol());
+    AddProblems(group.name, *r, problems);
+  }
+  std::string out = absl::StrCat("\n", WorkloadHeading(report, group), "\n", table.Render("  "));
+  for (const std::string& note : notes) absl::StrAppend(&out, "  ", note, "\n");
+  if (!peak.empty()) absl::StrAppend(&out, "  SOL % against ", peak, "\n");
+  return out;
+}
+
+// The per-implementation summary table, ranked first, unranked last.
+std::string SummarySection(const v1::BenchmarkReport& report, bool multi_device) {
+  TextTable table(
+      RankedHeader(multi_device, {"mean latency", "geomean SOL %", "vs #1", "passed", "failed"}));
+  std::vector<const v1::ImplementationSummary*> summaries;
+  for (const auto& s : report.summaries()) summaries.push_back(&s);
+  std::stable_sort(summaries.begin(), summaries.end(), [](const auto* a, const auto* b) {
+    return (a->rank() == 0 ? UINT32_MAX : a->rank()) < (b->rank() == 0 ? UINT32_MAX : b->rank());
+  });
+  for (const v1::ImplementationSummary* s : summaries) {
+    std::vector<std::string> row = {RankText(s->rank()), s->implementation()};
+    if (multi_device) row.push_back(s->device());
+    row.push_back(FormatSeconds(s->mean_latency_seconds()));
+    row.push_back(s->geomean_sol_ratio() > 0 ? Fixed(100 * s->geomean_sol_ratio(), 1) : "-");
+    row.push_back(VsBestText(s->vs_best()));
+    row.push_back(std::to_string(s->passed()));
+    row.push_back(std::to_string(s->failed()));
+    table.AddRow(std::move(row));
+  }
+  return absl::StrCat("\nImplementations (mean of per-workload medians over ",
+                      GroupByWorkload(report).size(), " workloads)\n", table.Render("  "));
+}
+
+}  // namespace
+
+std::string FormatReportTable(const v1::BenchmarkReport& report) {
+  const bool multi_device = MultiDevice(report);
+  std::string out = ReportHeading(report);
+  std::vector<std::string> problems;
   for (const WorkloadGroup& group : GroupByWorkload(report)) {
-    std::vector<std::string> header = {"#", "implementation"};
-    if (multi_device) header.push_back("device");
-    for (const char* column : {"median", "mean", "min", "p99", "GB/s", "SOL %", "vs #1",
-                               "correctness", "measured as", "SM MHz"}) {
-      header.push_back(column);
-    }
-    TextTable table(header);
-    std::vector<std::string> notes;
-    std::string peak;
-    for (const v1::WorkloadResult* r : group.results) {
-      const v1::LatencyStats& l = r->latency();
-      std::vector<std::string> row = {RankText(r->rank()), r->implementation()};
-      if (multi_device) row.push_back(r->device());
-      for (double seconds :
-           {l.median_seconds(), l.mean_seconds(), l.min_seconds(), l.p99_seconds()}) {
-        row.push_back(FormatSeconds(seconds));
-      }
-      row.push_back(r->bytes_per_second() > 0 ? Fixed(r->bytes_per_second() / 1e9, 1) : "-");
-      row.push_back(Percent(SolPercent(r->sol())));
-      row.push_back(VsBestText(r->vs_best()));
-      row.push_back(CorrectnessText(*r));
-      const std::string measured_as = MeasuredAsText(report, *r);
-      row.push_back(measured_as);
-      row.push_back(r->clocks().samples() > 0 ? Fixed(r->clocks().sm_mhz_mean(), 0) : "-");
-      table.AddRow(std::move(row));
-      const std::string who = absl::StrCat(r->implementation(), " (", measured_as, "): ");
-      if (const std::string dram = DramText(r->dram()); !dram.empty()) {
-        notes.push_back(absl::StrCat(who, dram));
-      }
-      if (const std::string kernels = KernelsText(r->kernels()); !kernels.empty()) {
-        notes.push_back(absl::StrCat(who, kernels));
-      }
-      if (r->calls_checked() > 0) {
-        notes.push_back(absl::StrCat(who, r->calls_checked(),
-                                     " calls checked on the device (output, inputs, guards)"));
-      }
-      for (const std::string& flag : r->integrity_flags()) {
-        notes.push_back(absl::StrCat(who, "FLAG ", flag));
-      }
-      if (const v1::SolFigure* sol = PreferredSol(r->sol()); sol != nullptr && sol->above_peak()) {
-        notes.push_back(absl::StrCat(who, "SOL above 100 %: ", sol->above_peak_reason()));
-      }
-      if (peak.empty()) peak = PeakNote(r->sol());
-      if (!r->error().empty()) {
-        errors.push_back(absl::StrCat(group.name, " / ", r->implementation(), ": ", r->error()));
-      }
-      if (!r->correctness().detail().empty() && !r->correctness().passed()) {
-        errors.push_back(
-            absl::StrCat(group.name, " / ", r->implementation(), ": ", r->correctness().detail()));
-      }
-    }
-    absl::StrAppend(&out, "\n", WorkloadHeading(report, group), "\n", table.Render("  "));
-    for (const std::string& note : notes) absl::StrAppend(&out, "  ", note, "\n");
-    if (!peak.empty()) absl::StrAppend(&out, "  SOL % against ", peak, "\n");
+    out += WorkloadSection(report, group, multi_device, &problems);
   }
-  if (!errors.empty()) {
+  if (!problems.empty()) {
     out += "\nProblems\n";
-    for (const std::string& e : errors) absl::StrAppend(&out, "  ", e, "\n");
+    for (const std::string& e : problems) absl::StrAppend(&out, "  ", e, "\n");
   }
-
-  if (report.summaries_size() > 0) {
-    std::vector<std::string> header = {"#", "implementation"};
-    if (multi_device) header.push_back("device");
-    for (const char* column : {"mean latency", "geomean SOL %", "vs #1", "passed", "failed"}) {
-      header.push_back(column);
-    }
-    TextTable table(header);
-    std::vector<const v1::ImplementationSummary*> summaries;
-    for (const auto& s : report.summaries()) summaries.push_back(&s);
-    std::stable_sort(summaries.begin(), summaries.end(), [](const auto* a, const auto* b) {
-      return (a->rank() == 0 ? UINT32_MAX : a->rank()) < (b->rank() == 0 ? UINT32_MAX : b->rank());
-    });
-    for (const v1::ImplementationSummary* s : summaries) {
-      std::vector<std::string> row = {RankText(s->rank()), s->implementation()};
-      if (multi_device) row.push_back(s->device());
-      row.push_back(FormatSeconds(s->mean_latency_seconds()));
-      row.push_back(s->geomean_sol_ratio() > 0 ? Fixed(100 * s->geomean_sol_ratio(), 1) : "-");
-      row.push_back(VsBestText(s->vs_best()));
-      row.push_back(std::to_string(s->passed()));
-      row.push_back(std::to_string(s->failed()));
-      table.AddRow(std::move(row));
-    }
-    absl::StrAppend(&out, "\nImplementations (mean of per-workload medians over ",
-                    GroupByWorkload(report).size(), " workloads)\n", table.Render("  "));
-  }
-
+  if (report.summaries_size() > 0) out += SummarySection(report, multi_device);
   for (const v1::Environment& env : report.environments()) {
     absl::StrAppend(&out, "\nEnvironment ", env.device().name(), "\n", EnvironmentText(env));
   }
