@@ -1,4 +1,4 @@
-#include "server/rpc/owner_job_limit.h"
+#include "server/device/owner_job_limit.h"
 
 #include <cmath>
 
