@@ -93,6 +93,91 @@ std::string ContentKey(const internal::CompileRequest& compile, const v1::Submis
   return absl::StrCat(Compiler::CacheKey(compile), ":", Sha256Hex(plan));
 }
 
+// The spec's own fields checked and its defaults filled in (CUDA, MODE_OUTPUT); what depends on
+// the target device is checked once that is known (CheckForTarget).
+absl::Status NormalizeSpec(v1::SubmissionSpec& spec, std::size_t max_source_bytes) {
+  if (absl::Status s = CheckSubmissionName(spec.name(), "submission.name"); !s.ok()) return s;
+  if (spec.description().size() > kMaxDescriptionBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("submission.description: ", spec.description().size(), " bytes; at most ",
+                     kMaxDescriptionBytes));
+  }
+  if (spec.language() == v1::SOURCE_LANGUAGE_UNSPECIFIED) {
+    spec.set_language(v1::SOURCE_LANGUAGE_CUDA);
+  }
+  if (spec.language() != v1::SOURCE_LANGUAGE_CUDA && spec.language() != v1::SOURCE_LANGUAGE_PTX) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("submission.language: unknown value ", static_cast<int>(spec.language())));
+  }
+  if (spec.source().empty()) {
+    return absl::InvalidArgumentError("submission.source: empty; give the kernel's source");
+  }
+  if (spec.source().size() > max_source_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("submission.source: ", spec.source().size(),
+                                                   " bytes; at most ", max_source_bytes));
+  }
+  if (spec.dtype() == v1::DTYPE_UNSPECIFIED || !v1::DType_IsValid(spec.dtype())) {
+    return absl::InvalidArgumentError(
+        "submission.dtype: required: DTYPE_BF16, DTYPE_FP16 or DTYPE_FP32");
+  }
+  if (spec.mode() == v1::MODE_UNSPECIFIED) spec.set_mode(v1::MODE_OUTPUT);
+  if (!v1::Mode_IsValid(spec.mode())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("submission.mode: unknown value ", static_cast<int>(spec.mode())));
+  }
+  return absl::OkStatus();
+}
+
+// The launch plan against the target's limits, then the defines and includes the language
+// allows.
+absl::Status CheckForTarget(const v1::SubmissionSpec& spec, const DeviceLimits& limits) {
+  if (absl::Status s = ValidateLaunchPlan(spec.launch_plan(), limits, "submission.launch_plan");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckDefines(spec.options().defines(), "submission.options.defines");
+      !s.ok()) {
+    return s;
+  }
+  if (spec.language() == v1::SOURCE_LANGUAGE_CUDA) {
+    return CheckIncludes(spec.source(), "submission.source");
+  }
+  if (spec.options().defines_size() > 0 || spec.options().fast_math()) {
+    return absl::InvalidArgumentError(
+        "submission.options: defines and fast_math apply to CUDA sources, not PTX");
+  }
+  return absl::OkStatus();
+}
+
+// What the compiler is asked: the source and its options for `arch`, the plan's entries.
+internal::CompileRequest CompileRequestFor(const v1::SubmissionSpec& spec,
+                                           const std::string& arch) {
+  internal::CompileRequest compile;
+  compile.set_language(spec.language());
+  compile.set_source(spec.source());
+  compile.set_arch(arch);
+  compile.set_fast_math(spec.options().fast_math());
+  *compile.mutable_defines() = spec.options().defines();
+  for (const v1::KernelLaunch& k : spec.launch_plan().kernels()) compile.add_entries(k.entry());
+  return compile;
+}
+
+// The record to store, its id the hash of its content; the cubin is moved out of `compiled`.
+internal::StoredSubmission StoredRecord(const std::string& owner, const v1::SubmissionSpec& spec,
+                                        const internal::CompileRequest& compile,
+                                        internal::CompileResponse& compiled) {
+  internal::StoredSubmission stored;
+  v1::Submission* sub = stored.mutable_submission();
+  sub->set_id(absl::StrCat("sub-", Sha256Hex(ContentKey(compile, spec)).substr(0, 24)));
+  sub->set_owner(owner);
+  *sub->mutable_spec() = spec;
+  sub->mutable_spec()->clear_device();  // the limits checked are recorded by the arch
+  *sub->mutable_diagnostics() = compiled.diagnostics();
+  sub->set_created_unix_seconds(static_cast<std::int64_t>(std::time(nullptr)));
+  *stored.mutable_cubin() = std::move(*compiled.mutable_cubin());
+  return stored;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SubmissionsService>> SubmissionsService::Create(
@@ -216,60 +301,13 @@ absl::StatusOr<v1::RegisterSubmissionResponse> SubmissionsService::Register(
     const std::string& owner, const v1::SubmissionSpec& given) {
   if (absl::Status s = Enabled(); !s.ok()) return s;
   v1::SubmissionSpec spec = given;
-  if (absl::Status s = CheckSubmissionName(spec.name(), "submission.name"); !s.ok()) return s;
-  if (spec.description().size() > kMaxDescriptionBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("submission.description: ", spec.description().size(), " bytes; at most ",
-                     kMaxDescriptionBytes));
-  }
-  if (spec.language() == v1::SOURCE_LANGUAGE_UNSPECIFIED) {
-    spec.set_language(v1::SOURCE_LANGUAGE_CUDA);
-  }
-  if (spec.language() != v1::SOURCE_LANGUAGE_CUDA && spec.language() != v1::SOURCE_LANGUAGE_PTX) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("submission.language: unknown value ", static_cast<int>(spec.language())));
-  }
-  if (spec.source().empty()) {
-    return absl::InvalidArgumentError("submission.source: empty; give the kernel's source");
-  }
-  if (spec.source().size() > options_.max_source_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("submission.source: ", spec.source().size(),
-                                                   " bytes; at most ", options_.max_source_bytes));
-  }
-  if (spec.dtype() == v1::DTYPE_UNSPECIFIED || !v1::DType_IsValid(spec.dtype())) {
-    return absl::InvalidArgumentError(
-        "submission.dtype: required: DTYPE_BF16, DTYPE_FP16 or DTYPE_FP32");
-  }
-  if (spec.mode() == v1::MODE_UNSPECIFIED) spec.set_mode(v1::MODE_OUTPUT);
-  if (!v1::Mode_IsValid(spec.mode())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("submission.mode: unknown value ", static_cast<int>(spec.mode())));
-  }
+  if (absl::Status s = NormalizeSpec(spec, options_.max_source_bytes); !s.ok()) return s;
   absl::StatusOr<DeviceLimits> limits = TargetFor(spec);
   if (!limits.ok()) return limits.status();
   spec.set_target_arch(limits->arch);
-  if (absl::Status s = ValidateLaunchPlan(spec.launch_plan(), *limits, "submission.launch_plan");
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = CheckDefines(spec.options().defines(), "submission.options.defines");
-      !s.ok()) {
-    return s;
-  }
-  if (spec.language() == v1::SOURCE_LANGUAGE_CUDA) {
-    if (absl::Status s = CheckIncludes(spec.source(), "submission.source"); !s.ok()) return s;
-  } else if (spec.options().defines_size() > 0 || spec.options().fast_math()) {
-    return absl::InvalidArgumentError(
-        "submission.options: defines and fast_math apply to CUDA sources, not PTX");
-  }
+  if (absl::Status s = CheckForTarget(spec, *limits); !s.ok()) return s;
 
-  internal::CompileRequest compile;
-  compile.set_language(spec.language());
-  compile.set_source(spec.source());
-  compile.set_arch(limits->arch);
-  compile.set_fast_math(spec.options().fast_math());
-  *compile.mutable_defines() = spec.options().defines();
-  for (const v1::KernelLaunch& k : spec.launch_plan().kernels()) compile.add_entries(k.entry());
+  const internal::CompileRequest compile = CompileRequestFor(spec, limits->arch);
   absl::StatusOr<internal::CompileResponse> compiled = compiler_.Compile(compile);
   if (!compiled.ok()) return compiled.status();
   if (absl::Status s = ValidateResources(spec.launch_plan(), compiled->diagnostics().kernels(),
@@ -278,15 +316,8 @@ absl::StatusOr<v1::RegisterSubmissionResponse> SubmissionsService::Register(
     return s;
   }
 
-  internal::StoredSubmission stored;
+  internal::StoredSubmission stored = StoredRecord(owner, spec, compile, *compiled);
   v1::Submission* sub = stored.mutable_submission();
-  sub->set_id(absl::StrCat("sub-", Sha256Hex(ContentKey(compile, spec)).substr(0, 24)));
-  sub->set_owner(owner);
-  *sub->mutable_spec() = spec;
-  sub->mutable_spec()->clear_device();  // the limits checked are recorded by the arch
-  *sub->mutable_diagnostics() = compiled->diagnostics();
-  sub->set_created_unix_seconds(static_cast<std::int64_t>(std::time(nullptr)));
-  *stored.mutable_cubin() = std::move(*compiled->mutable_cubin());
   absl::StatusOr<bool> added = registry_->Add(stored);
   if (!added.ok()) return added.status();
   v1::RegisterSubmissionResponse response;
