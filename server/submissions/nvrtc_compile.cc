@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "kerneleval/submission_abi.h"
 #include "server/submissions/compile_output.h"
@@ -23,6 +24,10 @@ internal::CompileResponse Fail(absl::StatusCode code, std::string message, std::
   r.set_message(std::move(message));
   r.mutable_diagnostics()->set_log(std::move(log));
   return r;
+}
+
+internal::CompileResponse Fail(const absl::Status& s, std::string log = "") {
+  return Fail(s.code(), std::string(s.message()), std::move(log));
 }
 
 absl::Status CheckRequest(const internal::CompileRequest& req) {
@@ -73,6 +78,15 @@ absl::Status CheckEntryParams(const std::string& ptx, const std::string& lowered
   return absl::OkStatus();
 }
 
+// CheckEntryParams for every entry of the plan, in its order.
+absl::Status CheckAllEntryParams(const internal::CompileRequest& req, const std::string& ptx,
+                                 const std::vector<std::string>& lowered) {
+  for (int i = 0; i < req.entries_size(); ++i) {
+    if (absl::Status s = CheckEntryParams(ptx, lowered[i], req.entries(i), i); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 // Fills the per-entry figures in plan order from the ptxas lines of `log`, and whether each
 // entry of `ptx` can wait for its grid dependency (a `pdl` launch needs it).
 absl::Status FillResources(const internal::CompileRequest& req,
@@ -104,10 +118,9 @@ struct LinkDeleter {
 };
 using Link = std::unique_ptr<std::remove_pointer_t<nvJitLinkHandle>, LinkDeleter>;
 
-internal::CompileResponse CompileCuda(const internal::CompileRequest& req,
-                                      const HeaderSet& headers) {
-  const std::vector<std::string> options =
-      NvrtcOptions(req.arch(), req.fast_math(), req.defines(), /*cuda_include_dir=*/"");
+// A program of the source with the ABI header and `headers`, each entry added as a name
+// expression so that its lowered name can be asked for.
+absl::StatusOr<Program> NewProgram(const internal::CompileRequest& req, const HeaderSet& headers) {
   nvrtcProgram raw = nullptr;
   std::vector<const char*> header_texts = {kSubmissionAbiText};
   std::vector<const char*> header_names = {kAbiInclude};
@@ -119,75 +132,104 @@ internal::CompileResponse CompileCuda(const internal::CompileRequest& req,
                                       static_cast<int>(header_names.size()), header_texts.data(),
                                       header_names.data());
   if (rc != NVRTC_SUCCESS) {
-    return Fail(absl::StatusCode::kInternal,
-                absl::StrCat("nvrtcCreateProgram: ", nvrtcGetErrorString(rc)));
+    return absl::InternalError(absl::StrCat("nvrtcCreateProgram: ", nvrtcGetErrorString(rc)));
   }
   Program program(raw);
   for (const std::string& entry : req.entries()) {
     rc = nvrtcAddNameExpression(program.get(), entry.c_str());
     if (rc != NVRTC_SUCCESS) {
-      return Fail(absl::StatusCode::kInternal,
-                  absl::StrCat("nvrtcAddNameExpression: ", nvrtcGetErrorString(rc)));
+      return absl::InternalError(absl::StrCat("nvrtcAddNameExpression: ", nvrtcGetErrorString(rc)));
     }
   }
-  std::vector<const char*> argv;
-  for (const std::string& o : options) argv.push_back(o.c_str());
-  rc = nvrtcCompileProgram(program.get(), static_cast<int>(argv.size()), argv.data());
+  return program;
+}
+
+std::string ProgramLog(nvrtcProgram program) {
   std::size_t log_size = 0;
-  nvrtcGetProgramLogSize(program.get(), &log_size);
+  nvrtcGetProgramLogSize(program, &log_size);
   std::string log(log_size, '\0');
-  if (log_size > 0) nvrtcGetProgramLog(program.get(), log.data());
+  if (log_size > 0) nvrtcGetProgramLog(program, log.data());
   while (!log.empty() && log.back() == '\0') log.pop_back();
+  return log;
+}
+
+// nvrtcCompileProgram's result as the caller sees it: the source's fault, memory, or ours.
+absl::Status CompileStatus(nvrtcResult rc) {
   if (rc == NVRTC_ERROR_COMPILATION || rc == NVRTC_ERROR_NAME_EXPRESSION_NOT_VALID) {
-    return Fail(absl::StatusCode::kInvalidArgument,
-                absl::StrCat("submission.source: compilation failed (", nvrtcGetErrorString(rc),
-                             "); the log follows"),
-                log);
+    return absl::InvalidArgumentError(absl::StrCat("submission.source: compilation failed (",
+                                                   nvrtcGetErrorString(rc), "); the log follows"));
   }
   if (rc != NVRTC_SUCCESS) {
-    return Fail(rc == NVRTC_ERROR_OUT_OF_MEMORY ? absl::StatusCode::kResourceExhausted
-                                                : absl::StatusCode::kInternal,
-                absl::StrCat("nvrtcCompileProgram: ", nvrtcGetErrorString(rc)), log);
+    return absl::Status(rc == NVRTC_ERROR_OUT_OF_MEMORY ? absl::StatusCode::kResourceExhausted
+                                                        : absl::StatusCode::kInternal,
+                        absl::StrCat("nvrtcCompileProgram: ", nvrtcGetErrorString(rc)));
   }
+  return absl::OkStatus();
+}
 
+// The mangled name of each entry, in plan order.
+absl::StatusOr<std::vector<std::string>> LoweredNames(nvrtcProgram program,
+                                                      const internal::CompileRequest& req) {
   std::vector<std::string> lowered;
   for (int i = 0; i < req.entries_size(); ++i) {
     const char* name = nullptr;
-    if (nvrtcGetLoweredName(program.get(), req.entries(i).c_str(), &name) != NVRTC_SUCCESS ||
+    if (nvrtcGetLoweredName(program, req.entries(i).c_str(), &name) != NVRTC_SUCCESS ||
         name == nullptr) {
-      return Fail(absl::StatusCode::kInvalidArgument,
-                  absl::StrCat("submission.launch_plan.kernels[", i,
-                               "].entry: ", Quote(req.entries(i)), " names no __global__ function"),
-                  log);
+      return absl::InvalidArgumentError(absl::StrCat("submission.launch_plan.kernels[", i,
+                                                     "].entry: ", Quote(req.entries(i)),
+                                                     " names no __global__ function"));
     }
     lowered.emplace_back(name);
   }
+  return lowered;
+}
+
+std::string ProgramPtx(nvrtcProgram program) {
   std::size_t ptx_size = 0;
   std::string ptx;
-  if (nvrtcGetPTXSize(program.get(), &ptx_size) == NVRTC_SUCCESS) {
+  if (nvrtcGetPTXSize(program, &ptx_size) == NVRTC_SUCCESS) {
     ptx.resize(ptx_size);
-    nvrtcGetPTX(program.get(), ptx.data());
+    nvrtcGetPTX(program, ptx.data());
   }
-  for (int i = 0; i < req.entries_size(); ++i) {
-    if (absl::Status s = CheckEntryParams(ptx, lowered[i], req.entries(i), i); !s.ok()) {
-      return Fail(s.code(), std::string(s.message()), log);
-    }
-  }
-  std::size_t cubin_size = 0;
-  if (nvrtcGetCUBINSize(program.get(), &cubin_size) != NVRTC_SUCCESS || cubin_size == 0) {
-    return Fail(absl::StatusCode::kInternal, "NVRTC produced no cubin", log);
-  }
+  return ptx;
+}
+
+// The answer of a build that produced `cubin`: the entries' figures, the options, the log.
+internal::CompileResponse Compiled(std::string cubin, const internal::CompileRequest& req,
+                                   const std::vector<std::string>& lowered, const std::string& log,
+                                   absl::string_view ptx, const std::vector<std::string>& options) {
   internal::CompileResponse response;
-  std::string* cubin = response.mutable_cubin();
-  cubin->resize(cubin_size);
-  nvrtcGetCUBIN(program.get(), cubin->data());
+  *response.mutable_cubin() = std::move(cubin);
   v1::CompileDiagnostics* d = response.mutable_diagnostics();
-  if (absl::Status s = FillResources(req, lowered, log, ptx, d); !s.ok()) {
-    return Fail(s.code(), std::string(s.message()), log);
-  }
+  if (absl::Status s = FillResources(req, lowered, log, ptx, d); !s.ok()) return Fail(s, log);
   for (const std::string& o : options) d->add_options(o);
   d->set_log(log);
   return response;
+}
+
+internal::CompileResponse CompileCuda(const internal::CompileRequest& req,
+                                      const HeaderSet& headers) {
+  const std::vector<std::string> options =
+      NvrtcOptions(req.arch(), req.fast_math(), req.defines(), /*cuda_include_dir=*/"");
+  absl::StatusOr<Program> program = NewProgram(req, headers);
+  if (!program.ok()) return Fail(program.status());
+  std::vector<const char*> argv;
+  for (const std::string& o : options) argv.push_back(o.c_str());
+  const nvrtcResult rc =
+      nvrtcCompileProgram(program->get(), static_cast<int>(argv.size()), argv.data());
+  const std::string log = ProgramLog(program->get());
+  if (absl::Status s = CompileStatus(rc); !s.ok()) return Fail(s, log);
+  absl::StatusOr<std::vector<std::string>> lowered = LoweredNames(program->get(), req);
+  if (!lowered.ok()) return Fail(lowered.status(), log);
+  const std::string ptx = ProgramPtx(program->get());
+  if (absl::Status s = CheckAllEntryParams(req, ptx, *lowered); !s.ok()) return Fail(s, log);
+  std::size_t cubin_size = 0;
+  if (nvrtcGetCUBINSize(program->get(), &cubin_size) != NVRTC_SUCCESS || cubin_size == 0) {
+    return Fail(absl::StatusCode::kInternal, "NVRTC produced no cubin", log);
+  }
+  std::string cubin(cubin_size, '\0');
+  nvrtcGetCUBIN(program->get(), cubin.data());
+  return Compiled(std::move(cubin), req, *lowered, log, ptx, options);
 }
 
 internal::CompileResponse CompilePtx(const internal::CompileRequest& req) {
@@ -215,24 +257,16 @@ internal::CompileResponse CompilePtx(const internal::CompileRequest& req) {
     return Fail(absl::StatusCode::kInvalidArgument,
                 "submission.source: PTX assembly failed; the log follows", log);
   }
-  std::vector<std::string> lowered(req.entries().begin(), req.entries().end());
-  for (int i = 0; i < req.entries_size(); ++i) {
-    if (absl::Status s = CheckEntryParams(req.source(), lowered[i], req.entries(i), i); !s.ok()) {
-      return Fail(s.code(), std::string(s.message()), log);
-    }
+  const std::vector<std::string> lowered(req.entries().begin(), req.entries().end());
+  if (absl::Status s = CheckAllEntryParams(req, req.source(), lowered); !s.ok()) {
+    return Fail(s, log);
   }
-  internal::CompileResponse response;
   std::size_t cubin_size = 0;
   nvJitLinkGetLinkedCubinSize(link.get(), &cubin_size);
-  response.mutable_cubin()->resize(cubin_size);
-  nvJitLinkGetLinkedCubin(link.get(), response.mutable_cubin()->data());
-  v1::CompileDiagnostics* d = response.mutable_diagnostics();
-  if (absl::Status s = FillResources(req, lowered, log, req.source(), d); !s.ok()) {
-    return Fail(s.code(), std::string(s.message()), log);
-  }
-  for (const char* o : options) d->add_options(o);
-  d->set_log(log);
-  return response;
+  std::string cubin(cubin_size, '\0');
+  nvJitLinkGetLinkedCubin(link.get(), cubin.data());
+  return Compiled(std::move(cubin), req, lowered, log, req.source(),
+                  std::vector<std::string>(options.begin(), options.end()));
 }
 
 }  // namespace
@@ -240,7 +274,7 @@ internal::CompileResponse CompilePtx(const internal::CompileRequest& req) {
 internal::CompileResponse CompileSubmission(const internal::CompileRequest& request,
                                             const HeaderSet& headers) {
   if (absl::Status s = CheckRequest(request); !s.ok()) {
-    return Fail(s.code(), std::string(s.message()));
+    return Fail(s);
   }
   const auto start = std::chrono::steady_clock::now();
   internal::CompileResponse response = request.language() == v1::SOURCE_LANGUAGE_PTX
