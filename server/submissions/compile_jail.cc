@@ -130,6 +130,83 @@ struct SeccompDeleter {
   void operator()(void* ctx) const { seccomp_release(ctx); }
 };
 
+// What a compiler never needs and an escape would: the network, other programs, other
+// processes' memory, the mount table, namespaces, the kernel's keyrings, BPF, io_uring
+// (which would run socket calls this filter never sees).
+constexpr const char* kDeniedSyscalls[] = {"socket",
+                                           "socketpair",
+                                           "connect",
+                                           "bind",
+                                           "listen",
+                                           "accept",
+                                           "accept4",
+                                           "execve",
+                                           "execveat",
+                                           "fork",
+                                           "vfork",
+                                           "ptrace",
+                                           "process_vm_readv",
+                                           "process_vm_writev",
+                                           "mount",
+                                           "umount2",
+                                           "pivot_root",
+                                           "chroot",
+                                           "unshare",
+                                           "setns",
+                                           "keyctl",
+                                           "add_key",
+                                           "request_key",
+                                           "bpf",
+                                           "perf_event_open",
+                                           "userfaultfd",
+                                           "io_uring_setup",
+                                           "init_module",
+                                           "finit_module",
+                                           "delete_module",
+                                           "kexec_load",
+                                           "open_by_handle_at",
+                                           "name_to_handle_at",
+                                           "fsopen",
+                                           "fsmount",
+                                           "move_mount",
+                                           "open_tree",
+                                           "mount_setattr",
+                                           "personality"};
+
+absl::Status DenyListedSyscalls(scmp_filter_ctx ctx, std::uint32_t deny) {
+  for (const char* name : kDeniedSyscalls) {
+    const int nr = seccomp_syscall_resolve_name(name);
+    if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
+    if (seccomp_rule_add(ctx, deny, nr, 0) != 0) {
+      return absl::InternalError(absl::StrCat("compile jail: seccomp rule for ", name));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// clone: threads only. A new process (fork is clone without CLONE_THREAD in glibc) or a
+// namespace flag is refused. clone3 passes its flags in memory a filter cannot read:
+// ENOSYS, so that the C library falls back to clone.
+absl::Status DenyNewProcesses(scmp_filter_ctx ctx, std::uint32_t deny) {
+  const std::uint64_t namespaces = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
+                                   CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP;
+  if (seccomp_rule_add(ctx, deny, SCMP_SYS(clone), 1,
+                       SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0)) != 0) {
+    return absl::InternalError("compile jail: seccomp rule for clone");
+  }
+  for (std::uint64_t bit = 1; bit != 0; bit <<= 1) {
+    if ((namespaces & bit) == 0) continue;
+    const scmp_arg_cmp has_flag = SCMP_A0(SCMP_CMP_MASKED_EQ, bit, bit);
+    if (seccomp_rule_add(ctx, deny, SCMP_SYS(clone), 1, has_flag) != 0) {
+      return absl::InternalError("compile jail: seccomp rule for clone");
+    }
+  }
+  if (seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) != 0) {
+    return absl::InternalError("compile jail: seccomp rule for clone3");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FilterSyscalls() {
   if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0 && errno == EINVAL) {
     return absl::FailedPreconditionError(
@@ -139,74 +216,8 @@ absl::Status FilterSyscalls() {
   std::unique_ptr<void, SeccompDeleter> ctx(seccomp_init(SCMP_ACT_ALLOW));
   if (ctx == nullptr) return absl::InternalError("compile jail: seccomp_init failed");
   const std::uint32_t deny = SCMP_ACT_ERRNO(EPERM);
-  // What a compiler never needs and an escape would: the network, other programs, other
-  // processes' memory, the mount table, namespaces, the kernel's keyrings, BPF, io_uring
-  // (which would run socket calls this filter never sees).
-  static constexpr const char* kDenied[] = {"socket",
-                                            "socketpair",
-                                            "connect",
-                                            "bind",
-                                            "listen",
-                                            "accept",
-                                            "accept4",
-                                            "execve",
-                                            "execveat",
-                                            "fork",
-                                            "vfork",
-                                            "ptrace",
-                                            "process_vm_readv",
-                                            "process_vm_writev",
-                                            "mount",
-                                            "umount2",
-                                            "pivot_root",
-                                            "chroot",
-                                            "unshare",
-                                            "setns",
-                                            "keyctl",
-                                            "add_key",
-                                            "request_key",
-                                            "bpf",
-                                            "perf_event_open",
-                                            "userfaultfd",
-                                            "io_uring_setup",
-                                            "init_module",
-                                            "finit_module",
-                                            "delete_module",
-                                            "kexec_load",
-                                            "open_by_handle_at",
-                                            "name_to_handle_at",
-                                            "fsopen",
-                                            "fsmount",
-                                            "move_mount",
-                                            "open_tree",
-                                            "mount_setattr",
-                                            "personality"};
-  for (const char* name : kDenied) {
-    const int nr = seccomp_syscall_resolve_name(name);
-    if (nr == __NR_SCMP_ERROR) continue;  // not on this architecture
-    if (seccomp_rule_add(ctx.get(), deny, nr, 0) != 0) {
-      return absl::InternalError(absl::StrCat("compile jail: seccomp rule for ", name));
-    }
-  }
-  // clone: threads only. A new process (fork is clone without CLONE_THREAD in glibc) or a
-  // namespace flag is refused. clone3 passes its flags in memory a filter cannot read:
-  // ENOSYS, so that the C library falls back to clone.
-  const std::uint64_t namespaces = CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
-                                   CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWCGROUP;
-  if (seccomp_rule_add(ctx.get(), deny, SCMP_SYS(clone), 1,
-                       SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0)) != 0) {
-    return absl::InternalError("compile jail: seccomp rule for clone");
-  }
-  for (std::uint64_t bit = 1; bit != 0; bit <<= 1) {
-    if ((namespaces & bit) == 0) continue;
-    if (seccomp_rule_add(ctx.get(), deny, SCMP_SYS(clone), 1,
-                         SCMP_A0(SCMP_CMP_MASKED_EQ, bit, bit)) != 0) {
-      return absl::InternalError("compile jail: seccomp rule for clone");
-    }
-  }
-  if (seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) != 0) {
-    return absl::InternalError("compile jail: seccomp rule for clone3");
-  }
+  if (absl::Status s = DenyListedSyscalls(ctx.get(), deny); !s.ok()) return s;
+  if (absl::Status s = DenyNewProcesses(ctx.get(), deny); !s.ok()) return s;
   if (const int rc = seccomp_load(ctx.get()); rc != 0) {
     return absl::InternalError(absl::StrCat("compile jail: seccomp_load: ", std::strerror(-rc)));
   }
