@@ -39,6 +39,21 @@ const Histogram::BucketBoundaries& KernelBuckets() {
   return b;
 }
 
+prometheus::Family<prometheus::Counter>& CounterFamily(prometheus::Registry& r, const char* name,
+                                                       const char* help) {
+  return BuildCounter().Name(name).Help(help).Register(r);
+}
+
+prometheus::Family<prometheus::Gauge>& GaugeFamily(prometheus::Registry& r, const char* name,
+                                                   const char* help) {
+  return BuildGauge().Name(name).Help(help).Register(r);
+}
+
+prometheus::Family<Histogram>& HistogramFamily(prometheus::Registry& r, const char* name,
+                                               const char* help) {
+  return BuildHistogram().Name(name).Help(help).Register(r);
+}
+
 template <typename T>
 void RemoveIfPresent(prometheus::Family<T>& family, const prometheus::Labels& labels) {
   if (family.Has(labels)) family.Remove(&family.Add(labels));
@@ -70,107 +85,54 @@ const std::vector<std::pair<std::uint64_t, const char*>>& ThrottleReasons() {
 Metrics::Metrics()
     : registry_(std::make_shared<prometheus::Registry>()),
       process_(std::make_shared<ProcessCollector>()),
-      rpc_requests_(BuildCounter()
-                        .Name("kerneleval_rpc_requests_total")
-                        .Help("RPCs handled, by method and gRPC status code")
-                        .Register(*registry_)),
-      rpc_duration_(BuildHistogram()
-                        .Name("kerneleval_rpc_duration_seconds")
-                        .Help("Time from receiving an RPC to its final status")
-                        .Register(*registry_)),
-      received_bytes_(BuildCounter()
-                          .Name("kerneleval_received_bytes_total")
-                          .Help("Serialized request bytes received")
-                          .Register(*registry_)),
-      sent_bytes_(BuildCounter()
-                      .Name("kerneleval_sent_bytes_total")
-                      .Help("Serialized response bytes sent")
-                      .Register(*registry_)),
-      inflight_(BuildGauge()
-                    .Name("kerneleval_inflight_requests")
-                    .Help("RPCs received and not yet finished")
-                    .Register(*registry_)),
-      queue_depth_(BuildGauge()
-                       .Name("kerneleval_queue_depth")
-                       .Help("Jobs waiting for a device")
-                       .Register(*registry_)),
-      queue_capacity_(BuildGauge()
-                          .Name("kerneleval_queue_capacity")
-                          .Help("Jobs a device queue accepts before RESOURCE_EXHAUSTED")
-                          .Register(*registry_)),
-      queue_wait_(BuildHistogram()
-                      .Name("kerneleval_queue_wait_seconds")
-                      .Help("Time a job waited for its device")
-                      .Register(*registry_)),
-      compute_(BuildHistogram()
-                   .Name("kerneleval_compute_seconds")
-                   .Help("Time a job held its device (transfers, calls, checks)")
-                   .Register(*registry_)),
-      kernel_duration_(BuildHistogram()
-                           .Name("kerneleval_kernel_duration_seconds")
-                           .Help("Timed calls of an implementation, one observation per sample")
-                           .Register(*registry_)),
-      benchmark_runs_(BuildCounter()
-                          .Name("kerneleval_benchmark_runs_total")
-                          .Help("Benchmark runs of named suites by outcome")
-                          .Register(*registry_)),
-      device_restarts_(BuildCounter()
-                           .Name("kerneleval_device_host_restarts_total")
-                           .Help("Devices rebuilt after a fault, a crash or a hang (with process "
-                                 "isolation: device host processes replaced)")
-                           .Register(*registry_)),
-      device_info_(BuildGauge()
-                       .Name("kerneleval_device_info")
-                       .Help("Devices served, value 1")
-                       .Register(*registry_)),
-      device_sm_count_(BuildGauge()
-                           .Name("kerneleval_device_multiprocessors")
-                           .Help("Streaming multiprocessors of a GPU")
-                           .Register(*registry_)),
-      device_memory_(BuildGauge()
-                         .Name("kerneleval_device_memory_bytes")
-                         .Help("Memory of a device")
-                         .Register(*registry_)),
-      device_peak_(BuildGauge()
-                       .Name("kerneleval_device_peak_bandwidth_bytes_per_second")
-                       .Help("Memory bandwidth peaks SOL is measured against, by source")
-                       .Register(*registry_)),
-      device_healthy_(BuildGauge()
-                          .Name("kerneleval_device_healthy")
-                          .Help("1 while a device serves, 0 after a fault until it recovers")
-                          .Register(*registry_)),
-      gpu_sm_clock_(BuildGauge()
-                        .Name("kerneleval_gpu_sm_clock_hertz")
-                        .Help("Current SM clock (NVML)")
-                        .Register(*registry_)),
-      gpu_mem_clock_(BuildGauge()
-                         .Name("kerneleval_gpu_memory_clock_hertz")
-                         .Help("Current memory clock (NVML)")
-                         .Register(*registry_)),
-      gpu_temperature_(BuildGauge()
-                           .Name("kerneleval_gpu_temperature_celsius")
-                           .Help("GPU temperature (NVML)")
-                           .Register(*registry_)),
-      gpu_power_(BuildGauge()
-                     .Name("kerneleval_gpu_power_watts")
-                     .Help("GPU power draw (NVML)")
-                     .Register(*registry_)),
-      gpu_memory_used_(BuildGauge()
-                           .Name("kerneleval_gpu_memory_used_bytes")
-                           .Help("GPU memory in use (NVML)")
-                           .Register(*registry_)),
-      gpu_throttle_(BuildGauge()
-                        .Name("kerneleval_gpu_throttle_active")
-                        .Help("1 while an NVML clocks-event (throttle) reason is active")
-                        .Register(*registry_)),
-      build_info_(BuildGauge()
-                      .Name("kerneleval_build_info")
-                      .Help("Build of the server, value 1")
-                      .Register(*registry_)),
-      ready_(BuildGauge()
-                 .Name("kerneleval_ready")
-                 .Help("1 while the readiness health status is SERVING")
-                 .Register(*registry_)),
+      rpc_requests_(CounterFamily(*registry_, "kerneleval_rpc_requests_total",
+                                  "RPCs handled, by method and gRPC status code")),
+      rpc_duration_(HistogramFamily(*registry_, "kerneleval_rpc_duration_seconds",
+                                    "Time from receiving an RPC to its final status")),
+      received_bytes_(CounterFamily(*registry_, "kerneleval_received_bytes_total",
+                                    "Serialized request bytes received")),
+      sent_bytes_(CounterFamily(*registry_, "kerneleval_sent_bytes_total",
+                                "Serialized response bytes sent")),
+      inflight_(GaugeFamily(*registry_, "kerneleval_inflight_requests",
+                            "RPCs received and not yet finished")),
+      queue_depth_(GaugeFamily(*registry_, "kerneleval_queue_depth", "Jobs waiting for a device")),
+      queue_capacity_(GaugeFamily(*registry_, "kerneleval_queue_capacity",
+                                  "Jobs a device queue accepts before RESOURCE_EXHAUSTED")),
+      queue_wait_(HistogramFamily(*registry_, "kerneleval_queue_wait_seconds",
+                                  "Time a job waited for its device")),
+      compute_(HistogramFamily(*registry_, "kerneleval_compute_seconds",
+                               "Time a job held its device (transfers, calls, checks)")),
+      kernel_duration_(
+          HistogramFamily(*registry_, "kerneleval_kernel_duration_seconds",
+                          "Timed calls of an implementation, one observation per sample")),
+      benchmark_runs_(CounterFamily(*registry_, "kerneleval_benchmark_runs_total",
+                                    "Benchmark runs of named suites by outcome")),
+      device_restarts_(CounterFamily(*registry_, "kerneleval_device_host_restarts_total",
+                                     "Devices rebuilt after a fault, a crash or a hang (with "
+                                     "process isolation: device host processes replaced)")),
+      device_info_(GaugeFamily(*registry_, "kerneleval_device_info", "Devices served, value 1")),
+      device_sm_count_(GaugeFamily(*registry_, "kerneleval_device_multiprocessors",
+                                   "Streaming multiprocessors of a GPU")),
+      device_memory_(
+          GaugeFamily(*registry_, "kerneleval_device_memory_bytes", "Memory of a device")),
+      device_peak_(GaugeFamily(*registry_, "kerneleval_device_peak_bandwidth_bytes_per_second",
+                               "Memory bandwidth peaks SOL is measured against, by source")),
+      device_healthy_(GaugeFamily(*registry_, "kerneleval_device_healthy",
+                                  "1 while a device serves, 0 after a fault until it recovers")),
+      gpu_sm_clock_(
+          GaugeFamily(*registry_, "kerneleval_gpu_sm_clock_hertz", "Current SM clock (NVML)")),
+      gpu_mem_clock_(GaugeFamily(*registry_, "kerneleval_gpu_memory_clock_hertz",
+                                 "Current memory clock (NVML)")),
+      gpu_temperature_(
+          GaugeFamily(*registry_, "kerneleval_gpu_temperature_celsius", "GPU temperature (NVML)")),
+      gpu_power_(GaugeFamily(*registry_, "kerneleval_gpu_power_watts", "GPU power draw (NVML)")),
+      gpu_memory_used_(
+          GaugeFamily(*registry_, "kerneleval_gpu_memory_used_bytes", "GPU memory in use (NVML)")),
+      gpu_throttle_(GaugeFamily(*registry_, "kerneleval_gpu_throttle_active",
+                                "1 while an NVML clocks-event (throttle) reason is active")),
+      build_info_(GaugeFamily(*registry_, "kerneleval_build_info", "Build of the server, value 1")),
+      ready_(GaugeFamily(*registry_, "kerneleval_ready",
+                         "1 while the readiness health status is SERVING")),
       report_(*registry_) {}
 
 void Metrics::SetNodeName(const std::string& node) {
