@@ -175,6 +175,8 @@ absl::Status CheckProtocolFits(const Capabilities& caps, bool graph, bool check_
 absl::Status CheckSubmissions(const Capabilities& caps, const std::string& submission_id,
                               const std::string& device, absl::string_view field);
 
+// Each backend declares its overrides in full, the same lines in each: C++ inherits no
+// declarations, and one shared list would be a macro hiding which defaults a backend keeps.
 class Backend {
  public:
   virtual ~Backend() = default;
