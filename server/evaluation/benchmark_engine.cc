@@ -16,6 +16,7 @@
 #include "common/host_name.h"
 #include "common/input_generator.h"
 #include "common/parallel_ranges.h"
+#include "server/device/measure_options.h"
 #include "server/evaluation/evaluation.h"
 #include "server/evaluation/measurement_checks.h"
 #include "server/evaluation/sol.h"

@@ -9,7 +9,7 @@
 
 #include "kerneleval/v1/kerneleval.pb.h"
 #include "server/device/backend.h"
-#include "server/rpc/request_validation.h"
+#include "server/evaluation/benchmark_plan.h"
 
 namespace kerneleval::server {
 
