@@ -19,15 +19,9 @@
 #include "server/device/measure_options.h"
 #include "server/evaluation/evaluation.h"
 #include "server/evaluation/measurement_checks.h"
+#include "server/evaluation/server_version.h"
 #include "server/evaluation/sol.h"
 #include "server/evaluation/statistics.h"
-
-#ifndef KERNELEVAL_VERSION
-#define KERNELEVAL_VERSION "0.0.0"
-#endif
-#ifndef KERNELEVAL_GIT_REVISION
-#define KERNELEVAL_GIT_REVISION "unknown"
-#endif
 
 namespace kerneleval::server {
 namespace {
@@ -104,9 +98,6 @@ bool PrepareAhead(const Backend& backend, HostPreparation mode) {
 std::size_t GeneratorThreads(bool ahead) { return HostWorkThreads(ahead ? 2 : 0); }
 
 }  // namespace
-
-std::string ServerVersion() { return KERNELEVAL_VERSION; }
-std::string GitRevision() { return KERNELEVAL_GIT_REVISION; }
 
 DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
                             const std::function<void(const v1::BenchmarkProgress&)>& on_progress,

@@ -51,8 +51,4 @@ void RejectCaughtSubmissions(const std::set<std::string>& submissions,
 // Failed results get rank 0 and make their implementation unranked.
 std::vector<v1::ImplementationSummary> RankResults(std::vector<v1::WorkloadResult>* results);
 
-// Static facts of this build and host for reports.
-std::string ServerVersion();
-std::string GitRevision();
-
 }  // namespace kerneleval::server

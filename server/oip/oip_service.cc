@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "server/evaluation/benchmark_engine.h"
+#include "server/evaluation/server_version.h"
 #include "server/oip/infer_translation.h"
 #include "server/oip/oip_models.h"
 #include "server/rpc/admission.h"

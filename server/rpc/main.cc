@@ -17,7 +17,7 @@
 #include "absl/strings/strip.h"
 #include "common/log.h"
 #include "server/device/device_settings.h"
-#include "server/evaluation/benchmark_engine.h"
+#include "server/evaluation/server_version.h"
 #include "server/identity/token_file.h"
 #include "server/rpc/server.h"
 

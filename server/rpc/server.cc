@@ -19,7 +19,7 @@
 #include "server/device/device_factory.h"
 #include "server/device/owner_job_limit.h"
 #include "server/device/tenant_backend.h"
-#include "server/evaluation/benchmark_engine.h"
+#include "server/evaluation/server_version.h"
 #include "server/identity/auth.h"
 #include "server/identity/caller_identity.h"
 #include "server/oip/oip_service.h"
