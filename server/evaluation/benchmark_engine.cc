@@ -1,27 +1,20 @@
 #include "server/evaluation/benchmark_engine.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <future>
 #include <map>
-#include <thread>
-#include <tuple>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "common/host_name.h"
-#include "common/input_generator.h"
-#include "common/parallel_ranges.h"
 #include "server/device/measure_options.h"
 #include "server/evaluation/evaluation.h"
 #include "server/evaluation/measurement_checks.h"
 #include "server/evaluation/server_version.h"
 #include "server/evaluation/sol.h"
 #include "server/evaluation/statistics.h"
+#include "server/evaluation/workload_preparation.h"
 
 namespace kerneleval::server {
 namespace {
@@ -29,83 +22,12 @@ namespace {
 // Reasons that mean the clocks were held back, not merely idle or set by the admin.
 constexpr std::uint64_t kBenignThrottleBits = 0x1 | 0x2 | 0x100;
 
-v1::Clocks ReadClocks(Backend& backend, bool* available) { return backend.ReadClocks(available); }
-
 bool Throttled(const v1::Clocks& c) { return (c.throttle_reasons() & ~kBenignThrottleBits) != 0; }
 
-// One workload's inputs and their fp64 reference, owned.
-struct PreparedWorkload {
-  std::vector<std::uint8_t> x, r, weight;
-  Reference reference;
-  HostInputs inputs() const { return {x.data(), r.data(), weight.data()}; }
-};
-
-// Generates `w`'s inputs from its seeds and computes their reference: the same bytes on any
-// thread and with any number of generator threads. `abandon` is checked between the steps, so
-// that a preparation nobody will use ends after the step under way (the reference, seconds
-// at the largest suite shapes, is the longest); an abandoned result is incomplete.
-PreparedWorkload PrepareWorkload(const PlannedWorkload& w, std::size_t threads,
-                                 const std::atomic<bool>* abandon) {
-  auto abandoned = [abandon] { return abandon != nullptr && abandon->load(); };
-  PreparedWorkload p;
-  const Problem& problem = w.problem;
-  const std::size_t n = problem.TensorElements();
-  p.x =
-      ParallelRandomTensor(problem.dtype, n, DeriveSeed(w.seed, "hidden_states", w.index), threads);
-  if (abandoned()) return p;
-  p.r = ParallelRandomTensor(problem.dtype, n, DeriveSeed(w.seed, "residual", w.index), threads);
-  if (abandoned()) return p;
-  p.weight = RandomTensor(problem.dtype, static_cast<std::size_t>(problem.hidden),
-                          DeriveSeed(w.seed, "weight", w.index));
-  if (abandoned()) return p;
-  p.reference = ComputeReference(problem, p.inputs(), threads);
-  return p;
-}
-
-// Host bytes a prepared workload holds: its three inputs and one or two fp64 references.
-std::uint64_t PreparedBytes(const Problem& p) {
-  const std::uint64_t reference_tensors = WritesResidual(p.mode) ? 2 : 1;
-  return 2 * std::uint64_t{p.TensorBytes()} + p.WeightBytes() +
-         reference_tensors * p.TensorElements() * sizeof(double);
-}
-
-// Preparing ahead holds two workloads at once, the fp64 references most of it. Every pair
-// of consecutive workloads in suites/ fits (at most 3.4 GB: 4096 then 16384 rows of 8192 in
-// llm_widths_bf16_in_place), far below the 64 GiB and more a GPU server's pod asks for; a
-// custom suite may name tensors of up to 1 GiB (RequestLimits), 6 GiB prepared each, where a
-// second copy could exhaust the server's memory to save seconds: those go serially.
-constexpr std::uint64_t kMaxPreparedAheadBytes = std::uint64_t{4} << 30;
-
-// Whether the next workload is prepared on another thread while one is measured. Only where
-// the device is not the host: a GPU (in this process or behind a device host) measures on
-// its own clocks while host threads generate inputs, but the CPU backend's measurements run
-// on the very cores that preparation would keep busy.
-bool PrepareAhead(const Backend& backend, HostPreparation mode) {
-  switch (mode) {
-    case HostPreparation::kSerial:
-      return false;
-    case HostPreparation::kAhead:
-      return true;
-    case HostPreparation::kAuto:
-      break;
-  }
-  return backend.IsGpu();
-}
-
-// Generator threads: all cores (up to 16) when the worker thread waits for them; ahead of
-// time, two cores fewer, one for the worker thread that drives the device and one for a
-// device host process, so that launches and timing are not queued behind generation.
-std::size_t GeneratorThreads(bool ahead) { return HostWorkThreads(ahead ? 2 : 0); }
-
-}  // namespace
-
-DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
-                            const std::function<void(const v1::BenchmarkProgress&)>& on_progress,
-                            const std::function<bool()>& should_stop,
-                            const SampleObserver& on_samples) {
-  DeviceRun run;
-  v1::Environment& env = run.environment;
-  const v1::Device device = backend.Describe();
+// The environment known before the first workload: the device, versions, host, timer, and
+// the clocks before.
+v1::Environment StartEnvironment(Backend& backend, const v1::Device& device) {
+  v1::Environment env;
   *env.mutable_device() = device;
   env.set_driver_version(backend.DriverVersion());
   env.set_cuda_runtime_version(backend.RuntimeVersion());
@@ -115,150 +37,177 @@ DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
   env.set_hostname(HostName());
   env.set_cupti_status(backend.TimerStatus());
   bool clocks_available = false;
-  *env.mutable_clocks_before() = ReadClocks(backend, &clocks_available);
+  *env.mutable_clocks_before() = backend.ReadClocks(&clocks_available);
   env.set_clocks_available(clocks_available);
+  return env;
+}
 
-  const std::vector<PeakBandwidth> peaks = PeaksFor(device, plan.protocol.measure_copy_bandwidth());
-  MeasureOptions options = ToMeasureOptions(plan.protocol);
-  options.should_stop = should_stop;
-  const auto workload_count = static_cast<std::uint32_t>(plan.workloads.size());
+// The clocks after the last workload, and whether they were held back before or after.
+void FinishEnvironment(Backend& backend, v1::Environment* env) {
+  bool clocks_available = false;
+  *env->mutable_clocks_after() = backend.ReadClocks(&clocks_available);
+  env->set_throttled(Throttled(env->clocks_before()) || Throttled(env->clocks_after()));
+}
 
-  const bool ahead = PrepareAhead(backend, plan.host_preparation);
-  // The next workload's preparation, when one is under way. Every path out of this function
-  // abandons it and waits (a std::async future also waits when destroyed): no thread outlives
-  // the call, and a cancelled benchmark waits at most for the step it is in.
-  std::atomic<bool> abandon_next{false};
-  std::future<PreparedWorkload> next;
-  struct WaitForNext {
-    std::atomic<bool>& abandon;
-    std::future<PreparedWorkload>& next;
-    ~WaitForNext() {
-      abandon.store(true);
-      if (next.valid()) next.wait();
-    }
-  } wait_for_next{abandon_next, next};
+// The workloads of one plan on one device: every implementation evaluated on each, every
+// outcome a result in `run` and in the workload's progress. Failures become results.
+class DeviceBenchmark {
+ public:
+  DeviceBenchmark(Backend& backend, const BenchmarkPlan& plan, const v1::Device& device,
+                  const std::function<bool()>& should_stop, const SampleObserver& on_samples,
+                  DeviceRun* run)
+      : backend_(backend),
+        plan_(plan),
+        device_(device),
+        peaks_(PeaksFor(device, plan.protocol.measure_copy_bandwidth())),
+        options_(ToMeasureOptions(plan.protocol)),
+        on_samples_(on_samples),
+        run_(*run) {
+    options_.should_stop = should_stop;
+  }
 
-  for (std::size_t i = 0; i < plan.workloads.size(); ++i) {
-    const PlannedWorkload& w = plan.workloads[i];
+  // The progress of workload `w`, its results to be added.
+  v1::BenchmarkProgress StartProgress(const PlannedWorkload& w) const {
     v1::BenchmarkProgress progress;
     progress.set_workload_index(static_cast<std::uint32_t>(w.index));
-    progress.set_workload_count(workload_count);
+    progress.set_workload_count(static_cast<std::uint32_t>(plan_.workloads.size()));
     progress.set_workload(w.name);
-    progress.set_device(backend.name());
-    auto base_result = [&](const std::string& impl) {
-      v1::WorkloadResult r;
-      r.set_workload(w.name);
-      *r.mutable_axes() = w.workload.axes();
-      r.set_implementation(impl);
-      r.set_device(backend.name());
-      return r;
-    };
-    auto record = [&](v1::WorkloadResult r) {
-      *progress.add_results() = r;
-      run.results.push_back(std::move(r));
-    };
+    progress.set_device(backend_.name());
+    return progress;
+  }
 
-    if (should_stop && should_stop()) {
-      run.complete = false;
-      for (const std::string& impl : plan.implementations) {
-        v1::WorkloadResult r = base_result(impl);
-        r.set_status(v1::RESULT_STATUS_SKIPPED);
-        r.set_error("stopped before this workload (cancelled, deadline or time cap)");
-        record(std::move(r));
-      }
-      env.add_host_wait_seconds(0);
-      if (on_progress) on_progress(progress);
-      continue;
+  // The run was stopped before `w`: every implementation's result for it is SKIPPED.
+  void Skip(const PlannedWorkload& w, v1::BenchmarkProgress* progress) {
+    run_.complete = false;
+    for (const std::string& impl : plan_.implementations) {
+      v1::WorkloadResult r = ResultHeader(w, impl);
+      r.set_status(v1::RESULT_STATUS_SKIPPED);
+      r.set_error("stopped before this workload (cancelled, deadline or time cap)");
+      Record(std::move(r), progress);
     }
+    run_.environment.add_host_wait_seconds(0);
+  }
 
-    const auto wait_start = std::chrono::steady_clock::now();
-    PreparedWorkload prepared;
-    if (next.valid()) {
-      prepared = next.get();
-      env.set_workloads_prepared_ahead(env.workloads_prepared_ahead() + 1);
-    } else {
-      prepared = PrepareWorkload(w, GeneratorThreads(false), nullptr);
+  // Every implementation of the plan on `w`, whose inputs and reference are `prepared`.
+  void Measure(const PlannedWorkload& w, const PreparedWorkload& prepared,
+               v1::BenchmarkProgress* progress) {
+    for (const std::string& impl : plan_.implementations) {
+      Record(EvaluateImplementation(w, prepared, impl), progress);
     }
-    env.add_host_wait_seconds(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count());
-    if (ahead && i + 1 < plan.workloads.size()) {
-      const PlannedWorkload& following = plan.workloads[i + 1];
-      if (PreparedBytes(w.problem) + PreparedBytes(following.problem) <= kMaxPreparedAheadBytes) {
-        next = std::async(std::launch::async, PrepareWorkload, std::cref(following),
-                          GeneratorThreads(true), &abandon_next);
-      }
-    }
+  }
 
+ private:
+  v1::WorkloadResult ResultHeader(const PlannedWorkload& w, const std::string& impl) const {
+    v1::WorkloadResult r;
+    r.set_workload(w.name);
+    *r.mutable_axes() = w.workload.axes();
+    r.set_implementation(impl);
+    r.set_device(backend_.name());
+    return r;
+  }
+
+  void Record(v1::WorkloadResult r, v1::BenchmarkProgress* progress) {
+    *progress->add_results() = r;
+    run_.results.push_back(std::move(r));
+  }
+
+  // One implementation on one workload: a submission is loaded first, then evaluated with
+  // its verification rounds, in its owner's tenant.
+  v1::WorkloadResult EvaluateImplementation(const PlannedWorkload& w,
+                                            const PreparedWorkload& prepared,
+                                            const std::string& impl) {
     const Problem& problem = w.problem;
-    const HostInputs inputs = prepared.inputs();
-    const Reference& reference = prepared.reference;
-
-    for (const std::string& impl : plan.implementations) {
-      v1::WorkloadResult result = base_result(impl);
-      result.set_bytes_moved(
-          BytesMoved(problem.dtype, problem.mode, problem.batch, problem.hidden));
-      // Poisoned with 0xff (NaN in every dtype) so that unwritten elements fail the check.
-      std::vector<unsigned char> out(problem.TensorBytes(), 0xff);
-      std::vector<unsigned char> res(WritesResidual(problem.mode) ? problem.TensorBytes() : 0,
-                                     0xff);
-      EvaluationSpec spec;
-      spec.implementation = impl;
-      if (const auto sub = plan.submissions.find(impl); sub != plan.submissions.end()) {
-        spec.implementation = sub->second.first;
-        if (absl::Status s = backend.AddSubmission(sub->second.second); !s.ok()) {
-          result.set_status(v1::RESULT_STATUS_RUNTIME_ERROR);
-          result.set_error(s.ToString());
-          record(std::move(result));
-          continue;
-        }
-      }
-      spec.problem = problem;
-      spec.inputs = inputs;
-      spec.outputs = {out.data(), res.data()};
-      spec.options = options;
-      if (const auto sub = plan.submissions.find(impl); sub != plan.submissions.end()) {
-        spec.options.tenant = sub->second.second.tenant;
-      }
-      spec.peaks = peaks;
-      spec.reference = &reference;
-      spec.tolerance = w.tolerance;
-      if (plan.submissions.count(impl) > 0) {
-        spec.verification_rounds = kSubmissionVerificationRounds;
-      }
-      absl::StatusOr<Evaluation> e = Evaluate(backend, spec);
-      if (!e.ok()) {
+    v1::WorkloadResult result = ResultHeader(w, impl);
+    result.set_bytes_moved(BytesMoved(problem.dtype, problem.mode, problem.batch, problem.hidden));
+    // Poisoned with 0xff (NaN in every dtype) so that unwritten elements fail the check.
+    std::vector<unsigned char> out(problem.TensorBytes(), 0xff);
+    std::vector<unsigned char> res(WritesResidual(problem.mode) ? problem.TensorBytes() : 0, 0xff);
+    EvaluationSpec spec;
+    spec.implementation = impl;
+    spec.problem = problem;
+    spec.inputs = prepared.inputs();
+    spec.outputs = {out.data(), res.data()};
+    spec.options = options_;
+    spec.peaks = peaks_;
+    spec.reference = &prepared.reference;
+    spec.tolerance = w.tolerance;
+    if (const auto sub = plan_.submissions.find(impl); sub != plan_.submissions.end()) {
+      if (absl::Status s = backend_.AddSubmission(sub->second.second); !s.ok()) {
         result.set_status(v1::RESULT_STATUS_RUNTIME_ERROR);
-        result.set_error(e.status().ToString());
-      } else {
-        if (on_samples) on_samples(impl, e->measurement.samples_seconds);
-        WriteEvaluation(*e, &result);
-        result.mutable_samples_seconds()->Assign(e->measurement.samples_seconds.begin(),
-                                                 e->measurement.samples_seconds.end());
-        result.set_calls_checked(e->measurement.calls_checked);
-        result.mutable_kernels()->Assign(e->measurement.kernels.begin(),
-                                         e->measurement.kernels.end());
-        const bool too_good = AnnotateMeasurement(e->measurement, problem, device, options,
-                                                  e->stats.median, &result, &env);
-        if (e->measurement.stopped_early && e->measurement.samples_seconds.empty()) {
-          result.set_status(v1::RESULT_STATUS_SKIPPED);
-          result.set_error("stopped before any timed sample");
-          run.complete = false;
-        } else {
-          // A wrong answer on fresh inputs, or a time or a traffic the declared bytes do not
-          // allow: an anti-cheat finding, reported and never ranked.
-          const Verdict verdict = Judge(*e, too_good, result.integrity_flags());
-          result.set_status(verdict.status);
-          if (!verdict.error.empty()) result.set_error(verdict.error);
-          if (e->measurement.stopped_early) run.complete = false;
-        }
+        result.set_error(s.ToString());
+        return result;
       }
-      record(std::move(result));
+      spec.implementation = sub->second.first;
+      spec.options.tenant = sub->second.second.tenant;
+      spec.verification_rounds = kSubmissionVerificationRounds;
+    }
+    absl::StatusOr<Evaluation> e = Evaluate(backend_, spec);
+    if (!e.ok()) {
+      result.set_status(v1::RESULT_STATUS_RUNTIME_ERROR);
+      result.set_error(e.status().ToString());
+      return result;
+    }
+    if (on_samples_) on_samples_(impl, e->measurement.samples_seconds);
+    WriteOutcome(*e, problem, &result);
+    return result;
+  }
+
+  // A finished evaluation into its result: the numbers, the measurement's checks, and the
+  // verdict, or SKIPPED where it was stopped before any timed sample.
+  void WriteOutcome(const Evaluation& e, const Problem& problem, v1::WorkloadResult* result) {
+    WriteEvaluation(e, result);
+    result->mutable_samples_seconds()->Assign(e.measurement.samples_seconds.begin(),
+                                              e.measurement.samples_seconds.end());
+    result->set_calls_checked(e.measurement.calls_checked);
+    result->mutable_kernels()->Assign(e.measurement.kernels.begin(), e.measurement.kernels.end());
+    const bool too_good = AnnotateMeasurement(e.measurement, problem, device_, options_,
+                                              e.stats.median, result, &run_.environment);
+    if (e.measurement.stopped_early && e.measurement.samples_seconds.empty()) {
+      result->set_status(v1::RESULT_STATUS_SKIPPED);
+      result->set_error("stopped before any timed sample");
+      run_.complete = false;
+      return;
+    }
+    // A wrong answer on fresh inputs, or a time or a traffic the declared bytes do not
+    // allow: an anti-cheat finding, reported and never ranked.
+    const Verdict verdict = Judge(e, too_good, result->integrity_flags());
+    result->set_status(verdict.status);
+    if (!verdict.error.empty()) result->set_error(verdict.error);
+    if (e.measurement.stopped_early) run_.complete = false;
+  }
+
+  Backend& backend_;
+  const BenchmarkPlan& plan_;
+  const v1::Device& device_;
+  const std::vector<PeakBandwidth> peaks_;
+  MeasureOptions options_;
+  const SampleObserver& on_samples_;
+  DeviceRun& run_;
+};
+
+}  // namespace
+
+DeviceRun BenchmarkOnDevice(Backend& backend, const BenchmarkPlan& plan,
+                            const std::function<void(const v1::BenchmarkProgress&)>& on_progress,
+                            const std::function<bool()>& should_stop,
+                            const SampleObserver& on_samples) {
+  DeviceRun run;
+  const v1::Device device = backend.Describe();
+  run.environment = StartEnvironment(backend, device);
+  DeviceBenchmark benchmark(backend, plan, device, should_stop, on_samples, &run);
+  // On every path out, its destructor abandons a preparation still under way and waits for it.
+  WorkloadPreparation preparation(backend, plan);
+  for (std::size_t i = 0; i < plan.workloads.size(); ++i) {
+    const PlannedWorkload& w = plan.workloads[i];
+    v1::BenchmarkProgress progress = benchmark.StartProgress(w);
+    if (should_stop && should_stop()) {
+      benchmark.Skip(w, &progress);
+    } else {
+      benchmark.Measure(w, preparation.Take(i, &run.environment), &progress);
     }
     if (on_progress) on_progress(progress);
   }
-
-  *env.mutable_clocks_after() = ReadClocks(backend, &clocks_available);
-  env.set_throttled(Throttled(env.clocks_before()) || Throttled(env.clocks_after()));
+  FinishEnvironment(backend, &run.environment);
   return run;
 }
 
