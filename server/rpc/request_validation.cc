@@ -59,6 +59,122 @@ absl::StatusOr<std::uint64_t> CheckTensor(const v1::Tensor& t, const std::string
   return elements;
 }
 
+// The suite a Benchmark request names, from those this server serves.
+absl::StatusOr<v1::SuiteDefinition> FindServedSuite(
+    const std::string& name, const std::vector<v1::SuiteDefinition>& suites) {
+  const v1::SuiteDefinition* found = nullptr;
+  std::vector<std::string> names;
+  for (const v1::SuiteDefinition& s : suites) {
+    names.push_back(s.name());
+    if (s.name() == name) found = &s;
+  }
+  if (found == nullptr) {
+    return absl::NotFoundError(absl::StrCat("suite: ", Quote(name), " not found",
+                                            DidYouMean(name, names),
+                                            " (available: ", absl::StrJoin(names, ", "), ")"));
+  }
+  return *found;
+}
+
+// A custom suite, checked by the suite rules. The names of the served suites are reserved:
+// results stored under one join its leaderboard, so a custom suite may carry one only with the
+// very same content, and is then that named suite.
+absl::Status AcceptCustomSuite(const v1::SuiteDefinition& custom,
+                               const std::vector<v1::SuiteDefinition>& suites,
+                               BenchmarkPlan* plan) {
+  RETURN_IF_ERROR(ValidateSuite(custom, "custom_suite"));
+  plan->suite = custom;
+  if (plan->suite.name().empty()) plan->suite.set_name("custom");
+  for (const v1::SuiteDefinition& s : suites) {
+    if (s.name() != plan->suite.name()) continue;
+    if (!google::protobuf::util::MessageDifferencer::Equals(s, plan->suite)) {
+      return Invalid("custom_suite.name",
+                     absl::StrCat(Quote(s.name()),
+                                  " is the name of a suite this server serves, with other "
+                                  "content; name the custom suite differently, or ask for "
+                                  "suite ",
+                                  Quote(s.name())));
+    }
+    plan->named_suite = true;
+  }
+  return absl::OkStatus();
+}
+
+// Exactly one of `suite` (a served suite's name) and `custom_suite`, into plan->suite.
+absl::Status ResolveSuite(const v1::BenchmarkRequest& request,
+                          const std::vector<v1::SuiteDefinition>& suites, BenchmarkPlan* plan) {
+  if (!request.suite().empty() && request.has_custom_suite()) {
+    return Invalid("suite, custom_suite", "give one, not both");
+  }
+  if (request.suite().empty() && !request.has_custom_suite()) {
+    return Invalid("suite", "required (a suite name, or custom_suite)");
+  }
+  if (request.suite().empty()) return AcceptCustomSuite(request.custom_suite(), suites, plan);
+  ASSIGN_OR_RETURN(plan->suite, FindServedSuite(request.suite(), suites));
+  plan->named_suite = true;
+  return absl::OkStatus();
+}
+
+// Implementations are chosen per device later; here only their names must be non-empty.
+absl::Status CheckImplementationNames(const v1::BenchmarkRequest& request) {
+  for (int i = 0; i < request.implementations_size(); ++i) {
+    if (request.implementations(i).empty()) {
+      return Invalid(absl::StrCat("implementations[", i, "]"), "must not be empty");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Workload `i` of the plan's suite resolved to its problem, seed and tolerance, within the
+// server's limits. `field` names it in errors.
+absl::StatusOr<PlannedWorkload> PlanWorkload(const BenchmarkPlan& plan, int i, DType dtype,
+                                             Mode mode, const std::string& field,
+                                             const RequestLimits& limits) {
+  const v1::SuiteDefinition& suite = plan.suite;
+  const v1::Workload& w = suite.workloads(i);
+  ASSIGN_OR_RETURN(const WorkloadShape shape, ResolveShape(suite, w));
+  PlannedWorkload planned;
+  planned.index = i;
+  planned.name = WorkloadName(suite, w);
+  planned.workload = w;
+  planned.problem.dtype = dtype;
+  planned.problem.mode = mode;
+  planned.problem.batch = shape.batch;
+  planned.problem.hidden = shape.hidden;
+  planned.problem.eps = static_cast<float>(suite.eps() > 0 ? suite.eps() : kDefaultEps);
+  planned.seed = w.seed() != 0 ? w.seed() : plan.protocol.seed();
+  planned.tolerance = ResolveTolerance(dtype, w.tolerance());
+  if (planned.problem.TensorBytes() > limits.max_tensor_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, ": ", shape.batch, " x ", shape.hidden, " needs ", planned.problem.TensorBytes(),
+        " bytes per tensor, over the server limit of ", limits.max_tensor_bytes));
+  }
+  if (shape.batch > limits.max_batch) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, ": batch ", shape.batch, " is over the server limit of ", limits.max_batch));
+  }
+  if (shape.hidden > limits.max_hidden) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        field, ": hidden ", shape.hidden, " is over the server limit of ", limits.max_hidden));
+  }
+  return planned;
+}
+
+// Every workload of plan->suite, in order, with the resolved protocol's seed as the default.
+// Fields of a custom suite are named under "custom_suite.".
+absl::Status PlanWorkloads(const RequestLimits& limits, BenchmarkPlan* plan) {
+  const v1::SuiteDefinition& suite = plan->suite;
+  const std::string prefix = plan->named_suite ? "" : "custom_suite.";
+  ASSIGN_OR_RETURN(const DType dtype, DTypeFromProto(suite.dtype(), prefix + "dtype"));
+  ASSIGN_OR_RETURN(const Mode mode, ModeFromProto(suite.mode(), prefix + "mode"));
+  for (int i = 0; i < suite.workloads_size(); ++i) {
+    const std::string field = absl::StrCat(prefix, "workloads[", i, "]");
+    ASSIGN_OR_RETURN(PlannedWorkload planned, PlanWorkload(*plan, i, dtype, mode, field, limits));
+    plan->workloads.push_back(std::move(planned));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::uint64_t DefaultMaxQueuedBytes() {
@@ -217,86 +333,10 @@ absl::StatusOr<BenchmarkPlan> ValidateBenchmarkRequest(
     const v1::BenchmarkRequest& request, const std::vector<v1::SuiteDefinition>& suites,
     const RequestLimits& limits) {
   BenchmarkPlan plan;
-  if (!request.suite().empty() && request.has_custom_suite()) {
-    return Invalid("suite, custom_suite", "give one, not both");
-  }
-  if (request.suite().empty() && !request.has_custom_suite()) {
-    return Invalid("suite", "required (a suite name, or custom_suite)");
-  }
-  if (!request.suite().empty()) {
-    const v1::SuiteDefinition* found = nullptr;
-    std::vector<std::string> names;
-    for (const v1::SuiteDefinition& s : suites) {
-      names.push_back(s.name());
-      if (s.name() == request.suite()) found = &s;
-    }
-    if (found == nullptr) {
-      return absl::NotFoundError(absl::StrCat("suite: ", Quote(request.suite()), " not found",
-                                              DidYouMean(request.suite(), names),
-                                              " (available: ", absl::StrJoin(names, ", "), ")"));
-    }
-    plan.suite = *found;
-    plan.named_suite = true;
-  } else {
-    RETURN_IF_ERROR(ValidateSuite(request.custom_suite(), "custom_suite"));
-    plan.suite = request.custom_suite();
-    if (plan.suite.name().empty()) plan.suite.set_name("custom");
-    // The names of the served suites are reserved: results stored under one join its
-    // leaderboard, so a custom suite may carry one only with the very same content.
-    for (const v1::SuiteDefinition& s : suites) {
-      if (s.name() != plan.suite.name()) continue;
-      if (!google::protobuf::util::MessageDifferencer::Equals(s, plan.suite)) {
-        return Invalid("custom_suite.name",
-                       absl::StrCat(Quote(s.name()),
-                                    " is the name of a suite this server serves, with other "
-                                    "content; name the custom suite differently, or ask for "
-                                    "suite ",
-                                    Quote(s.name())));
-      }
-      plan.named_suite = true;
-    }
-  }
+  RETURN_IF_ERROR(ResolveSuite(request, suites, &plan));
   ASSIGN_OR_RETURN(plan.protocol, ResolveProtocol(request.protocol(), limits));
-  for (int i = 0; i < request.implementations_size(); ++i) {
-    if (request.implementations(i).empty()) {
-      return Invalid(absl::StrCat("implementations[", i, "]"), "must not be empty");
-    }
-  }
-
-  const v1::SuiteDefinition& suite = plan.suite;
-  const std::string prefix = plan.named_suite ? "" : "custom_suite.";
-  ASSIGN_OR_RETURN(const DType dtype, DTypeFromProto(suite.dtype(), prefix + "dtype"));
-  ASSIGN_OR_RETURN(const Mode mode, ModeFromProto(suite.mode(), prefix + "mode"));
-  for (int i = 0; i < suite.workloads_size(); ++i) {
-    const v1::Workload& w = suite.workloads(i);
-    const std::string field = absl::StrCat(prefix, "workloads[", i, "]");
-    ASSIGN_OR_RETURN(const WorkloadShape shape, ResolveShape(suite, w));
-    PlannedWorkload planned;
-    planned.index = i;
-    planned.name = WorkloadName(suite, w);
-    planned.workload = w;
-    planned.problem.dtype = dtype;
-    planned.problem.mode = mode;
-    planned.problem.batch = shape.batch;
-    planned.problem.hidden = shape.hidden;
-    planned.problem.eps = static_cast<float>(suite.eps() > 0 ? suite.eps() : kDefaultEps);
-    planned.seed = w.seed() != 0 ? w.seed() : plan.protocol.seed();
-    planned.tolerance = ResolveTolerance(dtype, w.tolerance());
-    if (planned.problem.TensorBytes() > limits.max_tensor_bytes) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          field, ": ", shape.batch, " x ", shape.hidden, " needs ", planned.problem.TensorBytes(),
-          " bytes per tensor, over the server limit of ", limits.max_tensor_bytes));
-    }
-    if (shape.batch > limits.max_batch) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          field, ": batch ", shape.batch, " is over the server limit of ", limits.max_batch));
-    }
-    if (shape.hidden > limits.max_hidden) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          field, ": hidden ", shape.hidden, " is over the server limit of ", limits.max_hidden));
-    }
-    plan.workloads.push_back(std::move(planned));
-  }
+  RETURN_IF_ERROR(CheckImplementationNames(request));
+  RETURN_IF_ERROR(PlanWorkloads(limits, &plan));
   return plan;
 }
 
