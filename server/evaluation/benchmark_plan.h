@@ -25,7 +25,7 @@ struct PlannedWorkload {
 };
 
 // When a Benchmark prepares each workload's inputs and fp64 reference on the host
-// (server/evaluation/benchmark_engine.cc): kAuto lets the device's kind decide (ahead on a GPU,
+// (server/evaluation/workload_preparation.h): kAuto lets the device's kind decide (ahead on a GPU,
 // serially on the CPU, whose measurements a busy host would disturb). kSerial and kAhead force one
 // way: a test and diagnostic switch (ahead on the CPU backend is how a CPU-only CI runs the
 // prepared-ahead path for real), never a tuning knob.

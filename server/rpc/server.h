@@ -40,7 +40,7 @@ struct ServerOptions {
   // queued (server/device/owner_job_limit.h); 0: no budget.
   double owner_device_seconds_per_hour = 0;
   RequestLimits limits;
-  // When a Benchmark prepares workload inputs and references (request_validation.h): by the
+  // When a Benchmark prepares workload inputs and references (evaluation/benchmark_plan.h): by the
   // device's kind unless a test or a diagnosis forces one way.
   HostPreparation benchmark_host_preparation = HostPreparation::kAuto;
   // How long an idle device worker polls its queue before it sleeps (0: it sleeps at once).
