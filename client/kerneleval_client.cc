@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <climits>
-#include <condition_variable>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -11,6 +10,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/support/client_callback.h>
 
+#include "client/call_completion.h"
 #include "client/raw_messages.h"
 
 namespace kerneleval::client {
@@ -49,28 +49,6 @@ grpc::Status FromAbsl(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
-// Blocks until a callback-API call reports completion.
-class Completion {
- public:
-  void Done(grpc::Status status) {
-    std::lock_guard<std::mutex> lock(mu_);
-    status_ = std::move(status);
-    done_ = true;
-    cv_.notify_all();
-  }
-  grpc::Status Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return done_; });
-    return status_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  grpc::Status status_;
-};
-
 // Sends one request, half-closes, and collects every response until the server finishes.
 class OneRequestBidi : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
@@ -101,7 +79,7 @@ class OneRequestBidi : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::By
   grpc::ByteBuffer request_;
   grpc::ByteBuffer response_;
   std::vector<std::string> responses_;
-  Completion completion_;
+  CallCompletion completion_;
 };
 
 }  // namespace
@@ -244,7 +222,7 @@ grpc::Status KernelEvalClient::HealthCheck(const std::string& service, bool* ser
   std::unique_ptr<grpc::ClientContext> context = NewContext();
   const grpc::ByteBuffer request = ToByteBuffer(EncodeHealthCheckRequest(service));
   grpc::ByteBuffer response;
-  Completion completion;
+  CallCompletion completion;
   generic_stub_->UnaryCall(context.get(), kHealthCheckMethod, grpc::StubOptions(), &request,
                            &response, [&completion](grpc::Status s) { completion.Done(s); });
   grpc::Status status = completion.Wait();

@@ -3,14 +3,13 @@
 // read; TLS and mutual TLS with certificates made at test time by the openssl command line
 // tool; and the token kept out of logs and metrics.
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
-#include <mutex>
 
 #include <grpcpp/generic/generic_stub.h>
 
 #include "absl/strings/escaping.h"
 
+#include "client/call_completion.h"
 #include "kerneleval/v1/results.grpc.pb.h"
 #include "robustness_util.h"
 #include "server/store/result_store.h"
@@ -89,23 +88,11 @@ grpc::Status CallThatSendsNoMessage(const std::string& target, const std::string
                                     const char* authorization, double* seconds) {
   class Reactor final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
    public:
-    void OnDone(const grpc::Status& s) override {
-      std::lock_guard<std::mutex> lock(mu_);
-      status_ = s;
-      done_ = true;
-      cv_.notify_all();
-    }
-    grpc::Status Wait() {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return done_; });
-      return status_;
-    }
+    void OnDone(const grpc::Status& s) override { completion_.Done(s); }
+    grpc::Status Wait() { return completion_.Wait(); }
 
    private:
-    std::mutex mu_;
-    std::condition_variable cv_;
-    bool done_ = false;
-    grpc::Status status_;
+    client::CallCompletion completion_;
   };
   grpc::GenericStub stub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
   grpc::ClientContext context;
