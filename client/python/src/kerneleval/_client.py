@@ -9,9 +9,10 @@ import grpc
 import pandas as pd
 
 from kerneleval import _names as names
+from kerneleval._benchmark import ProgressCallback, read_report
 from kerneleval._errors import KernelEvalError, status_code
 from kerneleval import _store as store
-from kerneleval._report import BenchInterrupted, BenchReport, RunResult, run_status
+from kerneleval._report import BenchReport, RunResult, run_status
 from kerneleval._store import Comparison, Reproduction, When
 from kerneleval._tensors import ArrayLike, like, to_numpy, to_proto
 from kerneleval.v1 import kerneleval_pb2 as pb
@@ -23,8 +24,6 @@ from kerneleval.v1 import submissions_pb2_grpc as spb_grpc
 
 # The server's default --max-message-bytes: three 66 MB tensors and their answer fit.
 MAX_MESSAGE_BYTES = 512 * 1024 * 1024
-
-ProgressCallback = Callable[[pb.BenchmarkProgress], None]
 
 
 def custom_suite(
@@ -254,37 +253,10 @@ class Client:
             request.suite = suite
         else:
             request.custom_suite.CopyFrom(suite)
-        report: Optional[pb.BenchmarkReport] = None
-        # What has arrived, for Ctrl-C: the run id (first, in the started event) and results.
-        partial = pb.BenchmarkReport(suite=request.suite or request.custom_suite.name)
         stream = self._stub.Benchmark(
             request, timeout=timeout or self._timeout, metadata=self._metadata
         )
-        try:
-            for event in stream:
-                kind = event.WhichOneof("event")
-                if kind == "started":
-                    partial.run_id = event.started.run_id or partial.run_id
-                    if on_started is not None:
-                        on_started(event.started)
-                elif kind == "progress":
-                    partial.run_id = event.progress.run_id or partial.run_id
-                    partial.results.extend(event.progress.results)
-                    if on_progress is not None:
-                        on_progress(event.progress)
-                elif kind == "report":
-                    report = event.report
-                # Any other kind is newer than this client and carries nothing it needs.
-        except grpc.RpcError as error:
-            raise KernelEvalError.from_rpc_error(error) from None
-        except KeyboardInterrupt:
-            stream.cancel()  # the server stops and stores what was measured
-            raise BenchInterrupted(BenchReport(partial)) from None
-        if report is None:
-            raise KernelEvalError(
-                grpc.StatusCode.INTERNAL, "Benchmark: the stream ended without a report"
-            )
-        return BenchReport(report)
+        return read_report(stream, request, on_started, on_progress)
 
     def devices(self, timeout: Optional[float] = None) -> List[pb.Device]:
         """The server's devices (kerneleval.v1.Device: name, kind, model, peak bandwidth, ...)."""
