@@ -26,6 +26,26 @@ prometheus::Family<prometheus::Gauge>& Gauge(prometheus::Registry& r, const char
   return BuildGauge().Name(name).Help(help).Register(r);
 }
 
+// A result's SOL ratio against each peak it has, one series a peak; a result not measured, or
+// without a figure for a peak, leaves no series for it.
+void RecordSol(prometheus::Family<prometheus::Gauge>& sol, const prometheus::Labels& labels,
+               const v1::WorkloadResult& r, bool measured) {
+  for (v1::PeakSource source : {v1::PEAK_SOURCE_DEVICE_ATTRIBUTES, v1::PEAK_SOURCE_DATASHEET,
+                                v1::PEAK_SOURCE_MEASURED_COPY}) {
+    prometheus::Labels l = labels;
+    l["peak"] = PeakSourceShortName(source);
+    const v1::SolFigure* figure = nullptr;
+    for (const v1::SolFigure& f : r.sol()) {
+      if (f.source() == source) figure = &f;
+    }
+    if (measured && figure != nullptr) {
+      sol.Add(l).Set(figure->sol_ratio());
+    } else {
+      RemoveIfPresent(sol, l);
+    }
+  }
+}
+
 }  // namespace
 
 std::string ProtocolLabel(const v1::Protocol& p) {
@@ -105,20 +125,7 @@ void ReportMetrics::Record(const v1::BenchmarkReport& report, const std::string&
       RemoveIfPresent(latency_, labels);
       RemoveIfPresent(bandwidth_, labels);
     }
-    for (v1::PeakSource source : {v1::PEAK_SOURCE_DEVICE_ATTRIBUTES, v1::PEAK_SOURCE_DATASHEET,
-                                  v1::PEAK_SOURCE_MEASURED_COPY}) {
-      prometheus::Labels l = labels;
-      l["peak"] = PeakSourceShortName(source);
-      const v1::SolFigure* figure = nullptr;
-      for (const v1::SolFigure& f : r.sol()) {
-        if (f.source() == source) figure = &f;
-      }
-      if (measured && figure != nullptr) {
-        sol_.Add(l).Set(figure->sol_ratio());
-      } else {
-        RemoveIfPresent(sol_, l);
-      }
-    }
+    RecordSol(sol_, labels, r, measured);
   }
 
   // The engine's geometric mean takes each result's first SOL figure: the device-attribute
