@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
 
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/grpcpp.h>
@@ -25,6 +23,7 @@
 #include "server/oip/oip_service.h"
 #include "server/rpc/data_dir_lock.h"
 #include "server/rpc/kerneleval_service.h"
+#include "server/rpc/server_credentials.h"
 #include "server/rpc/unserved_methods.h"
 #include "server/store/results_service.h"
 
@@ -33,48 +32,6 @@ namespace {
 
 constexpr char kReadiness[] = "readiness";
 constexpr char kService[] = "kerneleval.v1.KernelEval";
-
-absl::StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(flag, ": cannot read '", path, "'"));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// With tokens, every port checks them before a call reaches a handler (server/identity/auth.h).
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(
-    const ServerOptions& o, std::shared_ptr<const Identities> identities, Metrics* metrics) {
-  if (o.tls_cert_file.empty() && o.tls_key_file.empty()) {
-    if (!o.tls_client_ca_file.empty()) {
-      return absl::InvalidArgumentError("--tls-client-ca needs --tls-cert and --tls-key");
-    }
-    if (identities->has_tokens()) {
-      return TokenCheckingCredentials(nullptr, std::move(identities), metrics);
-    }
-    return grpc::InsecureServerCredentials();
-  }
-  if (o.tls_cert_file.empty() || o.tls_key_file.empty()) {
-    return absl::InvalidArgumentError("--tls-cert and --tls-key go together");
-  }
-  // Read once here so that a missing file stops the start with the flag named; from then on
-  // gRPC's file watcher reads them (auth.h, TlsFiles).
-  for (const auto& [path, flag] :
-       {std::pair{o.tls_key_file, "--tls-key"}, std::pair{o.tls_cert_file, "--tls-cert"},
-        std::pair{o.tls_client_ca_file, "--tls-client-ca"}}) {
-    if (path.empty()) continue;
-    if (absl::StatusOr<std::string> read = ReadFile(path, flag); !read.ok()) return read.status();
-  }
-  TlsFiles tls;
-  tls.cert = o.tls_cert_file;
-  tls.key = o.tls_key_file;
-  tls.client_ca = o.tls_client_ca_file;
-  tls.refresh_seconds = static_cast<unsigned>(std::max(1.0, o.secrets_poll_seconds));
-  if (identities->has_tokens()) {
-    return TokenCheckingCredentials(&tls, std::move(identities), metrics);
-  }
-  return WatchedTlsCredentials(tls);
-}
 
 }  // namespace
 
@@ -197,21 +154,7 @@ struct KernelEvalServer::Impl {
     while (!cv.wait_for(lock, std::chrono::duration<double>(options.secrets_poll_seconds),
                         [this] { return shut_down; })) {
       lock.unlock();
-      absl::StatusOr<std::string> text = ReadFile(options.auth_token_file, "--auth-token-file");
-      if (!text.ok()) {
-        LogError(absl::StrCat(text.status().message(), "; the tokens read before stay in use"));
-      } else if (*text != last) {
-        absl::StatusOr<std::vector<OwnerToken>> parsed = ParseTokenFile(*text);
-        if (parsed.ok()) {
-          identities->ReplaceTokens(std::move(*parsed));
-          LogInfo("--auth-token-file changed: its new tokens are in use");
-        } else {
-          LogError(absl::StrCat("--auth-token-file changed but does not parse (",
-                                parsed.status().message(),
-                                "); the tokens read before stay in use"));
-        }
-        last = *std::move(text);
-      }
+      ReloadTokenFile(options.auth_token_file, &last, identities.get());
       lock.lock();
     }
   }
@@ -239,15 +182,13 @@ KernelEvalServer::KernelEvalServer(std::unique_ptr<Impl> impl) : impl_(std::move
 
 KernelEvalServer::~KernelEvalServer() { Shutdown(absl::Seconds(5)); }
 
-absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
-    const ServerOptions& options, std::vector<std::unique_ptr<Backend>> backends) {
-  // Protobuf's complaints about a client's bytes (invalid UTF-8) are client faults, not
-  // ERROR lines a client could produce at will; wherever the server runs, main or a test.
-  RouteProtobufLogs();
-  auto impl = std::make_unique<Impl>();
-  Impl* s = impl.get();
-  s->options = options;
-  // Before anything opens a file there: one server per data directory.
+namespace {
+
+using Impl = KernelEvalServer::Impl;
+
+// Before anything opens a file there: one server per data directory.
+absl::Status LockDataDirs(Impl* s) {
+  const ServerOptions& options = s->options;
   std::vector<std::string> data_dirs;
   for (const std::string& dir : {options.submissions.data_dir, options.results.data_dir}) {
     if (!dir.empty() && std::find(data_dirs.begin(), data_dirs.end(), dir) == data_dirs.end()) {
@@ -259,6 +200,12 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
     if (!lock.ok()) return lock.status();
     s->data_dir_locks.push_back(std::move(*lock));
   }
+  return absl::OkStatus();
+}
+
+// The backends a test gave, or else those --device names; at least one.
+absl::StatusOr<std::vector<std::unique_ptr<Backend>>> ServedBackends(
+    const ServerOptions& options, std::vector<std::unique_ptr<Backend>> backends) {
   if (backends.empty()) {
     BackendOptions backend_options;
     backend_options.fault_injection = options.enable_fault_injection;
@@ -271,22 +218,26 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
     backends = std::move(*created);
   }
   if (backends.empty()) return absl::InvalidArgumentError("--device: no device to serve");
+  return backends;
+}
 
+// The suites, who callers are (the token file's owners), and the credentials of --listen:
+// every mistake in them reported before a device starts or a port opens.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> LoadSuitesAndSecrets(Impl* s) {
+  const ServerOptions& options = s->options;
   if (!options.suites_dir.empty()) {
     auto suites = LoadSuiteDirectory(options.suites_dir);
     if (!suites.ok()) return suites.status();
     s->state.suites = std::move(*suites);
   }
-  {
-    std::vector<OwnerToken> tokens;
-    if (!options.auth_token.empty()) {
-      absl::StatusOr<std::vector<OwnerToken>> parsed = ParseTokenFile(options.auth_token);
-      if (!parsed.ok()) return parsed.status();
-      tokens = std::move(*parsed);
-    }
-    s->identities = std::make_shared<Identities>(std::move(tokens));
+  std::vector<OwnerToken> tokens;
+  if (!options.auth_token.empty()) {
+    absl::StatusOr<std::vector<OwnerToken>> parsed = ParseTokenFile(options.auth_token);
+    if (!parsed.ok()) return parsed.status();
+    tokens = std::move(*parsed);
   }
-  auto creds = Credentials(options, s->identities, &s->metrics);
+  s->identities = std::make_shared<Identities>(std::move(tokens));
+  auto creds = ListenCredentials(options, s->identities, &s->metrics);
   if (!creds.ok()) return creds.status();
   if (!options.metrics_basic_auth.empty()) {
     const std::size_t colon = options.metrics_basic_auth.find(':');
@@ -295,7 +246,13 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
           "--metrics-basic-auth-file: expected one line 'user:password'");
     }
   }
+  return creds;
+}
 
+// One worker per backend, all sharing the owners' limits, each reporting its queue depth and
+// its health to the server; the shared state the services read.
+void BuildDevices(Impl* s, std::vector<std::unique_ptr<Backend>> backends) {
+  const ServerOptions& options = s->options;
   s->state.devices = &s->devices;
   s->metrics.SetNodeName(options.node_name);
   s->state.metrics = &s->metrics;
@@ -323,38 +280,45 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   s->metrics.SetBuildInfo(ServerVersion(), GitRevision(),
                           s->devices.workers().front()->backend().RuntimeVersion());
   s->metrics.SetReady(false);
+}
 
-  if (!options.metrics_listen.empty()) {
-    try {
-      s->exposer = std::make_unique<prometheus::Exposer>(options.metrics_listen);
-    } catch (const std::exception& e) {
-      return absl::UnavailableError(absl::StrCat("--metrics-listen: cannot listen on ",
-                                                 options.metrics_listen, ": ", e.what()));
-    }
-    // Authentication first: the registry is never reachable without it.
-    if (!options.metrics_basic_auth.empty()) {
-      const std::string& auth = options.metrics_basic_auth;
-      const std::size_t colon = auth.find(':');
-      s->exposer->RegisterAuth(
-          [user = auth.substr(0, colon), password = auth.substr(colon + 1)](const std::string& u,
-                                                                            const std::string& p) {
-            // Both compared every time: which of the two was wrong takes no time to tell.
-            return SecretsEqual(u, user) & SecretsEqual(p, password);
-          },
-          "kerneleval");
-    }
-    s->exposer->RegisterCollectable(s->metrics.registry());
-    s->exposer->RegisterCollectable(s->metrics.process_collectable());
+// --metrics-listen: Prometheus /metrics, behind basic auth when --metrics-basic-auth-file.
+absl::Status StartMetricsExposer(Impl* s) {
+  const ServerOptions& options = s->options;
+  if (options.metrics_listen.empty()) return absl::OkStatus();
+  try {
+    s->exposer = std::make_unique<prometheus::Exposer>(options.metrics_listen);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("--metrics-listen: cannot listen on ",
+                                               options.metrics_listen, ": ", e.what()));
   }
+  // Authentication first: the registry is never reachable without it.
+  if (!options.metrics_basic_auth.empty()) {
+    const std::string& auth = options.metrics_basic_auth;
+    const std::size_t colon = auth.find(':');
+    s->exposer->RegisterAuth(
+        [user = auth.substr(0, colon), password = auth.substr(colon + 1)](const std::string& u,
+                                                                          const std::string& p) {
+          // Both compared every time: which of the two was wrong takes no time to tell.
+          return SecretsEqual(u, user) & SecretsEqual(p, password);
+        },
+        "kerneleval");
+  }
+  s->exposer->RegisterCollectable(s->metrics.registry());
+  s->exposer->RegisterCollectable(s->metrics.process_collectable());
+  return absl::OkStatus();
+}
 
-  grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+// The --listen port and its message limits, with the KernelEval and OIP services and the
+// answer to every other method.
+void AddCoreServices(Impl* s, const std::shared_ptr<grpc::ServerCredentials>& creds,
+                     grpc::ServerBuilder& builder) {
+  const ServerOptions& options = s->options;
   s->service = std::make_unique<KernelEvalService>(&s->state);
-  grpc::ServerBuilder builder;
   // gRPC sets SO_REUSEPORT by default: a second server on a port in use would start and
   // silently take half of the connections. Off, its bind fails and it exits.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(options.listen, *creds, &s->grpc_port);
+  builder.AddListeningPort(options.listen, creds, &s->grpc_port);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
@@ -363,93 +327,137 @@ absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
   s->oip = std::make_unique<oip::OipService>(&s->state);
   builder.RegisterService(s->oip.get());
   builder.RegisterCallbackGenericService(&s->unserved);
-  {
-    store::StoreOptions store_options = options.results;
-    if (store_options.data_dir.empty()) store_options.data_dir = options.submissions.data_dir;
-    if (store_options.server_name.empty()) store_options.server_name = options.node_name;
-    store_options.server_version = ServerVersion();
-    store_options.git_revision = GitRevision();
-    for (const v1::SuiteDefinition& suite : s->state.suites) {
-      store_options.official_suite_hashes[suite.name()] = store::SuiteHash(suite);
-    }
-    auto opened = store::ResultStore::Open(store_options, s->metrics.registry());
-    if (!opened.ok()) return opened.status();
-    s->results = std::move(*opened);
-    s->state.results = s->results.get();
-    s->results_service =
-        std::make_unique<store::ResultsService>(s->results.get(), s->identities.get());
-    builder.RegisterService(s->results_service.get());
+}
+
+// The results store (SQLite in the data directory, PostgreSQL, or memory) and its service.
+absl::Status AddResultsService(Impl* s, grpc::ServerBuilder& builder) {
+  const ServerOptions& options = s->options;
+  store::StoreOptions store_options = options.results;
+  if (store_options.data_dir.empty()) store_options.data_dir = options.submissions.data_dir;
+  if (store_options.server_name.empty()) store_options.server_name = options.node_name;
+  store_options.server_version = ServerVersion();
+  store_options.git_revision = GitRevision();
+  for (const v1::SuiteDefinition& suite : s->state.suites) {
+    store_options.official_suite_hashes[suite.name()] = store::SuiteHash(suite);
   }
-  {
-    submissions::SubmissionsOptions submission_options = options.submissions;
-    submission_options.identities = s->identities.get();
-    // A deleted submission leaves every GPU: its owner's tenant hosts unload it.
-    submission_options.on_deleted = [s](const std::string& owner, const std::string& id) {
-      for (const auto& w : s->devices.workers()) {
-        // The worker hands out its backend as const; the unload is thread-safe.
-        auto* tenants = dynamic_cast<TenantBackend*>(const_cast<Backend*>(&w->backend()));
-        if (tenants != nullptr) tenants->UnloadSubmission(owner, id);
-      }
+  auto opened = store::ResultStore::Open(store_options, s->metrics.registry());
+  if (!opened.ok()) return opened.status();
+  s->results = std::move(*opened);
+  s->state.results = s->results.get();
+  s->results_service =
+      std::make_unique<store::ResultsService>(s->results.get(), s->identities.get());
+  builder.RegisterService(s->results_service.get());
+  return absl::OkStatus();
+}
+
+// The Submissions service (registered always; it refuses calls unless enabled), and, when
+// enabled, submissions as implementations of Run and Benchmark.
+absl::Status AddSubmissionsService(Impl* s, grpc::ServerBuilder& builder) {
+  submissions::SubmissionsOptions submission_options = s->options.submissions;
+  submission_options.identities = s->identities.get();
+  // A deleted submission leaves every GPU: its owner's tenant hosts unload it.
+  submission_options.on_deleted = [s](const std::string& owner, const std::string& id) {
+    for (const auto& w : s->devices.workers()) {
+      // The worker hands out its backend as const; the unload is thread-safe.
+      auto* tenants = dynamic_cast<TenantBackend*>(const_cast<Backend*>(&w->backend()));
+      if (tenants != nullptr) tenants->UnloadSubmission(owner, id);
+    }
+  };
+  auto created = submissions::SubmissionsService::Create(submission_options, [s] {
+    std::vector<v1::Device> described;
+    for (const auto& w : s->devices.workers()) described.push_back(w->backend().Describe());
+    return described;
+  });
+  if (!created.ok()) return created.status();
+  s->submissions = std::move(*created);
+  builder.RegisterService(s->submissions.get());
+  // Run and Benchmark name submissions as implementations (server/rpc/admission.h).
+  const submissions::SubmissionsService* registered = s->submissions.get();
+  if (submission_options.enabled) {
+    s->state.find_submission =
+        [registered](const std::string& owner,
+                     const std::string& id_or_name) -> absl::StatusOr<SubmittedKernel> {
+      absl::StatusOr<submissions::ResolvedSubmission> r = registered->Resolve(owner, id_or_name);
+      if (!r.ok()) return r.status();
+      return SubmittedKernel{std::move(r->submission), std::move(r->cubin)};
     };
-    auto created = submissions::SubmissionsService::Create(submission_options, [s] {
-      std::vector<v1::Device> described;
-      for (const auto& w : s->devices.workers()) described.push_back(w->backend().Describe());
-      return described;
-    });
-    if (!created.ok()) return created.status();
-    s->submissions = std::move(*created);
-    builder.RegisterService(s->submissions.get());
-    // Run and Benchmark name submissions as implementations (server/rpc/admission.h).
-    const submissions::SubmissionsService* registered = s->submissions.get();
-    if (submission_options.enabled) {
-      s->state.find_submission =
-          [registered](const std::string& owner,
-                       const std::string& id_or_name) -> absl::StatusOr<SubmittedKernel> {
-        absl::StatusOr<submissions::ResolvedSubmission> r = registered->Resolve(owner, id_or_name);
-        if (!r.ok()) return r.status();
-        return SubmittedKernel{std::move(r->submission), std::move(r->cubin)};
-      };
-    }
-    s->state.identities = s->identities.get();
   }
+  s->state.identities = s->identities.get();
+  return absl::OkStatus();
+}
+
+// The --listen server, the in-process channel Reproduce benchmarks through, and the
+// --health-listen server.
+absl::Status StartGrpcServers(Impl* s, grpc::ServerBuilder& builder) {
+  const ServerOptions& options = s->options;
   s->grpc_server = builder.BuildAndStart();
   if (s->grpc_server == nullptr || s->grpc_port == 0) {
     return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", options.listen,
                                                ": the port is in use, or not an address of "
                                                "this host"));
   }
-  {
-    // Reproduce re-runs receipts through this server's own Benchmark RPC.
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(-1);
-    s->results_service->SetBenchmarkChannel(s->grpc_server->InProcessChannel(args));
+  // Reproduce re-runs receipts through this server's own Benchmark RPC.
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  s->results_service->SetBenchmarkChannel(s->grpc_server->InProcessChannel(args));
+  if (options.health_listen.empty()) return absl::OkStatus();
+  // Plaintext and without a token, serving health (and reflection, which the global plugin
+  // adds) but not KernelEval: the kubelet's gRPC probes speak neither TLS nor tokens.
+  grpc::ServerBuilder health;
+  health.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  int health_port = 0;
+  health.AddListeningPort(options.health_listen, grpc::InsecureServerCredentials(), &health_port);
+  s->health_server = health.BuildAndStart();
+  if (s->health_server == nullptr || health_port == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("--health-listen: cannot listen on ", options.health_listen,
+                     ": the port is in use, or not an address of this host"));
   }
-  if (!options.health_listen.empty()) {
-    // Plaintext and without a token, serving health (and reflection, which the global plugin
-    // adds) but not KernelEval: the kubelet's gRPC probes speak neither TLS nor tokens.
-    grpc::ServerBuilder health;
-    health.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    int health_port = 0;
-    health.AddListeningPort(options.health_listen, grpc::InsecureServerCredentials(), &health_port);
-    s->health_server = health.BuildAndStart();
-    if (s->health_server == nullptr || health_port == 0) {
-      return absl::UnavailableError(
-          absl::StrCat("--health-listen: cannot listen on ", options.health_listen,
-                       ": the port is in use, or not an address of this host"));
-    }
-  }
+  return absl::OkStatus();
+}
+
+// Every device NOT_SERVING until its warm-up ends, then the warm-ups, telemetry, and the
+// token file's watch.
+void StartDevicesAndLoops(Impl* s) {
   {
     std::lock_guard<std::mutex> lock(s->mu);
-    s->RefreshHealthLocked();  // every device NOT_SERVING until its warm-up ends
+    s->RefreshHealthLocked();
   }
-
   s->warm_pending = s->devices.workers().size();
   for (const auto& w : s->devices.workers()) {
     DeviceWorker* worker = w.get();
     worker->Start([s, worker](const absl::Status& status) { s->OnWarm(worker, status); });
   }
   s->telemetry = std::thread([s] { s->TelemetryLoop(); });
-  if (!options.auth_token_file.empty()) s->secrets = std::thread([s] { s->SecretsLoop(); });
+  if (!s->options.auth_token_file.empty()) s->secrets = std::thread([s] { s->SecretsLoop(); });
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<KernelEvalServer>> KernelEvalServer::Start(
+    const ServerOptions& options, std::vector<std::unique_ptr<Backend>> backends) {
+  // Protobuf's complaints about a client's bytes (invalid UTF-8) are client faults, not
+  // ERROR lines a client could produce at will; wherever the server runs, main or a test.
+  RouteProtobufLogs();
+  auto impl = std::make_unique<Impl>();
+  Impl* s = impl.get();
+  s->options = options;
+  if (absl::Status locked = LockDataDirs(s); !locked.ok()) return locked;
+  auto served = ServedBackends(options, std::move(backends));
+  if (!served.ok()) return served.status();
+  auto creds = LoadSuitesAndSecrets(s);
+  if (!creds.ok()) return creds.status();
+  BuildDevices(s, std::move(*served));
+  if (absl::Status exposed = StartMetricsExposer(s); !exposed.ok()) return exposed;
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  AddCoreServices(s, *creds, builder);
+  if (absl::Status added = AddResultsService(s, builder); !added.ok()) return added;
+  if (absl::Status added = AddSubmissionsService(s, builder); !added.ok()) return added;
+  if (absl::Status started = StartGrpcServers(s, builder); !started.ok()) return started;
+  StartDevicesAndLoops(s);
   return std::unique_ptr<KernelEvalServer>(new KernelEvalServer(std::move(impl)));
 }
 
