@@ -216,8 +216,8 @@ absl::Status ParseTolerance(const json& tolerance, absl::string_view path, v1::T
 
 // A workload's inputs block names only the operation's inputs, each "random": every tensor's
 // seed is derived from the workload's seed and the tensor's name.
-absl::Status CheckWorkloadInputs(const json& inputs, absl::string_view path) {
-  const std::string inputs_path = Join(path, "inputs");
+absl::Status CheckWorkloadInputs(const json& inputs, absl::string_view workload_path) {
+  const std::string inputs_path = Join(workload_path, "inputs");
   if (absl::Status s = ExpectObject(inputs, inputs_path); !s.ok()) return s;
   for (const auto& item : inputs.items()) {
     const std::string input_path = Join(inputs_path, EchoKey(item.key()));
@@ -227,7 +227,7 @@ absl::Status CheckWorkloadInputs(const json& inputs, absl::string_view path) {
     if (absl::Status s = ExpectObject(item.value(), input_path); !s.ok()) return s;
     if (item.value().contains("seed")) {
       return Invalid(Join(input_path, "seed"),
-                     absl::StrCat("per-tensor seeds are not supported; set ", path,
+                     absl::StrCat("per-tensor seeds are not supported; set ", workload_path,
                                   ".seed (each tensor's seed is derived from it and the "
                                   "tensor name)"));
     }
