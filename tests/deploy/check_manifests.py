@@ -251,10 +251,10 @@ class Checker:
 
     def check_results_store(self, args, env):
         """Benchmark reports kept in PostgreSQL (URL from a Secret), with retention on."""
-        main_cc = (REPO / "server/rpc/main.cc").read_text(encoding="utf-8")
+        flags_cc = (REPO / "server/rpc/server_flags.cc").read_text(encoding="utf-8")
         for flag in ("--results-db", "--results-max-age-days", "--results-raw-sample-runs"):
-            if f'"{flag}"' not in main_cc:
-                self.fail(f"server/rpc/main.cc has no {flag}; the manifests pass it")
+            if f'"{flag}"' not in flags_cc:
+                self.fail(f"server/rpc/server_flags.cc has no {flag}; the manifests pass it")
         url = arg_value(args, "--results-db") or ""
         match = re.fullmatch(r"\$\((\w+)\)", url)
         secret = env.get(match.group(1), {}) if match else {}
