@@ -27,7 +27,8 @@ struct DramBytes {
 };
 
 // Runs `windows` windows on `device` (the current device): `prepare` (untimed, uncounted),
-// then `window` (enqueues the work and synchronizes) inside one profiled range each.
+// then `window` (enqueues the work and synchronizes) inside one profiled range each, all
+// ranges in one start and stop of the profiler.
 // The lease must be an attached kProfiler lease. UNAVAILABLE with "counters unavailable on
 // this machine: ..." where the profiler cannot read counters (gVisor, no permission).
 absl::StatusOr<std::vector<DramBytes>> MeasureDramBytes(
