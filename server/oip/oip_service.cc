@@ -7,11 +7,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/evaluation/server_version.h"
+#include "server/grpc/raw_unary.h"
 #include "server/oip/infer_translation.h"
 #include "server/oip/oip_models.h"
 #include "server/rpc/admission.h"
 #include "server/rpc/kerneleval_service.h"
-#include "server/rpc/raw_unary.h"
 #include "server/rpc/run_call.h"
 
 namespace kerneleval::server::oip {

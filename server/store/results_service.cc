@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/bounded_text.h"
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
-#include "server/rpc/raw_unary.h"
+#include "server/grpc/raw_unary.h"
 #include "server/store/comparability.h"
 #include "server/store/compare_results.h"
 

@@ -13,7 +13,7 @@
 
 namespace kerneleval::server::store {
 
-// Every method is raw (server/rpc/raw_unary.h): a body that does not parse is INVALID_ARGUMENT
+// Every method is raw (server/grpc/raw_unary.h): a body that does not parse is INVALID_ARGUMENT
 // naming the method.
 class ResultsService final
     : public v1::Results::WithRawCallbackMethod_History<

@@ -9,7 +9,7 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
-#include "server/rpc/raw_unary.h"
+#include "server/grpc/raw_unary.h"
 #include "server/submissions/source_rules.h"
 
 namespace kerneleval::server::submissions {

@@ -58,7 +58,7 @@ struct ResolvedSubmission {
   std::string cubin;
 };
 
-// Every method is raw (server/rpc/raw_unary.h): a body that does not parse is INVALID_ARGUMENT
+// Every method is raw (server/grpc/raw_unary.h): a body that does not parse is INVALID_ARGUMENT
 // naming the method. Every error's message is bounded (kMaxStatusMessageBytes) so that it
 // reaches the caller; a compile log longer than that goes in the response body when the
 // request asks for it (RegisterSubmissionRequest.compile_error_in_response).
