@@ -60,7 +60,7 @@ absl::Status GraphReplayMeasurement::Build(const MeasureOptions& options, CudaWo
   KE_CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&exec, graph.get(), 0));
   graph_ = CudaGraphExec(exec);
   // Launched once at once: an exec instantiated and uploaded but never launched slowed the
-  // replays of other execs by ~0.18 us per kernel on an H200 (research/benchmarking.md).
+  // replays of other execs by ~0.18 us per kernel on an H200 (docs/results/measurement-h200.md).
   KE_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph_.get(), stream));
   KE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   if (w->Chained() && !w->checks.finished) {

@@ -80,7 +80,7 @@ void Detach(bool activity) {
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
   // Removes every trace of CUPTI from later launches: graph replay returns to 1.44 us per
-  // kernel from 1.46-1.80 attached-but-disabled (H200, research/benchmarking.md).
+  // kernel from 1.46-1.80 attached-but-disabled (H200, docs/results/measurement-h200.md).
   cuptiFinalize();
 }
 

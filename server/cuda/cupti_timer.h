@@ -4,7 +4,7 @@
 // An attached CUPTI perturbs every kernel of the process, traced or not: on an H200 a
 // replayed CUDA graph of 1.4 us kernels ran 1.44 us per kernel before any CUPTI call, 1.70
 // with tracing on, 1.46-1.80 with tracing off but CUPTI still attached, and 1.44 again after
-// cuptiFinalize() (research/benchmarking.md). So CUPTI is attached for one measurement
+// cuptiFinalize() (docs/results/measurement-h200.md). So CUPTI is attached for one measurement
 // (CuptiLease) and finalized at its end; a measurement that does not use CUPTI runs as in a
 // process that never loaded it.
 //
