@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "fused_add_rmsnorm_tuning.h"
+#include "kernel_bench_options.h"
 #include "kerneleval/kernels/fused_add_rmsnorm.h"
 #include "kerneleval/kernels/fused_add_rmsnorm_cuda.h"
 #include "kerneleval/kernels/half_types.h"
@@ -31,6 +32,10 @@
 
 namespace kerneleval {
 namespace {
+
+using bench::Options;
+using bench::Parse;
+using bench::Usage;
 
 #define BENCH_CHECK(call)                                                  \
   do {                                                                     \
@@ -110,22 +115,6 @@ class Graph {
  private:
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
-};
-
-struct Options {
-  DType dtype = DType::kBF16;
-  Mode mode = Mode::kOutput;
-  std::int64_t hidden = 2048;
-  std::vector<std::int64_t> batches = {1, 6, 34, 64, 79, 12383, 16254};
-  int reps = 100;
-  int graph_calls = 50;
-  int graph_replays = 20;
-  bool read_flush = false;
-  bool sweep = false;
-  bool split_sweep = false;  // only the split layouts (SplitRowKernel) beside the default
-  bool unfused = true;
-  bool copy = false;  // also time device-to-device copies of the same bytes
-  bool ncu = false;   // launches only, for a profiler that times each kernel itself
 };
 
 struct Device {
@@ -324,96 +313,12 @@ double Check(const Options& o, const Workload& w, const LaunchFn& launch, cudaSt
   return worst;
 }
 
-bool ParseDType(const std::string& s, DType* d) {
-  if (s == "bf16")
-    *d = DType::kBF16;
-  else if (s == "fp16")
-    *d = DType::kFP16;
-  else if (s == "fp32")
-    *d = DType::kFP32;
-  else
-    return false;
-  return true;
-}
-
-bool ParseMode(const std::string& s, Mode* m) {
-  if (s == "output")
-    *m = Mode::kOutput;
-  else if (s == "output_and_residual")
-    *m = Mode::kOutputAndResidual;
-  else if (s == "in_place")
-    *m = Mode::kInPlace;
-  else
-    return false;
-  return true;
-}
-
-void Usage() {
-  std::fprintf(stderr,
-               "usage: kerneleval-kernel-bench [--dtype=bf16|fp16|fp32] "
-               "[--mode=output|output_and_residual|in_place] [--hidden=N] "
-               "[--batches=1,6,...] [--reps=N] [--graph-calls=N] [--flush=memset|read] "
-               "[--sweep] [--split-sweep] [--copy] [--no-unfused] [--ncu]\n"
-               "--ncu: no timing; each implementation runs 5 synchronized calls per batch, in the\n"
-               "order printed, for Nsight Compute (which flushes caches and times each kernel)\n");
-}
-
-bool Parse(int argc, char** argv, Options* o) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto eq = arg.find('=');
-    const std::string key = arg.substr(0, eq);
-    const std::string value = eq == std::string::npos ? "" : arg.substr(eq + 1);
-    if (key == "--dtype") {
-      if (!ParseDType(value, &o->dtype)) return false;
-    } else if (key == "--mode") {
-      if (!ParseMode(value, &o->mode)) return false;
-    } else if (key == "--hidden") {
-      o->hidden = std::atoll(value.c_str());
-    } else if (key == "--batches") {
-      o->batches.clear();
-      for (std::size_t pos = 0; pos < value.size();) {
-        const std::size_t comma = value.find(',', pos);
-        o->batches.push_back(std::atoll(value.substr(pos, comma - pos).c_str()));
-        pos = comma == std::string::npos ? value.size() : comma + 1;
-      }
-    } else if (key == "--reps") {
-      o->reps = std::atoi(value.c_str());
-    } else if (key == "--graph-calls") {
-      o->graph_calls = std::atoi(value.c_str());
-    } else if (key == "--flush") {
-      if (value != "memset" && value != "read") return false;
-      o->read_flush = value == "read";
-    } else if (key == "--sweep") {
-      o->sweep = true;
-    } else if (key == "--split-sweep") {
-      o->split_sweep = true;
-    } else if (key == "--copy") {
-      o->copy = true;
-    } else if (key == "--no-unfused") {
-      o->unfused = false;
-    } else if (key == "--ncu") {
-      o->ncu = true;
-    } else {
-      return false;
-    }
-  }
-  return o->hidden >= 1 && o->reps >= 1 && o->graph_calls >= 1 && !o->batches.empty() &&
-         std::all_of(o->batches.begin(), o->batches.end(), [](std::int64_t b) { return b >= 1; });
-}
-
 struct Impl {
   std::string name;
   LaunchFn launch;
 };
 
-int Main(int argc, char** argv) {
-  Options o;
-  if (!Parse(argc, argv, &o)) {
-    Usage();
-    return 2;
-  }
-  const Device dev = QueryDevice();
+void PrintHeader(const Options& o, const Device& dev) {
   std::printf("device: %s, %d SMs, L2 %.1f MiB, attribute peak %.1f GB/s\n", dev.name.c_str(),
               dev.sms, dev.l2_bytes / 1048576.0, dev.peak_gbps);
   std::printf("op: %s %s hidden %lld, eps 1e-6\n", DTypeName(o.dtype), ModeName(o.mode),
@@ -425,7 +330,12 @@ int Main(int argc, char** argv) {
       "one call's bytes exceed L2/2.\n",
       o.read_flush ? "the service's read kernel (grid cycled per call)" : "cudaMemsetAsync",
       2.0 * dev.l2_bytes / 1048576.0, o.reps, o.graph_calls, o.graph_replays);
+}
 
+// The implementations under test, in the order printed. "unfused" has no launch here: it
+// needs the batch's scratch buffer (RunImpl binds it). The copy launch reads `o`, which must
+// outlive the list.
+std::vector<Impl> BuildImpls(const Options& o) {
   std::vector<Impl> impls;
   impls.push_back({"fused", [](const FusedAddRmsNormArgs& a, cudaStream_t s) {
                      return LaunchFusedAddRmsNorm(a, s);
@@ -479,6 +389,84 @@ int Main(int argc, char** argv) {
                            bytes, cudaMemcpyDeviceToDevice, s);
                      }});
   }
+  return impls;
+}
+
+// One batch's tensors, filled with random values: a single input set when a call's bytes fit
+// in half the L2, otherwise enough sets (at most --graph-calls) to cover 3x the L2.
+Workload MakeWorkload(const Options& o, const Device& dev, std::int64_t batch,
+                      cudaStream_t stream) {
+  const std::uint64_t bytes_moved = BytesMoved(o.dtype, o.mode, batch, o.hidden);
+  const std::size_t tensor_bytes = batch * o.hidden * ElementSize(o.dtype);
+  int sets = 1;
+  if (bytes_moved > dev.l2_bytes / 2) {
+    sets = static_cast<int>(std::max<std::uint64_t>(2, (3 * dev.l2_bytes) / bytes_moved + 1));
+  }
+  sets = std::min(sets, o.graph_calls);
+  Workload w;
+  w.batch = batch;
+  for (int s = 0; s < sets; ++s) {
+    Set set;
+    set.x = DeviceBuffer(tensor_bytes);
+    set.r = DeviceBuffer(tensor_bytes);
+    set.out = DeviceBuffer(tensor_bytes);
+    set.res = DeviceBuffer(tensor_bytes);
+    Fill(set.x.get(), batch * o.hidden, o.dtype, 10 + 2 * s, stream);
+    Fill(set.r.get(), batch * o.hidden, o.dtype, 11 + 2 * s, stream);
+    w.sets.push_back(std::move(set));
+  }
+  w.weight = DeviceBuffer(o.hidden * ElementSize(o.dtype));
+  Fill(w.weight.get(), o.hidden, o.dtype, 3, stream);
+  w.scratch = DeviceBuffer(tensor_bytes);
+  return w;
+}
+
+// Times and checks one implementation on one batch and prints its row (with --ncu, only
+// launches it and says so).
+void RunImpl(const Options& o, const Device& dev, const Workload& w, const Impl& impl,
+             DeviceBuffer& flush, DeviceBuffer& sink, cudaStream_t stream) {
+  LaunchFn launch = impl.launch;
+  if (!launch) {
+    void* scratch = w.scratch.get();
+    launch = [scratch](const FusedAddRmsNormArgs& a, cudaStream_t s) {
+      return LaunchUnfusedAddRmsNorm(a, scratch, s);
+    };
+  }
+  if (o.ncu) {
+    constexpr int kNcuCalls = 5;
+    for (int i = 0; i < kNcuCalls; ++i) {
+      BENCH_CHECK(launch(w.Args(o, 0), stream));
+      BENCH_CHECK(cudaStreamSynchronize(stream));
+    }
+    std::printf("ncu: %s batch %lld: %d calls\n", impl.name.c_str(),
+                static_cast<long long>(w.batch), kNcuCalls);
+    return;
+  }
+  const std::uint64_t bytes_moved = BytesMoved(o.dtype, o.mode, w.batch, o.hidden);
+  const Timing t = Measure(o, dev, w, launch, flush, sink, stream);
+  const bool is_copy = impl.name == "copy";  // moves bytes only: nothing to check
+  const double check = is_copy ? 0 : Check(o, w, launch, stream);
+  const double cold_gbps = bytes_moved / (t.cold_us * 1e3);
+  const double graph_gbps = bytes_moved / (t.graph_us * 1e3);
+  const char* variant = impl.name == "unfused" ? "add+rmsnorm"
+                        : is_copy              ? "memcpy_d2d"
+                                               : FusedAddRmsNormVariant(w.Args(o, 0));
+  const int sets = static_cast<int>(w.sets.size());
+  std::printf("%-28s %7lld %-22s %9.2f %9.2f %8.0f %6.1f %9.2f %8.0f %6.1f %5d %6s\n",
+              impl.name.c_str(), static_cast<long long>(w.batch), variant, t.cold_us, t.cold_min_us,
+              cold_gbps, 100 * cold_gbps / dev.peak_gbps, t.graph_us, graph_gbps,
+              100 * graph_gbps / dev.peak_gbps, sets, check <= 1 ? "ok" : "FAIL");
+}
+
+int Main(int argc, char** argv) {
+  Options o;
+  if (!Parse(argc, argv, &o)) {
+    Usage();
+    return 2;
+  }
+  const Device dev = QueryDevice();
+  PrintHeader(o, dev);
+  const std::vector<Impl> impls = BuildImpls(o);
 
   Stream stream;
   DeviceBuffer flush(2 * dev.l2_bytes);
@@ -487,59 +475,8 @@ int Main(int argc, char** argv) {
   std::printf("\n%-28s %7s %-22s %9s %9s %8s %6s %9s %8s %6s %5s %6s\n", "impl", "batch", "variant",
               "cold_us", "cold_min", "GB/s", "%peak", "graph_us", "GB/s", "%peak", "sets", "check");
   for (const std::int64_t batch : o.batches) {
-    const std::uint64_t bytes_moved = BytesMoved(o.dtype, o.mode, batch, o.hidden);
-    const std::size_t tensor_bytes = batch * o.hidden * ElementSize(o.dtype);
-    int sets = 1;
-    if (bytes_moved > dev.l2_bytes / 2) {
-      sets = static_cast<int>(std::max<std::uint64_t>(2, (3 * dev.l2_bytes) / bytes_moved + 1));
-    }
-    sets = std::min(sets, o.graph_calls);
-    Workload w;
-    w.batch = batch;
-    for (int s = 0; s < sets; ++s) {
-      Set set;
-      set.x = DeviceBuffer(tensor_bytes);
-      set.r = DeviceBuffer(tensor_bytes);
-      set.out = DeviceBuffer(tensor_bytes);
-      set.res = DeviceBuffer(tensor_bytes);
-      Fill(set.x.get(), batch * o.hidden, o.dtype, 10 + 2 * s, stream.get());
-      Fill(set.r.get(), batch * o.hidden, o.dtype, 11 + 2 * s, stream.get());
-      w.sets.push_back(std::move(set));
-    }
-    w.weight = DeviceBuffer(o.hidden * ElementSize(o.dtype));
-    Fill(w.weight.get(), o.hidden, o.dtype, 3, stream.get());
-    w.scratch = DeviceBuffer(tensor_bytes);
-    for (const Impl& impl : impls) {
-      LaunchFn launch = impl.launch;
-      if (!launch) {
-        void* scratch = w.scratch.get();
-        launch = [scratch](const FusedAddRmsNormArgs& a, cudaStream_t s) {
-          return LaunchUnfusedAddRmsNorm(a, scratch, s);
-        };
-      }
-      if (o.ncu) {
-        constexpr int kNcuCalls = 5;
-        for (int i = 0; i < kNcuCalls; ++i) {
-          BENCH_CHECK(launch(w.Args(o, 0), stream.get()));
-          BENCH_CHECK(cudaStreamSynchronize(stream.get()));
-        }
-        std::printf("ncu: %s batch %lld: %d calls\n", impl.name.c_str(),
-                    static_cast<long long>(batch), kNcuCalls);
-        continue;
-      }
-      const Timing t = Measure(o, dev, w, launch, flush, sink, stream.get());
-      const bool is_copy = impl.name == "copy";  // moves bytes only: nothing to check
-      const double check = is_copy ? 0 : Check(o, w, launch, stream.get());
-      const double cold_gbps = bytes_moved / (t.cold_us * 1e3);
-      const double graph_gbps = bytes_moved / (t.graph_us * 1e3);
-      const char* variant = impl.name == "unfused" ? "add+rmsnorm"
-                            : is_copy              ? "memcpy_d2d"
-                                                   : FusedAddRmsNormVariant(w.Args(o, 0));
-      std::printf("%-28s %7lld %-22s %9.2f %9.2f %8.0f %6.1f %9.2f %8.0f %6.1f %5d %6s\n",
-                  impl.name.c_str(), static_cast<long long>(batch), variant, t.cold_us,
-                  t.cold_min_us, cold_gbps, 100 * cold_gbps / dev.peak_gbps, t.graph_us, graph_gbps,
-                  100 * graph_gbps / dev.peak_gbps, sets, check <= 1 ? "ok" : "FAIL");
-    }
+    const Workload w = MakeWorkload(o, dev, batch, stream.get());
+    for (const Impl& impl : impls) RunImpl(o, dev, w, impl, flush, sink, stream.get());
   }
   return 0;
 }

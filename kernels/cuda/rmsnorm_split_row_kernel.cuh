@@ -49,6 +49,7 @@ __device__ __forceinline__ void ClusterSync() {
   asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
+// One body: its phases share the register-held sums s[][] and span one cluster arrive/wait pair.
 template <typename T, int kElems, int kVecs, RowOp kOp>
 __global__ void __launch_bounds__(kMaxThreads) __maxnreg__((SplitRowRegisters<kVecs>()))
     SplitRowKernel(const RowParams p) {
