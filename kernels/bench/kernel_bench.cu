@@ -25,6 +25,7 @@
 
 #include "fused_add_rmsnorm_tuning.h"
 #include "kernel_bench_options.h"
+#include "kerneleval/kernels/cuda_owners.h"
 #include "kerneleval/kernels/fused_add_rmsnorm.h"
 #include "kerneleval/kernels/fused_add_rmsnorm_cuda.h"
 #include "kerneleval/kernels/half_types.h"
@@ -47,75 +48,30 @@ using bench::Usage;
     }                                                                      \
   } while (0)
 
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes) { BENCH_CHECK(cudaMalloc(&ptr_, bytes)); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& other) noexcept : ptr_(std::exchange(other.ptr_, nullptr)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-    std::swap(ptr_, other.ptr_);
-    return *this;
-  }
-  ~DeviceBuffer() {
-    if (ptr_ != nullptr) cudaFree(ptr_);
-  }
-  void* get() const { return ptr_; }
+// Device memory of `bytes`; exits where it cannot be had.
+CudaDeviceMemory AllocateDevice(std::size_t bytes) {
+  CudaDeviceMemory memory;
+  BENCH_CHECK(CudaDeviceMemory::Allocate(bytes, &memory));
+  return memory;
+}
 
- private:
-  void* ptr_ = nullptr;
-};
+std::vector<CudaEvent> MakeEvents(int count) {
+  std::vector<CudaEvent> events(count);
+  for (CudaEvent& event : events) BENCH_CHECK(CreateCudaEvent(&event));
+  return events;
+}
 
-class Stream {
- public:
-  Stream() { BENCH_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  ~Stream() { cudaStreamDestroy(stream_); }
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
-
-class Event {
- public:
-  Event() { BENCH_CHECK(cudaEventCreate(&event_)); }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  Event(Event&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
-  ~Event() {
-    if (event_ != nullptr) cudaEventDestroy(event_);
-  }
-  cudaEvent_t get() const { return event_; }
-
- private:
-  cudaEvent_t event_ = nullptr;
-};
-
-class Graph {
- public:
-  Graph() = default;
-  Graph(const Graph&) = delete;
-  Graph& operator=(const Graph&) = delete;
-  ~Graph() {
-    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
-    if (graph_ != nullptr) cudaGraphDestroy(graph_);
-  }
-  // Captures `body` on `stream` and instantiates it.
-  void Capture(cudaStream_t stream, const std::function<void()>& body) {
-    BENCH_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    body();
-    BENCH_CHECK(cudaStreamEndCapture(stream, &graph_));
-    BENCH_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
-  }
-  cudaGraphExec_t exec() const { return exec_; }
-
- private:
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
-};
+// Captures `body` on `stream` and instantiates it; the graph itself is not needed past that.
+CudaGraphExec CaptureGraph(cudaStream_t stream, const std::function<void()>& body) {
+  BENCH_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  body();
+  cudaGraph_t raw_graph = nullptr;
+  BENCH_CHECK(cudaStreamEndCapture(stream, &raw_graph));
+  const CudaGraph graph(raw_graph);
+  cudaGraphExec_t exec = nullptr;
+  BENCH_CHECK(cudaGraphInstantiate(&exec, graph.get(), 0));
+  return CudaGraphExec(exec);
+}
 
 struct Device {
   int id = 0;
@@ -178,14 +134,14 @@ void Fill(void* data, std::int64_t n, DType dtype, std::uint64_t seed, cudaStrea
 
 // One input set: what a single call touches.
 struct Set {
-  DeviceBuffer x, r, out, res;
+  CudaDeviceMemory x, r, out, res;
 };
 
 struct Workload {
   std::int64_t batch = 0;
   std::vector<Set> sets;
-  DeviceBuffer weight;
-  DeviceBuffer scratch;
+  CudaDeviceMemory weight;
+  CudaDeviceMemory scratch;
 
   FusedAddRmsNormArgs Args(const Options& o, int set) const {
     FusedAddRmsNormArgs a;
@@ -223,11 +179,12 @@ struct Timing {
 };
 
 Timing Measure(const Options& o, const Device& dev, const Workload& w, const LaunchFn& launch,
-               DeviceBuffer& flush, DeviceBuffer& sink, cudaStream_t stream) {
+               const CudaDeviceMemory& flush, const CudaDeviceMemory& sink, cudaStream_t stream) {
   Timing t;
   const std::size_t flush_bytes = 2 * dev.l2_bytes;
   constexpr int kWarmup = 5;
-  std::vector<Event> start(o.reps), stop(o.reps);
+  std::vector<CudaEvent> start = MakeEvents(o.reps);
+  std::vector<CudaEvent> stop = MakeEvents(o.reps);
   for (int i = -kWarmup; i < o.reps; ++i) {
     if (o.read_flush) {
       // The service's flush, its grid cycled from call to call as the service cycles it, so
@@ -253,16 +210,16 @@ Timing Measure(const Options& o, const Device& dev, const Workload& w, const Lau
   t.cold_us = Median(cold);
   t.cold_min_us = *std::min_element(cold.begin(), cold.end());
 
-  Graph graph;
-  graph.Capture(stream, [&] {
+  const CudaGraphExec graph = CaptureGraph(stream, [&] {
     for (int i = 0; i < o.graph_calls; ++i) BENCH_CHECK(launch(w.Args(o, i), stream));
   });
-  BENCH_CHECK(cudaGraphLaunch(graph.exec(), stream));
-  BENCH_CHECK(cudaGraphLaunch(graph.exec(), stream));
-  std::vector<Event> gs(o.graph_replays), ge(o.graph_replays);
+  BENCH_CHECK(cudaGraphLaunch(graph.get(), stream));
+  BENCH_CHECK(cudaGraphLaunch(graph.get(), stream));
+  std::vector<CudaEvent> gs = MakeEvents(o.graph_replays);
+  std::vector<CudaEvent> ge = MakeEvents(o.graph_replays);
   for (int i = 0; i < o.graph_replays; ++i) {
     BENCH_CHECK(cudaEventRecord(gs[i].get(), stream));
-    BENCH_CHECK(cudaGraphLaunch(graph.exec(), stream));
+    BENCH_CHECK(cudaGraphLaunch(graph.get(), stream));
     BENCH_CHECK(cudaEventRecord(ge[i].get(), stream));
   }
   BENCH_CHECK(cudaStreamSynchronize(stream));
@@ -407,24 +364,24 @@ Workload MakeWorkload(const Options& o, const Device& dev, std::int64_t batch,
   w.batch = batch;
   for (int s = 0; s < sets; ++s) {
     Set set;
-    set.x = DeviceBuffer(tensor_bytes);
-    set.r = DeviceBuffer(tensor_bytes);
-    set.out = DeviceBuffer(tensor_bytes);
-    set.res = DeviceBuffer(tensor_bytes);
+    set.x = AllocateDevice(tensor_bytes);
+    set.r = AllocateDevice(tensor_bytes);
+    set.out = AllocateDevice(tensor_bytes);
+    set.res = AllocateDevice(tensor_bytes);
     Fill(set.x.get(), batch * o.hidden, o.dtype, 10 + 2 * s, stream);
     Fill(set.r.get(), batch * o.hidden, o.dtype, 11 + 2 * s, stream);
     w.sets.push_back(std::move(set));
   }
-  w.weight = DeviceBuffer(o.hidden * ElementSize(o.dtype));
+  w.weight = AllocateDevice(o.hidden * ElementSize(o.dtype));
   Fill(w.weight.get(), o.hidden, o.dtype, 3, stream);
-  w.scratch = DeviceBuffer(tensor_bytes);
+  w.scratch = AllocateDevice(tensor_bytes);
   return w;
 }
 
 // Times and checks one implementation on one batch and prints its row (with --ncu, only
 // launches it and says so).
 void RunImpl(const Options& o, const Device& dev, const Workload& w, const Impl& impl,
-             DeviceBuffer& flush, DeviceBuffer& sink, cudaStream_t stream) {
+             const CudaDeviceMemory& flush, const CudaDeviceMemory& sink, cudaStream_t stream) {
   LaunchFn launch = impl.launch;
   if (!launch) {
     void* scratch = w.scratch.get();
@@ -468,9 +425,10 @@ int Main(int argc, char** argv) {
   PrintHeader(o, dev);
   const std::vector<Impl> impls = BuildImpls(o);
 
-  Stream stream;
-  DeviceBuffer flush(2 * dev.l2_bytes);
-  DeviceBuffer sink(16);
+  CudaStream stream;
+  BENCH_CHECK(CreateCudaStream(&stream));
+  const CudaDeviceMemory flush = AllocateDevice(2 * dev.l2_bytes);
+  const CudaDeviceMemory sink = AllocateDevice(16);
   BENCH_CHECK(cudaMemset(flush.get(), 0, 2 * dev.l2_bytes));
   std::printf("\n%-28s %7s %-22s %9s %9s %8s %6s %9s %8s %6s %5s %6s\n", "impl", "batch", "variant",
               "cold_us", "cold_min", "GB/s", "%peak", "graph_us", "GB/s", "%peak", "sets", "check");

@@ -1,15 +1,17 @@
-// Move-only owners of CUDA resources, so that no error path leaks memory, streams, events
-// or graphs in a long-running server, and the one CUDA-check macro of the server layer.
+// The server's view of the CUDA owners of kerneleval/kernels/cuda_owners.h: creation and
+// allocation that report failure as absl::Status, and the one CUDA-check macro of the server
+// layer.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
-#include <utility>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "kerneleval/kernels/cuda_owners.h"
 
 namespace kerneleval::server {
 
@@ -30,107 +32,42 @@ inline absl::Status CudaStatus(cudaError_t err, const char* call, const char* fi
     if (!ke_cuda_status_.ok()) return ke_cuda_status_;                       \
   } while (false)
 
-// For destructors: errors are ignored (there is no one to tell), the handle is dropped.
+// For teardown: errors are ignored (there is no one to tell).
 #define KE_CUDA_NO_THROW(call) static_cast<void>(call)
 
-template <typename Handle, cudaError_t (*Destroy)(Handle)>
-class CudaHandle {
+using ::kerneleval::CudaEvent;
+using ::kerneleval::CudaGraph;
+using ::kerneleval::CudaGraphExec;
+using ::kerneleval::CudaStream;
+
+// A CUDA memory owner whose Allocate returns absl::StatusOr, the server's way to report a
+// failure; everything else is the owner's.
+template <typename Memory>
+class StatusOrMemory : public Memory {
  public:
-  CudaHandle() = default;
-  explicit CudaHandle(Handle h) : h_(h) {}
-  CudaHandle(CudaHandle&& o) noexcept : h_(std::exchange(o.h_, Handle{})) {}
-  CudaHandle& operator=(CudaHandle&& o) noexcept {
-    if (this != &o) {
-      Reset();
-      h_ = std::exchange(o.h_, Handle{});
-    }
-    return *this;
+  StatusOrMemory() = default;
+  static absl::StatusOr<StatusOrMemory> Allocate(std::size_t bytes) {
+    StatusOrMemory memory;
+    KE_CUDA_RETURN_IF_ERROR(Memory::Allocate(bytes, &memory));
+    return memory;
   }
-  CudaHandle(const CudaHandle&) = delete;
-  CudaHandle& operator=(const CudaHandle&) = delete;
-  ~CudaHandle() { Reset(); }
-
-  Handle get() const { return h_; }
-  explicit operator bool() const { return h_ != Handle{}; }
-  void Reset() {
-    if (h_ != Handle{}) KE_CUDA_NO_THROW(Destroy(h_));
-    h_ = Handle{};
-  }
-
- private:
-  Handle h_{};
-};
-
-using CudaStream = CudaHandle<cudaStream_t, cudaStreamDestroy>;
-using CudaEvent = CudaHandle<cudaEvent_t, cudaEventDestroy>;
-using CudaGraph = CudaHandle<cudaGraph_t, cudaGraphDestroy>;
-using CudaGraphExec = CudaHandle<cudaGraphExec_t, cudaGraphExecDestroy>;
-
-namespace cuda_memory {
-// Out of memory is not sticky: cleared, so that the next launch's error check does not see it.
-inline cudaError_t AllocateDevice(void** p, std::size_t bytes) {
-  const cudaError_t e = cudaMalloc(p, bytes);
-  if (e == cudaErrorMemoryAllocation) cudaGetLastError();
-  return e;
-}
-inline cudaError_t AllocatePinned(void** p, std::size_t bytes) { return cudaMallocHost(p, bytes); }
-}  // namespace cuda_memory
-
-// Memory from a CUDA allocator, freed by its matching call.
-template <cudaError_t (*Alloc)(void**, std::size_t), cudaError_t (*Release)(void*)>
-class CudaMemory {
- public:
-  CudaMemory() = default;
-  static absl::StatusOr<CudaMemory> Allocate(std::size_t bytes) {
-    CudaMemory b;
-    if (bytes == 0) return b;
-    KE_CUDA_RETURN_IF_ERROR(Alloc(&b.ptr_, bytes));
-    b.bytes_ = bytes;
-    return b;
-  }
-  CudaMemory(CudaMemory&& o) noexcept
-      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
-  CudaMemory& operator=(CudaMemory&& o) noexcept {
-    if (this != &o) {
-      Free();
-      ptr_ = std::exchange(o.ptr_, nullptr);
-      bytes_ = std::exchange(o.bytes_, 0);
-    }
-    return *this;
-  }
-  CudaMemory(const CudaMemory&) = delete;
-  CudaMemory& operator=(const CudaMemory&) = delete;
-  ~CudaMemory() { Free(); }
-
-  void* get() const { return ptr_; }
-  std::size_t bytes() const { return bytes_; }
-
- private:
-  void Free() {
-    if (ptr_ != nullptr) KE_CUDA_NO_THROW(Release(ptr_));
-    ptr_ = nullptr;
-    bytes_ = 0;
-  }
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
 };
 
 // Device memory of the current device.
-using DeviceBuffer = CudaMemory<cuda_memory::AllocateDevice, cudaFree>;
-// Page-locked host memory: copies from and to it are asynchronous DMA, without the driver's
-// staging through its own pinned buffer.
-using PinnedBuffer = CudaMemory<cuda_memory::AllocatePinned, cudaFreeHost>;
+using DeviceBuffer = StatusOrMemory<CudaDeviceMemory>;
+// Page-locked host memory, for asynchronous copies.
+using PinnedBuffer = StatusOrMemory<CudaPinnedMemory>;
 
 inline absl::StatusOr<CudaStream> CreateStream() {
-  cudaStream_t s = nullptr;
-  KE_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  return CudaStream(s);
+  CudaStream stream;
+  KE_CUDA_RETURN_IF_ERROR(CreateCudaStream(&stream));
+  return stream;
 }
 
 inline absl::StatusOr<CudaEvent> CreateEvent() {
-  cudaEvent_t e = nullptr;
-  KE_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e));
-  return CudaEvent(e);
+  CudaEvent event;
+  KE_CUDA_RETURN_IF_ERROR(CreateCudaEvent(&event));
+  return event;
 }
 
 }  // namespace kerneleval::server

@@ -10,10 +10,10 @@
 #include <cstring>
 #include <ostream>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "fused_add_rmsnorm_tuning.h"
+#include "kerneleval/kernels/cuda_owners.h"
 #include "kerneleval/kernels/fused_add_rmsnorm.h"
 #include "kerneleval/kernels/fused_add_rmsnorm_cuda.h"
 #include "kerneleval/kernels/half_types.h"
@@ -45,67 +45,20 @@ class GpuTest : public ::testing::Test {
   }
 };
 
-// Device memory with an optional byte offset from the (256-byte aligned) allocation, so that
+// Device memory seen from a byte offset into its (256-byte aligned) allocation, so that
 // data() can be deliberately misaligned.
-class DeviceBuffer {
+class OffsetDeviceBuffer {
  public:
-  DeviceBuffer() = default;
-  DeviceBuffer(std::size_t bytes, std::size_t offset) : offset_(offset) {
-    if (cudaMalloc(&base_, bytes + offset + 16) != cudaSuccess) base_ = nullptr;
+  // A failed allocation leaves it empty, which ok() reports.
+  OffsetDeviceBuffer(std::size_t bytes, std::size_t offset) : offset_(offset) {
+    CudaDeviceMemory::Allocate(bytes + offset + 16, &memory_);
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& other) noexcept
-      : base_(std::exchange(other.base_, nullptr)), offset_(other.offset_) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
-    std::swap(base_, other.base_);
-    std::swap(offset_, other.offset_);
-    return *this;
-  }
-  ~DeviceBuffer() {
-    if (base_ != nullptr) cudaFree(base_);
-  }
-  bool ok() const { return base_ != nullptr; }
-  void* data() const { return static_cast<char*>(base_) + offset_; }
+  bool ok() const { return memory_.get() != nullptr; }
+  void* data() const { return static_cast<char*>(memory_.get()) + offset_; }
 
  private:
-  void* base_ = nullptr;
+  CudaDeviceMemory memory_;
   std::size_t offset_ = 0;
-};
-
-class Stream {
- public:
-  Stream() {
-    if (cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) != cudaSuccess) {
-      stream_ = nullptr;
-    }
-  }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  ~Stream() {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
-
-class GraphExec {
- public:
-  GraphExec() = default;
-  GraphExec(const GraphExec&) = delete;
-  GraphExec& operator=(const GraphExec&) = delete;
-  ~GraphExec() {
-    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
-    if (graph_ != nullptr) cudaGraphDestroy(graph_);
-  }
-  cudaGraph_t* graph() { return &graph_; }
-  cudaGraphExec_t* exec() { return &exec_; }
-
- private:
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
 };
 
 // Cheap, seeded, roughly standard normal values (sum of four uniforms, variance 1): the
@@ -220,8 +173,8 @@ void RunCase(const Case& c) {
                            ref_out.data(), ref_res.data());
 
   const std::size_t offset = c.misaligned ? esize : 0;
-  DeviceBuffer d_x(bytes, offset), d_r(bytes, offset), d_w(w.size(), offset);
-  DeviceBuffer d_out(bytes, offset), d_res(bytes, offset), d_scratch(bytes, offset);
+  OffsetDeviceBuffer d_x(bytes, offset), d_r(bytes, offset), d_w(w.size(), offset);
+  OffsetDeviceBuffer d_out(bytes, offset), d_res(bytes, offset), d_scratch(bytes, offset);
   ASSERT_TRUE(d_x.ok() && d_r.ok() && d_w.ok() && d_out.ok() && d_res.ok() && d_scratch.ok());
   KE_CUDA_CHECK(cudaMemcpy(d_x.data(), x.data(), bytes, cudaMemcpyHostToDevice));
   KE_CUDA_CHECK(cudaMemcpy(d_r.data(), r.data(), bytes, cudaMemcpyHostToDevice));
@@ -246,8 +199,8 @@ void RunCase(const Case& c) {
     args.output = d_x.data();
     args.residual_out = d_r.data();
   }
-  Stream stream;
-  ASSERT_NE(stream.get(), nullptr);
+  CudaStream stream;
+  KE_CUDA_CHECK(CreateCudaStream(&stream));
   if (c.impl == Impl::kFused) {
     KE_CUDA_CHECK(LaunchFusedAddRmsNormTuned(args, c.tuning, stream.get()));
   } else {
@@ -415,7 +368,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, UnfusedKernel, ::testing::ValuesIn(UnfusedCases
 class FusedKernelApi : public GpuTest {};
 
 TEST_F(FusedKernelApi, RejectsInvalidArguments) {
-  DeviceBuffer buffer(1 << 16, 0);
+  OffsetDeviceBuffer buffer(1 << 16, 0);
   ASSERT_TRUE(buffer.ok());
   FusedAddRmsNormArgs args;
   args.batch = 1;
@@ -435,7 +388,7 @@ TEST_F(FusedKernelApi, RejectsInvalidArguments) {
 }
 
 TEST_F(FusedKernelApi, NamesTheVariantItPicks) {
-  DeviceBuffer buffer(1 << 20, 0);
+  OffsetDeviceBuffer buffer(1 << 20, 0);
   ASSERT_TRUE(buffer.ok());
   auto* base = static_cast<char*>(buffer.data());
   FusedAddRmsNormArgs args;
@@ -464,7 +417,7 @@ TEST_F(FusedKernelApi, RowResultDoesNotDependOnBatch) {
   const auto x = RandomTensor(DType::kBF16, kBatch * kHidden, rng);
   const auto r = RandomTensor(DType::kBF16, kBatch * kHidden, rng);
   const auto w = RandomTensor(DType::kBF16, kHidden, rng);
-  DeviceBuffer d_x(bytes, 0), d_r(bytes, 0), d_w(w.size(), 0), d_out(bytes, 0);
+  OffsetDeviceBuffer d_x(bytes, 0), d_r(bytes, 0), d_w(w.size(), 0), d_out(bytes, 0);
   ASSERT_TRUE(d_x.ok() && d_r.ok() && d_w.ok() && d_out.ok());
   KE_CUDA_CHECK(cudaMemcpy(d_x.data(), x.data(), bytes, cudaMemcpyHostToDevice));
   KE_CUDA_CHECK(cudaMemcpy(d_r.data(), r.data(), bytes, cudaMemcpyHostToDevice));
@@ -502,7 +455,7 @@ TEST_F(FusedKernelApi, ChainedInPlaceCallsInAGraphSeeEachOthersWrites) {
       auto x = RandomTensor(DType::kFP32, n, rng);
       auto r = RandomTensor(DType::kFP32, n, rng);
       const auto w = RandomTensor(DType::kFP32, kHidden, rng);
-      DeviceBuffer d_x(bytes, 0), d_r(bytes, 0), d_w(w.size(), 0);
+      OffsetDeviceBuffer d_x(bytes, 0), d_r(bytes, 0), d_w(w.size(), 0);
       ASSERT_TRUE(d_x.ok() && d_r.ok() && d_w.ok());
       KE_CUDA_CHECK(cudaMemcpy(d_x.data(), x.data(), bytes, cudaMemcpyHostToDevice));
       KE_CUDA_CHECK(cudaMemcpy(d_r.data(), r.data(), bytes, cudaMemcpyHostToDevice));
@@ -516,15 +469,18 @@ TEST_F(FusedKernelApi, ChainedInPlaceCallsInAGraphSeeEachOthersWrites) {
       args.hidden_states = args.output = d_x.data();
       args.residual = args.residual_out = d_r.data();
       args.weight = d_w.data();
-      Stream stream;
-      ASSERT_NE(stream.get(), nullptr);
+      CudaStream stream;
+      KE_CUDA_CHECK(CreateCudaStream(&stream));
       if (graph) {
-        GraphExec g;
         KE_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
         for (int i = 0; i < kCalls; ++i) KE_CUDA_CHECK(LaunchFusedAddRmsNorm(args, stream.get()));
-        KE_CUDA_CHECK(cudaStreamEndCapture(stream.get(), g.graph()));
-        KE_CUDA_CHECK(cudaGraphInstantiate(g.exec(), *g.graph(), 0));
-        KE_CUDA_CHECK(cudaGraphLaunch(*g.exec(), stream.get()));
+        cudaGraph_t raw_graph = nullptr;
+        KE_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &raw_graph));
+        const CudaGraph captured(raw_graph);
+        cudaGraphExec_t raw_exec = nullptr;
+        KE_CUDA_CHECK(cudaGraphInstantiate(&raw_exec, captured.get(), 0));
+        const CudaGraphExec exec(raw_exec);
+        KE_CUDA_CHECK(cudaGraphLaunch(exec.get(), stream.get()));
       } else {
         for (int i = 0; i < kCalls; ++i) KE_CUDA_CHECK(LaunchFusedAddRmsNorm(args, stream.get()));
       }
