@@ -321,6 +321,14 @@ InterruptedBench BenchAndInterrupt(const std::vector<std::string>& args, const s
   return r;
 }
 
+// The CLI took the signal and ended with 130, the shell's code for SIGINT.
+void ExpectEndedBySigint(const InterruptedBench& b) {
+  ASSERT_TRUE(b.signalled) << b.err;
+  ASSERT_TRUE(b.exited) << b.err;
+  ASSERT_TRUE(WIFEXITED(b.status)) << b.err;
+  EXPECT_EQ(WEXITSTATUS(b.status), 130) << b.err;
+}
+
 // Ctrl-C: SIGINT to the real binary mid-bench.
 TEST(RunIds, CtrlCCancelsPrintsThePartialRunAndExits130) {
   const std::string dir = TempDir("run-ids-sigint");
@@ -338,16 +346,11 @@ TEST(RunIds, CtrlCCancelsPrintsThePartialRunAndExits130) {
         return first != std::string::npos && err.find('\n', first) != std::string::npos;
       });
   const std::string& err = bench.err;
-  const int status = bench.status;
-  const bool signalled = bench.signalled, exited = bench.exited;
-  const auto signalled_at = bench.signalled_at;
-  ASSERT_TRUE(signalled) << err;
-  ASSERT_TRUE(exited) << err;
+  ASSERT_NO_FATAL_FAILURE(ExpectEndedBySigint(bench));
   // Cancelled, not run to the end: 39 workloads more would take minutes.
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled_at).count(),
-            20.0);
-  ASSERT_TRUE(WIFEXITED(status)) << err;
-  EXPECT_EQ(WEXITSTATUS(status), 130) << err;
+  EXPECT_LT(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - bench.signalled_at).count(),
+      20.0);
   EXPECT_NE(err.find("interrupted: cancelled the benchmark after 1 result"), std::string::npos)
       << err;
   const std::vector<std::string> said = Matches(err, R"(partial run stored as run ([0-9a-f]{32}))");
@@ -385,12 +388,7 @@ TEST(RunIds, CtrlCDuringTheFirstWorkloadStillNamesThePartialRun) {
                     .empty();
       });
   const std::string& err = bench.err;
-  const int status = bench.status;
-  const bool signalled = bench.signalled, exited = bench.exited;
-  ASSERT_TRUE(signalled) << err;
-  ASSERT_TRUE(exited) << err;
-  ASSERT_TRUE(WIFEXITED(status)) << err;
-  EXPECT_EQ(WEXITSTATUS(status), 130) << err;
+  ASSERT_NO_FATAL_FAILURE(ExpectEndedBySigint(bench));
   EXPECT_NE(err.find("interrupted: cancelled the benchmark after 0 results"), std::string::npos)
       << err;
   const std::vector<std::string> started = Matches(err, R"(, run ([0-9a-f]{32})\n)");
