@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "server/evaluation/server_version.h"
 #include "server/identity/token_file.h"
+#include "server/rpc/server_credentials.h"
 
 namespace kerneleval::server {
 namespace {
@@ -289,19 +290,17 @@ void ApplyRawFlags(const RawFlags& raw, ServerCommandLine& c) {
 
 // --auth-token-file's tokens; false (logged) when the file cannot be read or does not parse.
 bool ReadTokenFile(const std::string& token_file, ServerOptions& o) {
-  std::ifstream in(token_file);
-  if (!in) {
-    LogError("--auth-token-file: cannot read '" + token_file + "'");
+  absl::StatusOr<std::string> text = ReadSecretFile(token_file, "--auth-token-file");
+  if (!text.ok()) {
+    LogError(text.status().message());
     return false;
   }
-  std::stringstream text;
-  text << in.rdbuf();
   // Checked here as well as at start, so that an empty file never starts an open server.
-  if (absl::Status s = ParseTokenFile(text.str()).status(); !s.ok()) {
+  if (absl::Status s = ParseTokenFile(*text).status(); !s.ok()) {
     LogError(s.message());
     return false;
   }
-  o.auth_token = text.str();
+  o.auth_token = *std::move(text);
   o.auth_token_file = token_file;
   return true;
 }
