@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh
+# Only what the demo runs: the server, its device host and compile tool, and the CLI.
+BUILD_TARGETS=kerneleval-service scripts/build.sh
 build_dir=${BUILD_DIR:-build}
 server="$build_dir/server/kerneleval-server"
 client="$build_dir/client/kerneleval"

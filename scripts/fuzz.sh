@@ -5,9 +5,12 @@
 # suites. Exits non-zero when the fuzzer finds a crash; the input is left in
 # BUILD/fuzz-artifacts/ and can be replayed with `BUILD/tests/robustness/fuzz_request_validation FILE`.
 #
+#   scripts/fuzz.sh [build|run]   (default: both)
+#
 # Environment: FUZZ_SECONDS (default 60), FUZZ_BUILD_DIR (default build-fuzz at the
 # repository root), JOBS (default: the number of cores).
 set -euo pipefail
+step="${1:-all}"
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${FUZZ_BUILD_DIR:-$root/build-fuzz}"
@@ -18,11 +21,16 @@ for tool in clang clang++; do
   command -v "$tool" >/dev/null || { echo "fuzz.sh: $tool not found" >&2; exit 2; }
 done
 
-CC=clang CXX=clang++ cmake -S "$root" -B "$build" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
-  -DKERNELEVAL_FUZZ=ON -DKERNELEVAL_CUDA=OFF -DKERNELEVAL_BUILD_TESTS=ON
-cmake --build "$build" -j"$jobs" --target fuzz_request_validation fuzz_seed_corpus
+if [ "$step" != run ]; then
+  source "$root/scripts/lib/compiler-cache.sh"
+  mapfile -t extra < <(configure_args "$build")
+  CC=clang CXX=clang++ cmake -S "$root" -B "$build" "${extra[@]}" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS="-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
+    -DKERNELEVAL_FUZZ=ON -DKERNELEVAL_CUDA=OFF -DKERNELEVAL_BUILD_TESTS=ON
+  cmake --build "$build" -j"$jobs" --target fuzz_request_validation fuzz_seed_corpus
+fi
+[ "$step" != build ] || exit 0
 
 fuzzer="$build/tests/robustness/fuzz_request_validation"
 seeds="$build/fuzz-seeds"

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config git ca-certificates curl
+  build-essential cmake ninja-build ccache pkg-config git ca-certificates curl
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev nlohmann-json3-dev libcli11-dev
   prometheus prometheus-pushgateway yamllint python3 python3-yaml python3-venv clang-format openssl
