@@ -27,7 +27,7 @@ rm -f "$out/ports-sub.json"
 "$bin/kerneleval-server" --listen 127.0.0.1:0 --metrics-listen "" --device cuda:0 \
   --suites-dir suites --port-file "$out/ports-sub.json" --submissions \
   --cuda-include-dir /usr/local/cuda/include --compile-tool "$PWD/$bin/kerneleval-compile" \
-  --device-call-timeout-seconds 20 --allow-unconfined-compile 2>"$out/server-submissions.log" &
+  --device-call-timeout-seconds 20 2>"$out/server-submissions.log" &
 server_pid=$!
 for _ in $(seq 1 600); do [ -s "$out/ports-sub.json" ] && break; sleep 0.1; done
 port=$(sed -E 's/.*"grpc_port": *([0-9]+).*/\1/' "$out/ports-sub.json")

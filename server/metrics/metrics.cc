@@ -133,6 +133,10 @@ Metrics::Metrics()
       build_info_(GaugeFamily(*registry_, "kerneleval_build_info", "Build of the server, value 1")),
       ready_(GaugeFamily(*registry_, "kerneleval_ready",
                          "1 while the readiness health status is SERVING")),
+      compile_jail_layer_(GaugeFamily(*registry_, "kerneleval_compile_jail_layer",
+                                      "1 where a layer of the compile jail holds on this "
+                                      "kernel (landlock, seccomp_open_ban, seccomp_syscalls, "
+                                      "rlimits), 0 where it is missing")),
       report_(*registry_) {}
 
 void Metrics::SetNodeName(const std::string& node) {
@@ -330,5 +334,11 @@ void Metrics::SetBuildInfo(const std::string& version, const std::string& git_re
 }
 
 void Metrics::SetReady(bool ready) { ready_.Add({}).Set(ready ? 1 : 0); }
+
+void Metrics::SetCompileJailLayers(const std::vector<std::pair<std::string, bool>>& layers) {
+  for (const auto& [layer, holds] : layers) {
+    compile_jail_layer_.Add({{"layer", layer}}).Set(holds ? 1 : 0);
+  }
+}
 
 }  // namespace kerneleval::server

@@ -22,6 +22,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kerneleval/v1/kerneleval.pb.h"
@@ -85,6 +86,9 @@ class Metrics {
   void SetBuildInfo(const std::string& version, const std::string& git_revision,
                     const std::string& cuda_runtime);
   void SetReady(bool ready);
+  // Which layers of the compile jail hold on this kernel (submissions::CompileJailLayers),
+  // set once at start where submissions are on.
+  void SetCompileJailLayers(const std::vector<std::pair<std::string, bool>>& layers);
 
  private:
   prometheus::Labels DeviceLabelsLocked(const std::string& device) const;
@@ -118,6 +122,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& gpu_throttle_;
   prometheus::Family<prometheus::Gauge>& build_info_;
   prometheus::Family<prometheus::Gauge>& ready_;
+  prometheus::Family<prometheus::Gauge>& compile_jail_layer_;
   metrics::ReportMetrics report_;
 
   // Guards the label state below and every write to a device- or implementation-labelled

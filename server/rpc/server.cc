@@ -26,6 +26,7 @@
 #include "server/rpc/server_credentials.h"
 #include "server/rpc/unserved_methods.h"
 #include "server/store/results_service.h"
+#include "server/submissions/compile_jail.h"
 
 namespace kerneleval::server {
 namespace {
@@ -370,6 +371,16 @@ absl::Status AddSubmissionsService(Impl* s, grpc::ServerBuilder& builder) {
   });
   if (!created.ok()) return created.status();
   s->submissions = std::move(*created);
+  if (submission_options.enabled) {
+    // The compile tool runs on this kernel: what it offers is what every compile gets.
+    const submissions::CompileJailLayers layers = submissions::ProbeCompileJailLayers();
+    if (layers.seccomp) {
+      LogInfo(layers.Describe());
+    } else {
+      LogWarning(layers.Describe());
+    }
+    s->metrics.SetCompileJailLayers(layers.Named());
+  }
   builder.RegisterService(s->submissions.get());
   // Run and Benchmark name submissions as implementations (server/rpc/admission.h).
   const submissions::SubmissionsService* registered = s->submissions.get();

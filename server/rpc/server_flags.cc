@@ -258,9 +258,10 @@ void AddCompileFlags(CLI::App& app, submissions::SubmissionsOptions& sub, RawFla
                  "take at load (read from the cubin at registration)")
       ->capture_default_str();
   app.add_flag("--allow-unconfined-compile", sub.compiler.allow_unconfined,
-               "Compile submissions even where the kernel lacks Landlock or seccomp (the "
-               "compile jail): for kernels without Landlock only; off, such a server refuses "
-               "every compile with FAILED_PRECONDITION");
+               "Compile submissions even where the kernel has no seccomp filters (the compile "
+               "jail's open ban): files the server can read are then open to a compile "
+               "unless Landlock holds; off, such a server refuses every compile with "
+               "FAILED_PRECONDITION. A kernel without Landlock needs no flag");
 }
 
 // --disable-cupti, and two settings the GPU scripts give in the environment

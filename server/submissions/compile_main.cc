@@ -3,13 +3,13 @@
 // kerneleval.internal.CompileRequest to stdin and reads a CompileResponse from stdout.
 //
 // What it runs with, in order: an empty environment (cleared before anything else reads
-// it); the request and the allowed headers read into memory; then the compile jail
-// (compile_jail.h: Landlock, seccomp, rlimits) before NVRTC sees the source. NVRTC writes no
-// file, so the jail grants no writable directory at all.
+// it); the request and the allowed headers read into memory; NVRTC warmed up
+// (compile_warmup.h) so that everything it loads is loaded; then the compile jail
+// (compile_jail.h: no path can be opened any more, seccomp, Landlock where the kernel has
+// it, rlimits) before NVRTC sees the source. NVRTC writes no file, so the jail grants no
+// directory at all.
 //
 //   kerneleval-compile [--cuda-include-dir DIR] [--allow-unconfined-compile]
-#include <dlfcn.h>
-#include <nvrtc.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -23,26 +23,12 @@
 #include "absl/strings/str_cat.h"
 #include "server/submissions/compile_headers.h"
 #include "server/submissions/compile_jail.h"
+#include "server/submissions/compile_warmup.h"
 #include "server/submissions/nvrtc_compile.h"
 
 namespace {
 
 namespace subs = kerneleval::server::submissions;
-
-// The directory NVRTC was loaded from (its builtins library is opened from there, or from
-// the same directory under another name, at the first compile).
-std::vector<std::string> NvrtcLibraryDirs() {
-  std::vector<std::string> dirs;
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) != 0 && info.dli_fname != nullptr) {
-    std::error_code ec;
-    const std::filesystem::path lib(info.dli_fname);
-    dirs.push_back(lib.parent_path().string());
-    const std::filesystem::path real = std::filesystem::canonical(lib, ec);
-    if (!ec) dirs.push_back(real.parent_path().string());
-  }
-  return dirs;
-}
 
 kerneleval::internal::CompileResponse Failure(absl::StatusCode code, std::string message) {
   kerneleval::internal::CompileResponse r;
@@ -64,11 +50,16 @@ kerneleval::internal::CompileResponse Run(const std::string& input, const std::s
     return Failure(absl::StatusCode::kInternal,
                    absl::StrCat("kerneleval-compile: ", headers.status().message()));
   }
-  // No working directory to read: relative paths lead nowhere the jail allows.
+  // No working directory to read: relative paths lead nowhere (and NVRTC's stat of
+  // "submission.cu" there is answered ENOENT in the jail, as it is outside).
   if (chdir("/") != 0) return Failure(absl::StatusCode::kInternal, "kerneleval-compile: chdir");
-  if (absl::Status s = subs::EnterCompileJail(subs::DefaultCompileJailPaths(NvrtcLibraryDirs()),
-                                              allow_unconfined);
+  if (absl::Status s =
+          subs::WarmUpCompiler(request.arch(), request.fast_math(),
+                               request.language() == kerneleval::v1::SOURCE_LANGUAGE_PTX);
       !s.ok()) {
+    return Failure(s.code(), std::string(s.message()));
+  }
+  if (absl::Status s = subs::EnterCompileJail(allow_unconfined); !s.ok()) {
     return Failure(s.code(), std::string(s.message()));
   }
   return subs::CompileSubmission(request, *headers);

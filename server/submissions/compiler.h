@@ -26,8 +26,9 @@ struct CompilerOptions {
   std::uint64_t address_space_bytes = std::uint64_t{4} << 30;
   std::uint64_t max_output_bytes = std::uint64_t{64} << 20;  // a larger answer is refused
   std::size_t cache_bytes = std::size_t{256} << 20;          // cubins kept, least recent out
-  // Compile where the kernel lacks Landlock or seccomp (compile_jail.h) instead of refusing
-  // with FAILED_PRECONDITION: --allow-unconfined-compile.
+  // Compile where the kernel has no seccomp filters (compile_jail.h) instead of refusing
+  // with FAILED_PRECONDITION: --allow-unconfined-compile. A kernel without Landlock needs
+  // none of it.
   bool allow_unconfined = false;
   ModuleLimits module_limits;  // checked on every compiled cubin before it is returned
   // The tool's only environment variable, LD_LIBRARY_PATH (the server's own, set in main):
@@ -52,7 +53,7 @@ class Compiler {
   // payload kCompileDiagnosticsPayload: a log can be far longer than a status message may be;
   // a log holds only the lines that cite the source itself, SubmissionLogLines; a cubin over
   // the module limits is refused here, before any GPU loads it); FAILED_PRECONDITION where the
-  // compile jail cannot be set up (no Landlock or seccomp, without allow_unconfined);
+  // compile jail cannot be set up (no seccomp filters, without allow_unconfined);
   // DEADLINE_EXCEEDED past the wall or CPU limit; RESOURCE_EXHAUSTED past the address-space or
   // output limit; INTERNAL when the tool cannot start or crashes. Thread-safe; compiles run
   // concurrently.

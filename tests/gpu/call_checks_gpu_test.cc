@@ -234,9 +234,6 @@ absl::Status Submit(CudaBackend* backend, const std::string& id, const std::stri
   submissions::CompilerOptions co;
   co.tool_path = FromEnvironment("KERNELEVAL_COMPILE_TOOL", KERNELEVAL_TEST_COMPILE_TOOL);
   co.library_path = FromEnvironment("LD_LIBRARY_PATH", "");  // a bundle's libraries
-  // Only the repository's own sources are compiled here, also on GPU machines whose kernel
-  // has no Landlock (the H200 machines this runs on), where the jail cannot be set up.
-  co.allow_unconfined = true;
   submissions::Compiler compiler(co);
   internal::CompileRequest request;
   request.set_source(source);

@@ -1,6 +1,7 @@
 // The compile jail, the log filter and the module limits, each against the exploit it stops:
-// a forked child of this test enters the real jail (Landlock, seccomp, rlimits) and tries
-// what a compromised compiler would; the log filter gets a log that quotes a planted file;
+// a forked child of this test enters the real jail (seccomp's open ban and syscall filter,
+// Landlock, rlimits), on this kernel and as on one without Landlock, and tries what a
+// compromised compiler would; the log filter gets a log that quotes a planted file;
 // the ELF reader gets hostile bytes and a cubin whose symbol table, not its section sizes,
 // says 100 GiB.
 #include <arpa/inet.h>
@@ -9,6 +10,7 @@
 #include <seccomp.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -41,8 +44,11 @@ enum Escape : int {
   kWroteFile = 1 << 3,
   kForked = 1 << 4,
   kExeced = 1 << 5,
-  kLibrariesUnreadable = 1 << 6,  // the jail must still let NVRTC load its libraries
+  kReadLibraryFile = 1 << 6,  // the warm-up loaded NVRTC's libraries: no need to read them
   kJailFailed = 1 << 7,
+  kProbedPath = 1 << 8,      // stat, access or readlink told a path apart from a missing one
+  kOpenNotUniform = 1 << 9,  // an existing file refused other than a missing one is
+  kNoFstat = 1 << 10,        // fstat of an open descriptor (glibc's AT_EMPTY_PATH form) broke
 };
 
 bool CanRead(const std::string& path) {
@@ -54,36 +60,92 @@ bool CanRead(const std::string& path) {
   return ok;
 }
 
-// Forks a child that enters the jail and tries every escape; returns its escape bits.
-int EscapesFromJail(const std::string& planted, const std::string& writable_dir) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (!EnterCompileJail(DefaultCompileJailPaths({})).ok()) _exit(kJailFailed);
-    int escapes = 0;
-    const int s = socket(AF_INET, SOCK_STREAM, 0);
-    if (s >= 0 || errno != EPERM) escapes |= kOpenedSocket;
-    const int u = socket(AF_UNIX, SOCK_STREAM, 0);
-    if (u >= 0) escapes |= kOpenedSocket;
-    if (CanRead("/etc/hostname")) escapes |= kReadHostname;
-    if (CanRead(planted)) escapes |= kReadPlantedFile;
-    const std::string out = writable_dir + "/escaped";
-    if (open(out.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600) >= 0) escapes |= kWroteFile;
-    const pid_t child = fork();
-    if (child == 0) _exit(0);
-    if (child > 0) escapes |= kForked;
-    char* const argv[] = {const_cast<char*>("/bin/true"), nullptr};
-    execv("/bin/true", argv);  // returns only where it failed
-    if (errno != EPERM) escapes |= kExeced;
-    if (!CanRead("/etc/ld.so.cache")) escapes |= kLibrariesUnreadable;
-    _exit(escapes);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 0xff;
+// Whether any probe of `path` that names it answers other than ENOENT.
+bool CanProbe(const std::string& path) {
+  struct stat st;
+  char buf[64];
+  auto missing = [](long rc) { return rc < 0 && errno == ENOENT; };
+  return !missing(stat(path.c_str(), &st)) || !missing(lstat(path.c_str(), &st)) ||
+         !missing(access(path.c_str(), F_OK)) ||
+         !missing(readlink(path.c_str(), buf, sizeof(buf))) ||
+         !missing(fstatat(AT_FDCWD, path.c_str(), &st, 0));
 }
 
-TEST(CompileJail, ChildCannotOpenSocketsReadFilesWriteForkOrExec) {
-  if (LandlockAbiVersion() < 1) GTEST_SKIP() << "no Landlock on this kernel";
+// Makes the calling process's landlock_* syscalls answer ENOSYS, as a kernel without
+// Landlock does (and as kerneleval-without-landlock does for what it runs).
+bool HideLandlock() {
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return false;
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  for (const int nr : {SCMP_SYS(landlock_create_ruleset), SCMP_SYS(landlock_add_rule),
+                       SCMP_SYS(landlock_restrict_self)}) {
+    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), nr, 0);
+  }
+  const bool loaded = seccomp_load(ctx) == 0;
+  seccomp_release(ctx);
+  return loaded && LandlockAbiVersion() == 0;
+}
+
+// The file-system escapes of a jailed process: reads, probes, writes.
+int FileEscapes(const std::string& planted, const std::string& writable_dir) {
+  int escapes = 0;
+  if (CanRead("/etc/hostname")) escapes |= kReadHostname;
+  if (CanRead(planted)) escapes |= kReadPlantedFile;
+  if (CanRead("/etc/ld.so.cache") || CanRead("/usr/lib/os-release")) escapes |= kReadLibraryFile;
+  for (const std::string& path : {planted, std::string("/etc/passwd"), std::string("/"),
+                                  std::string("/proc/self/exe"), writable_dir}) {
+    if (CanProbe(path)) escapes |= kProbedPath;
+  }
+  errno = 0;
+  if (open(planted.c_str(), O_RDONLY | O_CLOEXEC) >= 0 || errno != ENOENT) {
+    escapes |= kOpenNotUniform;
+  }
+  const std::string out = writable_dir + "/escaped";
+  if (open(out.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600) >= 0) escapes |= kWroteFile;
+  if (mkdir((writable_dir + "/made").c_str(), 0700) == 0) escapes |= kWroteFile;
+  struct stat st;
+  if (fstat(1, &st) != 0) escapes |= kNoFstat;
+  return escapes;
+}
+
+// Forks a child that enters the jail (on this kernel, or as on one without Landlock) and
+// tries every escape; returns its escape bits, which it writes to a pipe (more than an exit
+// status holds).
+int EscapesFromJail(const std::string& planted, const std::string& writable_dir,
+                    bool without_landlock) {
+  int bits[2];
+  if (pipe(bits) != 0) return kJailFailed;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    int escapes = kJailFailed;
+    if ((!without_landlock || HideLandlock()) && EnterCompileJail().ok()) {
+      escapes = FileEscapes(planted, writable_dir);
+      const int s = socket(AF_INET, SOCK_STREAM, 0);
+      if (s >= 0 || errno != EPERM) escapes |= kOpenedSocket;
+      const int u = socket(AF_UNIX, SOCK_STREAM, 0);
+      if (u >= 0) escapes |= kOpenedSocket;
+      const pid_t child = fork();
+      if (child == 0) _exit(0);
+      if (child > 0) escapes |= kForked;
+      char* const argv[] = {const_cast<char*>("/bin/true"), nullptr};
+      execv("/bin/true", argv);  // returns only where it failed
+      if (errno != EPERM) escapes |= kExeced;
+    }
+    (void)!write(bits[1], &escapes, sizeof(escapes));
+    _exit(0);
+  }
+  close(bits[1]);
+  int escapes = kJailFailed;
+  if (read(bits[0], &escapes, sizeof(escapes)) != sizeof(escapes)) escapes = kJailFailed;
+  close(bits[0]);
+  waitpid(pid, nullptr, 0);
+  return escapes;
+}
+
+class CompileJailOn : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CompileJailOn, ChildCannotOpenProbeOrWriteFilesSocketsForkOrExec) {
+  const bool without_landlock = GetParam();
+  if (!without_landlock && LandlockAbiVersion() < 1) GTEST_SKIP() << "no Landlock here";
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("jail-test-" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
@@ -92,66 +154,71 @@ TEST(CompileJail, ChildCannotOpenSocketsReadFilesWriteForkOrExec) {
   // Outside the jail each escape works, so that a jail that allows it fails the test.
   ASSERT_TRUE(CanRead("/etc/hostname"));
   ASSERT_TRUE(CanRead(planted));
+  ASSERT_TRUE(CanRead("/usr/lib/os-release"));
+  ASSERT_TRUE(CanProbe("/etc/passwd"));
   const int s = socket(AF_INET, SOCK_STREAM, 0);
   ASSERT_GE(s, 0);
   close(s);
 
-  EXPECT_EQ(EscapesFromJail(planted, dir.string()), 0);
+  EXPECT_EQ(EscapesFromJail(planted, dir.string(), without_landlock), 0);
   EXPECT_FALSE(std::filesystem::exists(dir / "escaped"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "made"));
   std::filesystem::remove_all(dir);
 }
 
-// A child on a kernel without Landlock, as far as it can tell: landlock_create_ruleset is
-// ENOSYS under a seccomp filter of the test's own. Returns the jail's code, and with
-// `allow_unconfined` whether the rest of the jail still held (sockets refused).
-int JailWithoutLandlock(bool allow_unconfined, absl::StatusCode* code) {
-  int pipe_fds[2];
-  if (pipe(pipe_fds) != 0) return -1;
+INSTANTIATE_TEST_SUITE_P(Kernels, CompileJailOn, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "WithoutLandlock" : "WithLandlock";
+                         });
+
+TEST(CompileJail, LandlockIsThere) {
+  // The CI machines have Landlock (ABI 7 measured), so the "with Landlock" runs above are
+  // real here; this test says so rather than letting them skip quietly.
+  EXPECT_GE(LandlockAbiVersion(), 1);
+}
+
+TEST(CompileJail, LayersNameWhatHolds) {
+  const CompileJailLayers here = ProbeCompileJailLayers();
+  EXPECT_TRUE(here.seccomp);
+  const CompileJailLayers bare{0, true};
+  EXPECT_EQ(bare.Named(), (std::vector<std::pair<std::string, bool>>{{"landlock", false},
+                                                                     {"seccomp_open_ban", true},
+                                                                     {"seccomp_syscalls", true},
+                                                                     {"rlimits", true}}));
+  EXPECT_THAT(bare.Describe(), HasSubstr("landlock=off"));
+  EXPECT_THAT(bare.Describe(), HasSubstr("seccomp_open_ban=on"));
+  const CompileJailLayers no_seccomp{7, false};
+  EXPECT_THAT(no_seccomp.Describe(), HasSubstr("--allow-unconfined-compile"));
+}
+
+// Runs this test binary's `filter`, under kerneleval-without-landlock or not; its exit code.
+int RunSelf(bool without_landlock, const std::string& filter) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string filter_flag = "--gtest_filter=" + filter;
   const pid_t pid = fork();
   if (pid == 0) {
-    close(pipe_fds[0]);
-    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
-    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-    seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(landlock_create_ruleset), 0);
-    if (seccomp_load(ctx) != 0) _exit(2);
-    seccomp_release(ctx);
-    const absl::Status s = EnterCompileJail(DefaultCompileJailPaths({}), allow_unconfined);
-    const int c = static_cast<int>(s.code());
-    (void)!write(pipe_fds[1], &c, sizeof(c));
-    const std::string message(s.message());
-    (void)!write(pipe_fds[1], message.data(), message.size());
-    const int sock = socket(AF_INET, SOCK_STREAM, 0);
-    _exit(sock >= 0 ? 1 : 0);
-  }
-  close(pipe_fds[1]);
-  int c = -1;
-  if (read(pipe_fds[0], &c, sizeof(c)) != sizeof(c)) c = -1;
-  char message[512] = {};
-  (void)!read(pipe_fds[0], message, sizeof(message) - 1);
-  close(pipe_fds[0]);
-  *code = static_cast<absl::StatusCode>(c);
-  if (c == static_cast<int>(absl::StatusCode::kFailedPrecondition)) {
-    EXPECT_THAT(std::string(message), HasSubstr("Landlock"));
-    EXPECT_THAT(std::string(message), HasSubstr("--allow-unconfined-compile"));
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    dup2(devnull, 2);
+    std::vector<char*> argv;
+    if (without_landlock) argv.push_back(const_cast<char*>(KERNELEVAL_TEST_WITHOUT_LANDLOCK));
+    argv.push_back(const_cast<char*>(self.c_str()));
+    argv.push_back(const_cast<char*>(filter_flag.c_str()));
+    argv.push_back(nullptr);
+    execv(argv[0], argv.data());
+    _exit(127);
   }
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-TEST(CompileJail, FailsClosedWithoutLandlockUnlessAllowed) {
-  absl::StatusCode code = absl::StatusCode::kOk;
-  JailWithoutLandlock(/*allow_unconfined=*/false, &code);
-  EXPECT_EQ(code, absl::StatusCode::kFailedPrecondition);
-  // Allowed: what the kernel has still applies (seccomp refuses the socket).
-  EXPECT_EQ(JailWithoutLandlock(/*allow_unconfined=*/true, &code), 0);
-  EXPECT_EQ(code, absl::StatusCode::kOk);
-}
-
-TEST(CompileJail, LandlockIsThere) {
-  // The CI machines have Landlock (ABI 7 measured); where it is missing the service refuses
-  // to compile, so this test says so rather than passing quietly.
-  EXPECT_GE(LandlockAbiVersion(), 1);
+TEST(CompileJail, WithoutLandlockHelperHidesLandlock) {
+  // What the "without Landlock" runs of the exploit tests stand on: under the helper,
+  // LandlockIsThere fails.
+  if (LandlockAbiVersion() < 1) GTEST_SKIP() << "no Landlock here to hide";
+  EXPECT_EQ(RunSelf(false, "CompileJail.LandlockIsThere"), 0);
+  EXPECT_NE(RunSelf(true, "CompileJail.LandlockIsThere"), 0);
 }
 
 TEST(CompileLog, KeepsTheSourcesLinesOnly) {

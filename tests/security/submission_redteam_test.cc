@@ -1,19 +1,15 @@
 // The exploits of the compile path, run through a real server on loopback with submissions on,
-// the real client and real kerneleval-compile processes (NVRTC needs no GPU): each must be
-// refused and nothing of a file the caller does not own may come back in any answer.
-#include <unistd.h>
-
+// the real client and real kerneleval-compile processes (NVRTC needs no GPU), with Landlock
+// and as on a kernel without it: each must be refused and nothing of a file the caller does
+// not own may come back in any answer.
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "client/cli.h"
-#include "client/submit_client.h"
-#include "submissions_test_server.h"
+#include "redteam_servers.h"
 
 namespace kerneleval::testing {
 namespace {
@@ -23,57 +19,15 @@ using ::testing::Not;
 
 using Fixture = SubmissionsServer;
 
-constexpr char kKernel[] =
-    "#include <kerneleval/submission_abi.h>\n"
-    "extern \"C\" __global__ void tiny(const kerneleval_params p) {\n"
-    "  if (threadIdx.x == 0) static_cast<float*>(p.output)[blockIdx.x] = VALUE;\n"
-    "}\n";
-
-v1::SubmissionSpec Spec(const std::string& name, const std::string& prelude,
-                        const std::string& value = "p.eps") {
-  std::string kernel = kKernel;
-  kernel.replace(kernel.find("VALUE"), 5, value);
-  return OneKernelSpec(name, prelude + kernel, "tiny", v1::DTYPE_FP32, 32);
-}
-
-// The status and the whole response as text: everything a caller gets back.
-struct Answer {
-  grpc::Status status;
-  v1::RegisterSubmissionResponse response;
-  std::string Text() const {
-    return status.error_message() + "\n" + status.error_details() + "\n" + response.DebugString();
-  }
+// Each exploit on this kernel (Landlock on) and as a kernel without Landlock: the answers
+// must not differ (compile_leak_test.cc compares them).
+class RedTeam : public ::testing::TestWithParam<Kernel> {
+ protected:
+  Fixture Start() const { return StartRedTeamServer(GetParam()); }
 };
 
-Answer Register(const Fixture& f, const v1::SubmissionSpec& spec) {
-  Answer a;
-  a.status = f.submissions->Register(spec, &a.response);
-  return a;
-}
-
-// A file only the server's machine has, holding a marker no source mentions.
-struct PlantedFile {
-  std::filesystem::path dir, path;
-  std::string marker;
-  PlantedFile() {
-    std::random_device rd;
-    marker = "PLANTED_SECRET_" + std::to_string(rd()) + std::to_string(rd());
-    dir = std::filesystem::temp_directory_path() / ("redteam-" + std::to_string(getpid()));
-    std::filesystem::create_directories(dir);
-    path = dir / "secret.h";
-    // Lines that are errors wherever they land, so that a compiler that reads the file
-    // quotes them in its log.
-    std::ofstream(path) << marker << " = 1;\n"
-                        << "int " << marker << "_two = " << marker << "_undefined;\n";
-  }
-  ~PlantedFile() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-};
-
-TEST(RedTeam, RawStringHidesAnIncludeFromTheLexerButNotFromTheJail) {
-  const Fixture f = StartSubmissionsServer();
+TEST_P(RedTeam, RawStringHidesAnIncludeFromTheLexerButNotFromTheJail) {
+  const Fixture f = Start();
   const PlantedFile planted;
   // In C++ the raw string ends at )x" and the #include is a directive; a lexer that knows
   // no raw strings sees a comment from /* to */ around it.
@@ -96,8 +50,8 @@ TEST(RedTeam, RawStringHidesAnIncludeFromTheLexerButNotFromTheJail) {
   EXPECT_EQ(b.status.error_message(), expected);
 }
 
-TEST(RedTeam, HasIncludeAnswersTheSameForAnExistingAndAMissingPath) {
-  const Fixture f = StartSubmissionsServer();
+TEST_P(RedTeam, HasIncludeAnswersTheSameForAnExistingAndAMissingPath) {
+  const Fixture f = Start();
   const PlantedFile planted;
   // The answer shows as the compile's outcome: "found" is an #error. Were the filesystem
   // visible, the planted file and /etc/hostname would fail to compile and the missing file
@@ -117,8 +71,8 @@ TEST(RedTeam, HasIncludeAnswersTheSameForAnExistingAndAMissingPath) {
   }
 }
 
-TEST(RedTeam, AbsoluteIncludeIsRefusedWithoutTheFilesText) {
-  const Fixture f = StartSubmissionsServer();
+TEST_P(RedTeam, AbsoluteIncludeIsRefusedWithoutTheFilesText) {
+  const Fixture f = Start();
   std::ifstream passwd("/etc/passwd");
   std::string first_line;
   std::getline(passwd, first_line);
@@ -132,10 +86,10 @@ TEST(RedTeam, AbsoluteIncludeIsRefusedWithoutTheFilesText) {
   }
 }
 
-TEST(RedTeam, EveryAllowedHeaderStillCompilesInsideTheJail) {
+TEST_P(RedTeam, EveryAllowedHeaderStillCompilesInsideTheJail) {
   // The jail is no refusal of everything: each header of the allow-list, and what it
   // includes, comes from memory.
-  const Fixture f = StartSubmissionsServer();
+  const Fixture f = Start();
   int n = 0;
   for (const char* header :
        {"cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "cuda_pipeline.h", "cuda_awbarrier.h",
@@ -148,8 +102,8 @@ TEST(RedTeam, EveryAllowedHeaderStillCompilesInsideTheJail) {
   }
 }
 
-TEST(RedTeam, HugeDeviceArrayIsRefusedAtRegistration) {
-  const Fixture f = StartSubmissionsServer();
+TEST_P(RedTeam, HugeDeviceArrayIsRefusedAtRegistration) {
+  const Fixture f = Start();
   const Answer a = Register(
       f, Spec("huge", "__device__ char big[100ull << 30];\n", "static_cast<float>(big[p.batch])"));
   EXPECT_EQ(a.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << a.Text();
@@ -161,24 +115,27 @@ TEST(RedTeam, HugeDeviceArrayIsRefusedAtRegistration) {
   EXPECT_TRUE(small.status.ok()) << small.Text();
 }
 
-TEST(RedTeam, OversizedCubinIsRefusedAtRegistration) {
+TEST_P(RedTeam, OversizedCubinIsRefusedAtRegistration) {
   // An initialized 8 MiB array is 8 MiB of cubin (and 8 MiB of static memory, under 256).
   const std::string prelude = "__device__ char blob[8 << 20] = {1};\n";
   const std::string value = "static_cast<float>(blob[p.batch])";
   {
-    const Fixture f = StartSubmissionsServer();
+    const Fixture f = Start();
     const Answer a = Register(f, Spec("blob", prelude, value));
     EXPECT_EQ(a.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << a.Text();
     EXPECT_THAT(a.status.error_message(), HasSubstr("--max-submission-cubin-bytes"));
     EXPECT_THAT(a.status.error_message(), HasSubstr("submission.source"));
   }
-  server::ServerOptions roomy = SubmissionOptions();
+  server::ServerOptions roomy = RedTeamOptions(GetParam());
   roomy.submissions.compiler.module_limits.max_cubin_bytes = 16 << 20;
   const Fixture f = StartSubmissionsServer(roomy);
   const Answer a = Register(f, Spec("blob", prelude, value));
   EXPECT_TRUE(a.status.ok()) << a.Text();
   EXPECT_GT(a.response.submission().diagnostics().cubin_bytes(), 8u << 20);
 }
+
+INSTANTIATE_TEST_SUITE_P(Kernels, RedTeam,
+                         ::testing::Values(Kernel::kAsItIs, Kernel::kWithoutLandlock), KernelName);
 
 }  // namespace
 }  // namespace kerneleval::testing

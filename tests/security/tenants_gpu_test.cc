@@ -165,8 +165,6 @@ TestServer StartGpuServer(bool shared_context) {
   if (const char* libraries = std::getenv("LD_LIBRARY_PATH")) {
     o.submissions.compiler.library_path = libraries;  // a bundle's libraries
   }
-  // The GPU machine's kernel may lack Landlock; the jail is compile_jail_test's subject.
-  o.submissions.compiler.allow_unconfined = true;
   client::ClientOptions c;
   c.bearer_token = "token-of-alice";
   std::vector<std::unique_ptr<server::Backend>> backends;

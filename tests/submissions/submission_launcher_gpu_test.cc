@@ -86,8 +86,6 @@ TEST_P(LauncherGpu, MatchesTheCpuImplementation) {
   CompilerOptions co;
   co.tool_path = FromEnvironment("KERNELEVAL_COMPILE_TOOL", KERNELEVAL_TEST_COMPILE_TOOL);
   co.library_path = FromEnvironment("LD_LIBRARY_PATH", "");  // a bundle's libraries
-  co.allow_unconfined =
-      true;  // the launcher is under test here, not the jail (GPU machines may lack Landlock)
   Compiler compiler(co);
   for (DType dtype : {DType::kBF16, DType::kFP16, DType::kFP32}) {
     std::string entry = e.entry;
