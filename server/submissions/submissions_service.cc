@@ -266,7 +266,7 @@ absl::Status SubmissionsService::Enabled() const {
 
 // The owner a call's submissions belong to (caller_identity.h).
 std::string SubmissionsService::OwnerOf(const grpc::CallbackServerContext& context) const {
-  return options_.identities != nullptr ? options_.identities->CallerOwner(context) : "anonymous";
+  return OwnerOfCall(options_.identities, context);
 }
 
 absl::StatusOr<DeviceLimits> SubmissionsService::TargetFor(const v1::SubmissionSpec& spec) const {
