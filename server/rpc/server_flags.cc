@@ -229,6 +229,11 @@ void AddCompileFlags(CLI::App& app, submissions::SubmissionsOptions& sub, RawFla
                  "Wall-clock limit of one compile")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--compile-workers", sub.compile_workers,
+                 "Compiles run at once, each in a kerneleval-compile process; the waiting ones "
+                 "are taken round-robin between owners")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   app.add_option("--max-compiles-per-owner", sub.max_compiles_per_owner,
                  "Compiles one owner may have waiting or running; more get RESOURCE_EXHAUSTED "
                  "before compiling (0: no limit)")
