@@ -301,7 +301,7 @@ absl::StatusOr<v1::RegisterSubmissionResponse> SubmissionsService::Register(
   if (absl::Status s = CheckForTarget(spec, *limits); !s.ok()) return s;
 
   const internal::CompileRequest compile = CompileRequestFor(spec, limits->arch);
-  absl::StatusOr<internal::CompileResponse> compiled = compiler_.Compile(compile);
+  absl::StatusOr<internal::CompileResponse> compiled = compiler_.Compile(owner, compile);
   if (!compiled.ok()) return compiled.status();
   if (absl::Status s = ValidateResources(spec.launch_plan(), compiled->diagnostics().kernels(),
                                          *limits, "submission.launch_plan");

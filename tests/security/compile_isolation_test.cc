@@ -3,6 +3,8 @@
 //   - Fairness (server/submissions/compile_queue.h): one owner's queue of slow sources does not
 //     hold another owner's honest compile behind all of them (FIFO once held a 0.2 s compile
 //     for 118 s), only behind the compile running when it came.
+//   - The cache (server/submissions/compiler.h) is per owner: an owner never learns from
+//     `cache_hit` or from a fast answer that another owner compiled the same source.
 #include <algorithm>
 #include <chrono>
 #include <mutex>
@@ -104,6 +106,38 @@ TEST_F(CompileIsolation, AnotherOwnersSlowCompilesHoldAnHonestOneForAtMostOne) {
                                         [&](Clock::time_point t) { return t < bob_done; });
   EXPECT_LE(before_bob, 2) << "bob waited "
                            << std::chrono::duration<double>(bob_done - bob_sent).count() << " s";
+}
+
+TEST_F(CompileIsolation, TheCacheAnswersAnOwnersOwnCompilesOnly) {
+  Start(SubmissionOptions());
+  auto timed = [&](const char* token, const v1::SubmissionSpec& spec,
+                   v1::RegisterSubmissionResponse* r) {
+    const Clock::time_point t0 = Clock::now();
+    const grpc::Status s = Register(token, spec, r);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+  };
+  v1::RegisterSubmissionResponse r;
+  timed(kAliceToken, OneKernelSpec("first", kTiny, "tiny", v1::DTYPE_BF16, 256), &r);
+  EXPECT_FALSE(r.submission().diagnostics().cache_hit());
+  // Alice's own cache works: the same source under other launch plans, answered fast.
+  double alice_cached = 1e9;
+  for (std::uint32_t block : {128u, 512u, 1024u}) {
+    const std::string name = "again" + std::to_string(block);
+    alice_cached =
+        std::min(alice_cached,
+                 timed(kAliceToken, OneKernelSpec(name, kTiny, "tiny", v1::DTYPE_BF16, block), &r));
+    EXPECT_TRUE(r.submission().diagnostics().cache_hit()) << block;
+  }
+  // Bob's compile of the same source is a compile: no hit, and the time of one.
+  const double bobs =
+      timed(kBobToken, OneKernelSpec("same", kTiny, "tiny", v1::DTYPE_BF16, 256), &r);
+  EXPECT_FALSE(r.submission().diagnostics().cache_hit()) << "bob learns alice compiled it";
+  EXPECT_EQ(r.submission().owner(), "bob");
+  EXPECT_GT(bobs, 2 * alice_cached) << "bob's answer came as fast as a cached one";
+  // And then his own cache answers him.
+  timed(kBobToken, OneKernelSpec("same128", kTiny, "tiny", v1::DTYPE_BF16, 128), &r);
+  EXPECT_TRUE(r.submission().diagnostics().cache_hit());
 }
 
 }  // namespace
