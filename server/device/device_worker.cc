@@ -39,7 +39,7 @@ void DeviceWorker::Start(std::function<void(const absl::Status&)> on_warm) {
   thread_ = std::thread([this, on_warm = std::move(on_warm)] { Loop(on_warm); });
 }
 
-absl::Status DeviceWorker::Submit(Job job, const std::string& owner) {
+absl::Status DeviceWorker::Submit(Job job, const std::string& owner, Refused refused) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) {
@@ -55,7 +55,7 @@ absl::Status DeviceWorker::Submit(Job job, const std::string& owner) {
     }
     std::deque<Entry>& mine = queues_[owner];
     if (mine.empty()) turns_.push_back(owner);
-    mine.push_back({std::move(job), std::chrono::steady_clock::now(), owner});
+    mine.push_back({std::move(job), std::chrono::steady_clock::now(), owner, std::move(refused)});
     queued_.store(queued_.load() + 1, std::memory_order_release);
     // Reported under the lock so that a late report cannot overwrite a newer depth.
     if (on_depth_) on_depth_(queued_.load());
@@ -157,14 +157,7 @@ void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
     }
     const double waited =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - entry.enqueued).count();
-    const auto taken = std::chrono::steady_clock::now();
-    entry.job(*backend_, waited);
-    // The owner's device-seconds (OwnerJobLimit): the time the job held this worker.
-    if (owner_limit_ != nullptr) {
-      owner_limit_->Charge(
-          entry.owner,
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - taken).count());
-    }
+    RunOrRefuse(entry, waited);
     if (!backend_->Healthy()) RecoverDevice();
     free_since = std::chrono::steady_clock::now();
     {
@@ -173,6 +166,20 @@ void DeviceWorker::Loop(std::function<void(const absl::Status&)> on_warm) {
     }
     SpinForNextJob();
   }
+}
+
+void DeviceWorker::RunOrRefuse(Entry& entry, double waited) {
+  if (owner_limit_ == nullptr) return entry.job(*backend_, waited);
+  // The budget is checked again now, with the owner's running jobs counted: the check at
+  // Submit let every job queued before the first one's charge through.
+  absl::StatusOr<OwnerJobLimit::Running> running = owner_limit_->Start(entry.owner);
+  if (!running.ok()) {
+    if (entry.refused) entry.refused(running.status());
+    return;
+  }
+  entry.job(*backend_, waited);
+  // The owner's device-seconds: the time the job held this worker.
+  owner_limit_->Finish(*running);
 }
 
 void DeviceWorker::SpinForNextJob() const {

@@ -48,9 +48,14 @@ class DeviceWorker {
   // the worker thread with WarmUp's result.
   void Start(std::function<void(const absl::Status&)> on_warm);
 
+  // Called instead of the job, on the worker thread, when the job is refused as it would
+  // start: its owner's device-seconds are spent, counting its running jobs (OwnerJobLimit).
+  using Refused = std::function<void(const absl::Status& why)>;
+
   // RESOURCE_EXHAUSTED when the queue is full or `owner` is at its limit (set_owner_limit),
-  // UNAVAILABLE once stopping. Accepted jobs always run.
-  absl::Status Submit(Job job, const std::string& owner = "anonymous");
+  // UNAVAILABLE once stopping. An accepted job either runs or, when its owner's budget is
+  // spent by the time the worker takes it, gets `refused` (never both, never neither).
+  absl::Status Submit(Job job, const std::string& owner, Refused refused);
 
   // Stops accepting, runs what was accepted, joins.
   void Stop();
@@ -82,10 +87,13 @@ class DeviceWorker {
     Job job;
     std::chrono::steady_clock::time_point enqueued;
     std::string owner;
+    Refused refused;
   };
   // The next job: the front of the owner whose turn it is. Under mu_, queue not empty.
   Entry TakeNextLocked();
   void Loop(std::function<void(const absl::Status&)> on_warm);
+  // Runs `entry` if its owner's budget lets it start (charging its time), else refuses it.
+  void RunOrRefuse(Entry& entry, double waited);
   void RecoverDevice();
   // After a job: polls the queue for up to idle_spin_ before the worker sleeps.
   void SpinForNextJob() const;

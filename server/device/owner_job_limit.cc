@@ -1,5 +1,6 @@
 #include "server/device/owner_job_limit.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -10,6 +11,11 @@ namespace kerneleval::server {
 namespace {
 
 std::chrono::duration<double> Seconds(double s) { return std::chrono::duration<double>(s); }
+
+template <typename From, typename To>
+double SecondsBetween(From from, To to) {
+  return std::chrono::duration<double>(to - from).count();
+}
 
 }  // namespace
 
@@ -22,25 +28,10 @@ absl::Status OwnerJobLimit::Acquire(const std::string& owner) {
                      " jobs waiting on this server's devices (--max-queued-per-owner ", max_,
                      "); retry when one has started"));
   }
-  if (budget_.seconds > 0) {
-    const Clock::time_point now = Clock::now();
-    const double used = UsedLocked(owner, now);
-    if (used >= budget_.seconds) {
-      // Enough of the oldest charges leave the window to bring the owner under its budget.
-      double left = used;
-      double frees_in = 0;
-      for (const Charged& c : charged_[owner]) {
-        left -= c.seconds;
-        frees_in =
-            std::chrono::duration<double>(c.at + Seconds(budget_.window_seconds) - now).count();
-        if (left < budget_.seconds) break;
-      }
-      if (held == 0) held_.erase(owner);
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "owner %s has used %.3f device-seconds in the last %.0f s, its budget "
-          "(--owner-device-seconds-per-hour %g); its next job is accepted in %.0f s",
-          Quote(owner), used, budget_.window_seconds, budget_.seconds, std::ceil(frees_in)));
-    }
+  // Early, before the job waits in a queue; Start checks again when it would run.
+  if (absl::Status s = BudgetLeftLocked(owner, Clock::now()); !s.ok()) {
+    if (held == 0) held_.erase(owner);
+    return s;
   }
   ++held;
   return absl::OkStatus();
@@ -51,6 +42,27 @@ void OwnerJobLimit::Release(const std::string& owner) {
   auto it = held_.find(owner);
   if (it == held_.end()) return;
   if (--it->second == 0) held_.erase(it);
+}
+
+absl::StatusOr<OwnerJobLimit::Running> OwnerJobLimit::Start(const std::string& owner) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Clock::time_point now = Clock::now();
+  if (absl::Status s = BudgetLeftLocked(owner, now); !s.ok()) return s;
+  Running job{owner, next_id_++, now};
+  if (budget_.seconds > 0) running_[owner][job.id] = now;
+  return job;
+}
+
+void OwnerJobLimit::Finish(const Running& job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = running_.find(job.owner);
+    if (it != running_.end()) {
+      it->second.erase(job.id);
+      if (it->second.empty()) running_.erase(it);
+    }
+  }
+  Charge(job.owner, SecondsBetween(job.started, Clock::now()));
 }
 
 void OwnerJobLimit::Charge(const std::string& owner, double seconds) {
@@ -69,7 +81,39 @@ std::size_t OwnerJobLimit::held(const std::string& owner) const {
 
 double OwnerJobLimit::used_seconds(const std::string& owner) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return UsedLocked(owner, Clock::now());
+  const Clock::time_point now = Clock::now();
+  return UsedLocked(owner, now) + RunningLocked(owner, now, /*reserved=*/false);
+}
+
+absl::Status OwnerJobLimit::BudgetLeftLocked(const std::string& owner,
+                                             Clock::time_point now) const {
+  if (budget_.seconds <= 0) return absl::OkStatus();
+  const double charged = UsedLocked(owner, now);
+  const double running = RunningLocked(owner, now, /*reserved=*/true);
+  if (charged + running < budget_.seconds) return absl::OkStatus();
+  // When enough of the oldest charges have left the window to bring the owner under its
+  // budget; the running jobs count as charged now.
+  double left = charged + running;
+  double frees_in = budget_.window_seconds;
+  if (auto it = charged_.find(owner); it != charged_.end()) {
+    for (const Charged& c : it->second) {
+      left -= c.seconds;
+      if (left < budget_.seconds) {
+        frees_in = SecondsBetween(now, c.at + Seconds(budget_.window_seconds));
+        break;
+      }
+    }
+  }
+  std::string held_by_running;
+  if (auto it = running_.find(owner); it != running_.end()) {
+    held_by_running = absl::StrFormat(" (%.3f of them held by its %d running jobs)", running,
+                                      static_cast<int>(it->second.size()));
+  }
+  return absl::ResourceExhaustedError(
+      absl::StrFormat("owner %s has used %.3f device-seconds in the last %.0f s%s, its budget "
+                      "(--owner-device-seconds-per-hour %g); its next job is accepted in %.0f s",
+                      Quote(owner), charged + running, budget_.window_seconds, held_by_running,
+                      budget_.seconds, std::ceil(std::max(0.0, frees_in))));
 }
 
 double OwnerJobLimit::UsedLocked(const std::string& owner, Clock::time_point now) const {
@@ -83,6 +127,21 @@ double OwnerJobLimit::UsedLocked(const std::string& owner, Clock::time_point now
   }
   double sum = 0;
   for (const Charged& c : q) sum += c.seconds;
+  return sum;
+}
+
+double OwnerJobLimit::RunningLocked(const std::string& owner, Clock::time_point now,
+                                    bool reserved) const {
+  auto it = running_.find(owner);
+  if (it == running_.end()) return 0;
+  double longest = 0;  // what one more job of this owner is expected to take
+  if (auto c = charged_.find(owner); reserved && c != charged_.end()) {
+    for (const Charged& charge : c->second) longest = std::max(longest, charge.seconds);
+  }
+  double sum = 0;
+  for (const auto& [id, started] : it->second) {
+    sum += std::max(SecondsBetween(started, now), longest);
+  }
   return sum;
 }
 

@@ -1,24 +1,37 @@
-// What each owner may ask of a server's devices, checked before a job is queued, so that one
-// owner cannot crowd the others out: how many of its jobs wait at once
-// (--max-queued-per-owner: one owner cannot fill every device queue before another owner's
-// single job is even accepted), and how many device-seconds its jobs held the devices in the
-// last window (--owner-device-seconds-per-hour: one owner cannot keep every GPU busy for
-// hours). Shared by every DeviceWorker of a server; thread-safe.
+// What each owner may ask of a server's devices, so that one owner cannot crowd the others
+// out: how many of its jobs wait at once (--max-queued-per-owner: one owner cannot fill every
+// device queue before another owner's single job is even accepted), and how many
+// device-seconds its jobs held the devices in the last window (--owner-device-seconds-per-hour:
+// one owner cannot keep every GPU busy for hours). Shared by every DeviceWorker of a server;
+// thread-safe.
 //
 // Every job is charged to the owner it was queued under, built-ins included: the caller's
 // identity (its token's owner, its certificate's subject, "anonymous" without
-// authentication), whatever it runs. A job's charge is the time it held its device's worker,
-// from the moment the worker took it to its end (queue time is free).
+// authentication), whatever it runs and whichever front queued it. A job's charge is the time
+// it held its device's worker, from the moment the worker took it to its end (queue time is
+// free).
+//
+// The budget is checked twice: when a job is queued (a cheap early refusal) and again when a
+// worker takes it (Start), counting the owner's jobs running then. The second check is the
+// one that holds: jobs queued together all pass the first while nothing has been charged yet
+// (a red team's 24 concurrent Runs against a 2 s budget once ran 6.9 device-seconds). A
+// running job counts as it runs (its time so far), and for the start decision at least as
+// much as the owner's longest job of the window (its reservation), so that jobs starting at
+// once on several devices see each other. The bound: an owner's jobs of a window take at most
+// its budget plus the one job that started under it (on one device exactly; across devices
+// as far as its longest earlier job predicts the running ones).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <mutex>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace kerneleval::server {
 
@@ -31,20 +44,33 @@ class OwnerJobLimit {
  public:
   using Clock = std::chrono::steady_clock;
 
+  // A job a worker has started (Start), until Finish.
+  struct Running {
+    std::string owner;
+    std::uint64_t id = 0;
+    Clock::time_point started;
+  };
+
   explicit OwnerJobLimit(std::size_t max_per_owner, OwnerDeviceBudget budget = {})
       : max_(max_per_owner), budget_(budget) {}
 
-  // Counts one more job of `owner`; RESOURCE_EXHAUSTED naming the owner (bounded) and the
-  // flag when it already holds the limit, or when its jobs of the last window have used its
-  // device-seconds (saying when enough of them leave the window for its next job). A limit
-  // of 0 counts but never refuses.
+  // Counts one more queued job of `owner`; RESOURCE_EXHAUSTED naming the owner (bounded) and
+  // the flag when it already holds the limit, or when its budget is spent (BudgetLeft). A
+  // limit of 0 counts but never refuses.
   absl::Status Acquire(const std::string& owner);
   // The job has left the queue: a worker took it.
   void Release(const std::string& owner);
+  // A worker is about to run a job of `owner`: RESOURCE_EXHAUSTED naming the owner, what it
+  // used, what its running jobs hold and the flag when its budget is spent counting them;
+  // else the job counts as running until Finish.
+  absl::StatusOr<Running> Start(const std::string& owner);
+  // The job has ended: charged the time since Start, its reservation given back.
+  void Finish(const Running& job);
   // A job of `owner` held a device for `seconds`, ending now.
   void Charge(const std::string& owner, double seconds);
   std::size_t held(const std::string& owner) const;
-  // Device-seconds `owner`'s jobs used in the window ending now.
+  // Device-seconds `owner`'s jobs used in the window ending now, its running jobs' time so
+  // far included.
   double used_seconds(const std::string& owner) const;
 
  private:
@@ -52,14 +78,23 @@ class OwnerJobLimit {
     Clock::time_point at;
     double seconds;
   };
+  // OK while `owner` has budget left at `now`, counting what its running jobs hold (each at
+  // least its reservation); the refusal otherwise. Under mu_.
+  absl::Status BudgetLeftLocked(const std::string& owner, Clock::time_point now) const;
   // Drops what left the window; the sum of what is left. Under mu_.
   double UsedLocked(const std::string& owner, Clock::time_point now) const;
+  // The owner's running jobs: their time so far (`reserved` false), or each at least its
+  // reservation, the owner's longest charge of the window (`reserved` true). Under mu_.
+  double RunningLocked(const std::string& owner, Clock::time_point now, bool reserved) const;
 
   const std::size_t max_;
   const OwnerDeviceBudget budget_;
   mutable std::mutex mu_;
   std::map<std::string, std::size_t> held_;                     // no zero entries
   mutable std::map<std::string, std::deque<Charged>> charged_;  // oldest first, no empty ones
+  // Start times of running jobs, by owner and job id; no empty inner maps.
+  std::map<std::string, std::map<std::uint64_t, Clock::time_point>> running_;
+  std::uint64_t next_id_ = 1;
 };
 
 }  // namespace kerneleval::server

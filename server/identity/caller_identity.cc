@@ -105,6 +105,10 @@ std::string Identities::CallerOwner(const grpc::ServerContextBase& context) cons
   return kAnonymous;
 }
 
+std::string OwnerOfCall(const Identities* identities, const grpc::ServerContextBase& context) {
+  return identities != nullptr ? identities->CallerOwner(context) : kAnonymous;
+}
+
 void Identities::ActFor(const std::string& owner, grpc::ClientContext* call) const {
   call->AddMetadata(kInternalKey, internal_key_);
   call->AddMetadata(kActForKey, owner);

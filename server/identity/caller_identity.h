@@ -67,4 +67,10 @@ class Identities {
   std::string internal_key_;  // random per process: what makes ActFor's mark unforgeable
 };
 
+// The owner every front charges a call's work to and scopes its data by: `identities`'
+// CallerOwner, or "anonymous" where the server has none (a front built without them, in
+// tests). One function, so that no front can forget the caller and fall back to a default
+// owner of its own (OIP once charged every ModelInfer to "anonymous", whatever its token).
+std::string OwnerOfCall(const Identities* identities, const grpc::ServerContextBase& context);
+
 }  // namespace kerneleval::server

@@ -11,6 +11,7 @@
 #include "server/oip/infer_translation.h"
 #include "server/oip/oip_models.h"
 #include "server/rpc/admission.h"
+#include "server/rpc/caller_of.h"
 #include "server/rpc/kerneleval_service.h"
 #include "server/rpc/run_call.h"
 
@@ -18,15 +19,6 @@ namespace kerneleval::server::oip {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Models are built-in implementations only (oip_models.h), so the caller's owner, which
-// names submissions, is not needed here.
-Caller CallerOf(grpc::CallbackServerContext* context) {
-  Caller caller;
-  caller.deadline = context->deadline();
-  caller.cancelled = [context] { return context->IsCancelled(); };
-  return caller;
-}
 
 // Counts the call in the metrics the KernelEval RPCs use, then finishes it.
 class CountedCall {
@@ -224,7 +216,9 @@ grpc::ServerUnaryReactor* OipService::ModelInfer(grpc::CallbackServerContext* co
     done(s);
     return reactor;
   }
-  Caller caller = CallerOf(context);
+  // Models are built-ins only (oip_models.h), but the job is still the caller's: its
+  // device-seconds are charged to the caller's owner, as a Run's are.
+  Caller caller = CallerOf(*state_, context);
   if (call->plan.timeout.count() > 0) {
     caller.deadline = std::min(
         caller.deadline,

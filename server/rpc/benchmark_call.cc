@@ -71,7 +71,8 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
                                                                  double queue_seconds) {
             self->OnWorker(backend, queue_seconds, i, plan);
           },
-          caller_.owner);
+          caller_.owner,
+          [self = shared_from_this()](const absl::Status& refused) { self->EndJob(refused); });
       if (!submitted.ok()) {
         if (i == 0) return submitted;
         // Jobs already accepted still run (they stop at once) and end the call.
@@ -150,16 +151,21 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
     });
   }
 
+  // A job that did not run (its caller went away, or its owner's budget was spent as it
+  // would start) fails the call; the jobs on other devices stop too.
+  void EndJob(const absl::Status& why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_.store(true);
+    if (failure_.ok()) failure_ = why;
+    if (--pending_jobs_ == 0) FinishLocked();
+  }
+
   // On the device's worker thread.
   void OnWorker(Backend& backend, double queue_seconds, std::size_t index,
                 const BenchmarkPlan& plan) {
     state_.metrics->ObserveQueueWait(backend.name(), queue_seconds);
     if (absl::Status s = StillWanted(caller_, InQueueOf(backend, queue_seconds)); !s.ok()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      cancelled_.store(true);  // jobs on other devices stop too
-      if (failure_.ok()) failure_ = s;
-      if (--pending_jobs_ == 0) FinishLocked();
-      return;
+      return EndJob(s);
     }
     StartCapClock();
     const auto t0 = Clock::now();

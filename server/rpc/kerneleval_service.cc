@@ -16,6 +16,7 @@
 #include "common/status_macros.h"
 #include "server/rpc/admission.h"
 #include "server/rpc/benchmark_call.h"
+#include "server/rpc/caller_of.h"
 #include "server/rpc/run_call.h"
 
 namespace kerneleval::server {
@@ -29,14 +30,6 @@ double SecondsSince(Clock::time_point t0) {
 
 std::string CodeName(grpc::StatusCode code) {
   return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
-}
-
-Caller CallerOf(const ServiceState& state, grpc::CallbackServerContext* context) {
-  Caller caller;
-  if (state.identities != nullptr) caller.owner = state.identities->CallerOwner(*context);
-  caller.deadline = context->deadline();
-  caller.cancelled = [context] { return context->IsCancelled(); };
-  return caller;
 }
 
 // Run and Benchmark take their request as bytes and parse it here: a body that is not the

@@ -185,7 +185,8 @@ void StartRun(ServiceState& state, Caller caller, const v1::RunRequest& request,
         "the server holds ", before, " bytes of queued Run work; this request needs ", held,
         " more, over --max-queued-bytes ", state.limits.max_queued_bytes, "; retry later")));
   }
-  // `done` is shared with the job: whichever of the job and a refused Submit runs it, and
+  // `done` is shared with the job: whichever of the job, its refusal as it would start (the
+  // owner's budget spent by then) and a refused Submit runs it, and
   // it gives the held bytes back first.
   auto shared_done = std::make_shared<std::function<void(const absl::Status&)>>(
       [&state, held, done = std::move(done)](const absl::Status& s) {
@@ -200,7 +201,9 @@ void StartRun(ServiceState& state, Caller caller, const v1::RunRequest& request,
     (*shared_done)(EvaluateRun(state, b, caller, queue_seconds, worker->handoff_seconds(), request,
                                p, impl, t0, queued, response));
   };
-  const absl::Status submitted = worker->Submit(std::move(job), caller.owner);
+  const absl::Status submitted =
+      worker->Submit(std::move(job), caller.owner,
+                     [shared_done](const absl::Status& refused) { (*shared_done)(refused); });
   if (!submitted.ok()) (*shared_done)(submitted);
 }
 

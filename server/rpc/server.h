@@ -36,8 +36,9 @@ struct ServerOptions {
   // (-1: queue_capacity, so that one owner fills at most one device's queue; 0: no limit).
   // Each device then takes its jobs round-robin between owners.
   long max_queued_per_owner = -1;
-  // Device-seconds one owner's jobs may hold the devices in any hour, checked before a job is
-  // queued (server/device/owner_job_limit.h); 0: no budget.
+  // Device-seconds one owner's jobs may hold the devices in any hour, checked when a job is
+  // queued and again, counting the owner's running jobs, when a worker takes it
+  // (server/device/owner_job_limit.h); 0: no budget.
   double owner_device_seconds_per_hour = 0;
   RequestLimits limits;
   // When a Benchmark prepares workload inputs and references (evaluation/benchmark_plan.h): by the

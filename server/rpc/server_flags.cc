@@ -119,8 +119,9 @@ void AddLimitFlags(CLI::App& app, ServerCommandLine& c) {
       ->capture_default_str();
   app.add_option("--owner-device-seconds-per-hour", o.owner_device_seconds_per_hour,
                  "Device-seconds one owner's jobs (built-ins and submissions alike, charged to "
-                 "the caller's identity) may hold the devices in any hour before its next job "
-                 "gets RESOURCE_EXHAUSTED (0: no budget)")
+                 "the caller's identity) may hold the devices in any hour; checked again as "
+                 "each job starts, running jobs counted, a job past it gets RESOURCE_EXHAUSTED "
+                 "(0: no budget)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--worker-idle-spin-us", o.worker_idle_spin_us,
@@ -227,6 +228,11 @@ void AddCompileFlags(CLI::App& app, submissions::SubmissionsOptions& sub, RawFla
   app.add_option("--compile-timeout-seconds", sub.compiler.wall_seconds,
                  "Wall-clock limit of one compile")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--compile-workers", sub.compile_workers,
+                 "Compiles run at once, each in a kerneleval-compile process; the waiting ones "
+                 "are taken round-robin between owners")
+      ->check(CLI::Range(1, 256))
       ->capture_default_str();
   app.add_option("--max-compiles-per-owner", sub.max_compiles_per_owner,
                  "Compiles one owner may have waiting or running; more get RESOURCE_EXHAUSTED "

@@ -89,7 +89,7 @@ grpc::Status ResultsService::DoHistory(grpc::CallbackServerContext* context,
     return Invalid(absl::StrCat("page_size: ", request->page_size(), " is above 1000"));
   }
   if (grpc::Status s = CheckName("page_token", request->page_token()); !s.ok()) return s;
-  auto got = store_->History(*request, identities_->CallerOwner(*context));
+  auto got = store_->History(*request, OwnerOfCall(identities_, *context));
   if (!got.ok()) return ToGrpc(got.status());
   *response = std::move(*got);
   return grpc::Status::OK;
@@ -101,7 +101,7 @@ grpc::Status ResultsService::DoLeaderboard(grpc::CallbackServerContext* context,
   if (request->suite().empty()) return Invalid("suite: required");
   if (grpc::Status s = CheckName("suite", request->suite()); !s.ok()) return s;
   if (grpc::Status s = CheckName("device_model", request->device_model()); !s.ok()) return s;
-  auto got = store_->Leaderboard(*request, identities_->CallerOwner(*context));
+  auto got = store_->Leaderboard(*request, OwnerOfCall(identities_, *context));
   if (!got.ok()) return ToGrpc(got.status());
   *response = std::move(*got);
   return grpc::Status::OK;
@@ -150,7 +150,7 @@ grpc::Status ResultsService::DoCompare(grpc::CallbackServerContext* context,
     return Invalid(absl::StrCat("min_relative_difference: ", request->min_relative_difference(),
                                 " is not in [0, 1)"));
   }
-  auto got = store_->Compare(*request, identities_->CallerOwner(*context));
+  auto got = store_->Compare(*request, OwnerOfCall(identities_, *context));
   if (!got.ok()) {
     if (got.status().code() == absl::StatusCode::kNotFound && by_run) {
       return grpc::Status(
@@ -174,7 +174,7 @@ grpc::Status ResultsService::DoExport(grpc::CallbackServerContext* context,
   if (request->limit() > 100000) {
     return Invalid(absl::StrCat("limit: ", request->limit(), " is above 100000"));
   }
-  auto got = store_->Export(*request, identities_->CallerOwner(*context));
+  auto got = store_->Export(*request, OwnerOfCall(identities_, *context));
   if (!got.ok()) return ToGrpc(got.status());
   *response = std::move(*got);
   return grpc::Status::OK;
@@ -189,7 +189,7 @@ grpc::Status ResultsService::DoReproduce(grpc::CallbackServerContext* context,
   if (grpc::Status s = CheckAlpha(request->alpha()); !s.ok()) return s;
   // Another owner's submission result is NOT_FOUND like a missing one, and the re-run is the
   // caller's: its submissions, resolved for it.
-  const std::string owner = identities_->CallerOwner(*context);
+  const std::string owner = OwnerOfCall(identities_, *context);
   auto original = store_->Get(request->result_id(), owner);
   if (!original.ok()) {
     if (original.status().code() == absl::StatusCode::kNotFound) {

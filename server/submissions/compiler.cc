@@ -41,8 +41,11 @@ std::string Compiler::CacheKey(const internal::CompileRequest& request) {
 }
 
 absl::StatusOr<internal::CompileResponse> Compiler::Compile(
-    const internal::CompileRequest& request) {
-  const std::string key = CacheKey(request);
+    const std::string& owner, const internal::CompileRequest& request) {
+  // The owner is part of the key: a cache shared across owners told an owner, by
+  // `cache_hit` and by a millisecond answer, that someone else had compiled the same source.
+  // Length-prefixed, so that no owner's key is another's.
+  const std::string key = Sha256Hex(absl::StrCat(owner.size(), ":", owner, CacheKey(request)));
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = index_.find(key); it != index_.end()) {

@@ -1,7 +1,9 @@
 // The server's side of compilation: each compile runs in a kerneleval-compile process of its
 // own (started per call, never NVRTC in the server), with an address-space limit, a CPU-time
 // limit and a wall-clock timeout, so that a source that makes the compiler spin or swell
-// costs one child process. Results are cached by (source hash, options, arch).
+// costs one child process. Results are cached per owner by (source hash, options, arch): an
+// owner never gets another owner's compile from the cache, so neither `cache_hit` nor the
+// answer's time tells it what other owners compiled.
 #pragma once
 
 #include <cstdint>
@@ -56,10 +58,13 @@ class Compiler {
   // compile jail cannot be set up (no seccomp filters, without allow_unconfined);
   // DEADLINE_EXCEEDED past the wall or CPU limit; RESOURCE_EXHAUSTED past the address-space or
   // output limit; INTERNAL when the tool cannot start or crashes. Thread-safe; compiles run
-  // concurrently.
-  absl::StatusOr<internal::CompileResponse> Compile(const internal::CompileRequest& request);
+  // concurrently. `owner` is whose compile it is: the cache answers only that owner's own
+  // earlier compiles.
+  absl::StatusOr<internal::CompileResponse> Compile(const std::string& owner,
+                                                    const internal::CompileRequest& request);
 
-  // The cache key: SHA-256 over the language, arch, options, entries and source.
+  // The content key: SHA-256 over the language, arch, options, entries and source (a
+  // submission's id is built on it).
   static std::string CacheKey(const internal::CompileRequest& request);
 
   const CompilerOptions& options() const { return options_; }

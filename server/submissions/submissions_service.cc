@@ -221,25 +221,18 @@ absl::Status SubmissionsService::Enqueue(const std::string& owner, std::function
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return absl::UnavailableError("submission: the server is shutting down");
-    if (queue_.size() >= options_.compile_queue) {
+    if (queue_.waiting() >= options_.compile_queue) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "submission: ", options_.compile_queue, " compiles are waiting already; retry later"));
     }
-    std::size_t& mine = compiles_of_[owner];
+    const std::size_t mine = queue_.active(owner);
     if (options_.max_compiles_per_owner > 0 && mine >= options_.max_compiles_per_owner) {
       return absl::ResourceExhaustedError(absl::StrCat(
           "submission: owner ", Quote(owner), " has ", mine,
           " compiles waiting or running, the most one owner may (--max-compiles-per-owner); "
           "retry when one has finished"));
     }
-    ++mine;
-    queue_.push_back([this, owner, job = std::move(job)] {
-      job();
-      std::lock_guard<std::mutex> done(mu_);
-      if (auto it = compiles_of_.find(owner); it != compiles_of_.end() && --it->second == 0) {
-        compiles_of_.erase(it);
-      }
-    });
+    queue_.Push(owner, std::move(job));
   }
   cv_.notify_one();
   return absl::OkStatus();
@@ -250,11 +243,11 @@ void SubmissionsService::WorkerLoop() {
   for (;;) {
     cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopping, and every accepted compile has answered
-    std::function<void()> job = std::move(queue_.front());
-    queue_.pop_front();
+    auto [owner, job] = queue_.Pop();
     lock.unlock();
     job();
     lock.lock();
+    queue_.Finished(owner);
   }
 }
 
@@ -266,7 +259,7 @@ absl::Status SubmissionsService::Enabled() const {
 
 // The owner a call's submissions belong to (caller_identity.h).
 std::string SubmissionsService::OwnerOf(const grpc::CallbackServerContext& context) const {
-  return options_.identities != nullptr ? options_.identities->CallerOwner(context) : "anonymous";
+  return OwnerOfCall(options_.identities, context);
 }
 
 absl::StatusOr<DeviceLimits> SubmissionsService::TargetFor(const v1::SubmissionSpec& spec) const {
@@ -308,7 +301,7 @@ absl::StatusOr<v1::RegisterSubmissionResponse> SubmissionsService::Register(
   if (absl::Status s = CheckForTarget(spec, *limits); !s.ok()) return s;
 
   const internal::CompileRequest compile = CompileRequestFor(spec, limits->arch);
-  absl::StatusOr<internal::CompileResponse> compiled = compiler_.Compile(compile);
+  absl::StatusOr<internal::CompileResponse> compiled = compiler_.Compile(owner, compile);
   if (!compiled.ok()) return compiled.status();
   if (absl::Status s = ValidateResources(spec.launch_plan(), compiled->diagnostics().kernels(),
                                          *limits, "submission.launch_plan");

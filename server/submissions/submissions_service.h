@@ -5,9 +5,7 @@
 
 #include <condition_variable>
 #include <cstddef>
-#include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "kerneleval/v1/submissions.grpc.pb.h"
 #include "server/identity/caller_identity.h"
+#include "server/submissions/compile_queue.h"
 #include "server/submissions/compiler.h"
 #include "server/submissions/launch_plan.h"
 #include "server/submissions/registry.h"
@@ -36,7 +35,7 @@ struct SubmissionsOptions {
   std::size_t max_source_bytes = 256 << 10;
   std::size_t max_per_owner = 64;
   std::size_t max_total = 1024;
-  int compile_workers = 2;         // compiles at once
+  int compile_workers = 2;         // compiles at once (--compile-workers)
   std::size_t compile_queue = 16;  // waiting beyond that: RESOURCE_EXHAUSTED
   // Compiles one owner may have waiting or running (0: no limit), so that one owner cannot
   // take the whole compile queue.
@@ -104,8 +103,9 @@ class SubmissionsService final
   std::string OwnerOf(const grpc::CallbackServerContext& context) const;
   // The arch and limits a spec is compiled and checked for.
   absl::StatusOr<DeviceLimits> TargetFor(const v1::SubmissionSpec& spec) const;
-  // Queues `job` for a compile worker; RESOURCE_EXHAUSTED when the queue is full or `owner`
-  // has max_compiles_per_owner compiles already.
+  // Queues `job` for a compile worker, taken fairly between owners (compile_queue.h);
+  // RESOURCE_EXHAUSTED when the queue is full or `owner` has max_compiles_per_owner compiles
+  // already.
   absl::Status Enqueue(const std::string& owner, std::function<void()> job);
   void WorkerLoop();
 
@@ -116,8 +116,7 @@ class SubmissionsService final
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-  std::map<std::string, std::size_t> compiles_of_;  // waiting or running, by owner; no zeros
+  CompileQueue queue_;
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };

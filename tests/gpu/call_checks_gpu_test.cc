@@ -239,7 +239,7 @@ absl::Status Submit(CudaBackend* backend, const std::string& id, const std::stri
   request.set_source(source);
   request.set_arch(Arch());
   request.add_entries(entry);
-  absl::StatusOr<internal::CompileResponse> compiled = compiler.Compile(request);
+  absl::StatusOr<internal::CompileResponse> compiled = compiler.Compile("test", request);
   if (!compiled.ok()) return compiled.status();
   SubmittedKernel kernel;
   kernel.submission.set_id(id);

@@ -96,7 +96,7 @@ TEST_P(LauncherGpu, MatchesTheCpuImplementation) {
     request.set_source(ReadExample(e.file));
     request.set_arch(arch);
     request.add_entries(entry);
-    absl::StatusOr<internal::CompileResponse> compiled = compiler.Compile(request);
+    absl::StatusOr<internal::CompileResponse> compiled = compiler.Compile("test", request);
     ASSERT_TRUE(compiled.ok()) << compiled.status();
     for (Mode mode : {Mode::kOutput, Mode::kOutputAndResidual, Mode::kInPlace}) {
       v1::Submission sub;
