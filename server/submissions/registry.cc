@@ -1,6 +1,5 @@
 #include "server/submissions/registry.h"
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -8,22 +7,28 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/private_files.h"
 #include "server/submissions/source_rules.h"
 
 namespace kerneleval::server::submissions {
 namespace fs = std::filesystem;
+namespace {
+
+absl::Status DataDirError(const absl::Status& s) {
+  return absl::InternalError(absl::StrCat("--data-dir: ", s.message()));
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Registry>> Registry::Open(RegistryOptions options,
                                                          std::vector<std::string>* skipped) {
   std::unique_ptr<Registry> r(new Registry(std::move(options)));
   if (r->options_.data_dir.empty()) return r;
   const fs::path dir = fs::path(r->options_.data_dir) / "submissions";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) {
-    return absl::InternalError(
-        absl::StrCat("--data-dir: cannot create '", dir.string(), "': ", ec.message()));
+  if (absl::Status made = CreatePrivateDirectories(dir.string()); !made.ok()) {
+    return DataDirError(made);
   }
+  std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     if (e.path().extension() != ".pb") continue;
     std::ifstream in(e.path(), std::ios::binary);
@@ -34,6 +39,9 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Open(RegistryOptions options
       if (skipped != nullptr) skipped->push_back(e.path().string());
       continue;
     }
+    // Written readable by an older release: narrowed (a file that cannot be is still read).
+    fs::permissions(e.path(), static_cast<fs::perms>(kPrivateFileMode), ec);
+    ec.clear();
     const std::string& owner = s.submission().owner();
     r->by_name_[{owner, s.submission().spec().name()}] = s.submission().id();
     ++r->per_owner_[owner];
@@ -88,15 +96,9 @@ absl::StatusOr<bool> Registry::Add(const internal::StoredSubmission& s) {
                                                      " submissions, the most allowed"));
   }
   if (!options_.data_dir.empty()) {
-    const std::string path = PathOf(owner, id);
-    const std::string tmp = path + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << s.SerializeAsString();
-      if (!out) return absl::InternalError(absl::StrCat("--data-dir: cannot write '", tmp, "'"));
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      return absl::InternalError(absl::StrCat("--data-dir: cannot write '", path, "'"));
+    if (absl::Status written = WritePrivateFile(PathOf(owner, id), s.SerializeAsString());
+        !written.ok()) {
+      return DataDirError(written);
     }
   }
   by_id_[{owner, id}] = s;

@@ -24,7 +24,8 @@ struct RegistryOptions {
 
 class Registry {
  public:
-  // Creates the directory if needed and loads what it holds; INTERNAL if it cannot be made
+  // Creates the directory if needed (mode 0700; each file is written 0600, and one an older
+  // release wrote is narrowed to 0600) and loads what it holds; INTERNAL if it cannot be made
   // or read. Files that do not parse are skipped and reported in `skipped`.
   static absl::StatusOr<std::unique_ptr<Registry>> Open(
       RegistryOptions options, std::vector<std::string>* skipped = nullptr);
