@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/private_files.h"
+#include "server/submissions/bounded_log.h"
 #include "server/submissions/source_rules.h"
 
 namespace kerneleval::server::submissions {
@@ -16,6 +17,17 @@ namespace {
 
 absl::Status DataDirError(const absl::Status& s) {
   return absl::InternalError(absl::StrCat("--data-dir: ", s.message()));
+}
+
+// A record written by a release that kept whole compile logs: its log bounded, the file
+// rewritten so (mode 0600 with it). true when the record changed.
+bool BoundStoredLog(internal::StoredSubmission& s, const fs::path& path) {
+  v1::CompileDiagnostics* d = s.mutable_submission()->mutable_diagnostics();
+  if (d->log().size() <= kMaxCompileLogBytes) return false;
+  d->set_log(BoundedLog(d->log()));
+  // Kept in memory bounded even where the file cannot be rewritten: the next load cuts again.
+  (void)WritePrivateFile(path.string(), s.SerializeAsString());
+  return true;
 }
 
 }  // namespace
@@ -39,9 +51,10 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Open(RegistryOptions options
       if (skipped != nullptr) skipped->push_back(e.path().string());
       continue;
     }
-    // Written readable by an older release: narrowed (a file that cannot be is still read).
-    fs::permissions(e.path(), static_cast<fs::perms>(kPrivateFileMode), ec);
-    ec.clear();
+    if (!BoundStoredLog(s, e.path())) {
+      fs::permissions(e.path(), static_cast<fs::perms>(kPrivateFileMode), ec);
+      ec.clear();  // a file that cannot be narrowed is still read
+    }
     const std::string& owner = s.submission().owner();
     r->by_name_[{owner, s.submission().spec().name()}] = s.submission().id();
     ++r->per_owner_[owner];
@@ -118,16 +131,24 @@ absl::StatusOr<internal::StoredSubmission> Registry::Find(const std::string& own
   return by_id_.at({owner, *id});
 }
 
-std::vector<v1::Submission> Registry::List(const std::string& owner) const {
+SubmissionPage Registry::List(const std::string& owner, const std::string& after,
+                              std::size_t max_count, std::size_t max_bytes) const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<v1::Submission> out;
-  for (auto it = by_name_.lower_bound({owner, ""});
+  SubmissionPage page;
+  std::size_t bytes = 0;
+  for (auto it = by_name_.upper_bound({owner, after});
        it != by_name_.end() && it->first.first == owner; ++it) {
     v1::Submission s = by_id_.at({owner, it->second}).submission();
     s.mutable_spec()->clear_source();
-    out.push_back(std::move(s));
+    s.mutable_diagnostics()->clear_log();
+    bytes += s.ByteSizeLong();
+    if (!page.submissions.empty() && (page.submissions.size() >= max_count || bytes > max_bytes)) {
+      page.more = true;
+      break;
+    }
+    page.submissions.push_back(std::move(s));
   }
-  return out;
+  return page;
 }
 
 absl::StatusOr<std::string> Registry::Delete(const std::string& owner,

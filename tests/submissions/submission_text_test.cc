@@ -1,15 +1,19 @@
 // What registration reads from a submission's text: the PTX module (comments are not code, a
-// kernel's functions are those its calls reach). Pure text, no NVRTC.
+// kernel's functions are those its calls reach) and the compile log (held to a size). Pure
+// text, no NVRTC.
 #include <string>
 #include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "server/submissions/bounded_log.h"
 #include "server/submissions/ptx_code.h"
 
 namespace kerneleval::server::submissions {
 namespace {
+
+using ::testing::HasSubstr;
 
 TEST(PtxParams, SizesOfTheEntrysParameters) {
   const char* ptx =
@@ -120,6 +124,46 @@ TEST(PtxWait, IndirectCallsReachFunctionsWhoseAddressIsTaken) {
   EXPECT_FALSE(Waits(std::string(kWaiter) +
                      ".visible .entry k()\n{\n\t.reg .b64 %rd<2>;\n\tmov.u64 %rd1, waiter;\n"
                      "\tret;\n}\n"));
+}
+
+TEST(BoundedLog, ShortLogsStayWhole) {
+  EXPECT_EQ(BoundedLog("", 1024), "");
+  EXPECT_EQ(BoundedLog("one line\n", 1024), "one line\n");
+  const std::string exact(1024, 'x');
+  EXPECT_EQ(BoundedLog(exact, 1024), exact);
+}
+
+TEST(BoundedLog, LongLogsKeepHeadAndTailAndSayWhatWentMissing) {
+  std::string log;
+  for (int i = 0; i < 100000; ++i) {
+    log += "submission.cu(" + std::to_string(i) + "): warning: variable \"x\" was declared\n";
+  }
+  const std::string bounded = BoundedLog(log, kMaxCompileLogBytes);
+  EXPECT_LE(bounded.size(), kMaxCompileLogBytes);
+  EXPECT_GT(bounded.size(), kMaxCompileLogBytes * 3 / 4);
+  EXPECT_EQ(bounded.rfind("submission.cu(0): warning", 0), 0u) << "the head is kept";
+  EXPECT_THAT(bounded, HasSubstr("submission.cu(99999): warning: variable \"x\" was declared\n"));
+  // Whole lines on both sides of the note.
+  const std::size_t note = bounded.find("... [");
+  ASSERT_NE(note, std::string::npos);
+  EXPECT_THAT(bounded.substr(note, bounded.find('\n', note) - note),
+              ::testing::MatchesRegex("\\.\\.\\. \\[[0-9]+ bytes, [0-9]+ lines of the compile "
+                                      "log left out\\] \\.\\.\\."));
+  EXPECT_EQ(bounded[note - 1], '\n');
+  EXPECT_EQ(bounded.substr(bounded.find('\n', note) + 1, 14), "submission.cu(");
+}
+
+TEST(BoundedLog, OneHugeLineIsCutAtCharacterBoundaries) {
+  std::string line;
+  while (line.size() < 10000) line += "\xc3\xa9";  // U+00E9, two bytes each
+  const std::string bounded = BoundedLog(line, 1001);
+  EXPECT_LE(bounded.size(), 1001u);
+  const std::size_t note = bounded.find("\n... [");
+  ASSERT_NE(note, std::string::npos);
+  EXPECT_EQ(note % 2, 0u) << "the head ends between two characters";
+  const std::string tail = bounded.substr(bounded.find("...\n", note + 5) + 4);
+  EXPECT_EQ(tail.size() % 2, 0u) << "the tail starts at a character";
+  EXPECT_EQ(tail.substr(0, 2), "\xc3\xa9");
 }
 
 }  // namespace
