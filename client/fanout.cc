@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "client/text_table.h"
+#include "common/csv_cell.h"
 
 namespace kerneleval::client {
 namespace {
@@ -149,16 +150,6 @@ std::string FormatTable(const std::vector<TargetResult>& results) {
   return out;
 }
 
-std::string CsvField(const std::string& value) {
-  if (value.find_first_of(",\"\n\r") == std::string::npos) return value;
-  std::string quoted = "\"";
-  for (char c : value) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  return quoted + "\"";
-}
-
 std::string FormatCsv(const std::vector<TargetResult>& results) {
   std::string out;
   bool header_written = false;
@@ -175,7 +166,7 @@ std::string FormatCsv(const std::vector<TargetResult>& results) {
         absl::StrAppend(&out, "target,", line, "\n");
         continue;
       }
-      absl::StrAppend(&out, CsvField(r.target), ",", line, "\n");
+      absl::StrAppend(&out, CsvCell(r.target), ",", line, "\n");
     }
   }
   if (!header_written) {

@@ -7,23 +7,13 @@
 #include "client/report_format.h"
 #include "client/report_internal.h"
 #include "common/conversions.h"
+#include "common/csv_cell.h"
 
 namespace kerneleval::client {
 
 using namespace report_internal;  // NOLINT: the rows are built from these.
 
 namespace {
-
-// RFC 4180: quote a field holding a comma, quote or line break; double embedded quotes.
-std::string CsvField(const std::string& value) {
-  if (value.find_first_of(",\"\r\n") == std::string::npos) return value;
-  std::string out = "\"";
-  for (char c : value) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
 
 std::string Micros(double seconds) { return Number(seconds * 1e6); }
 
@@ -167,7 +157,7 @@ std::string CsvRow(const v1::BenchmarkReport& report, const v1::WorkloadResult& 
     row.insert(row.end(), columns.begin(), columns.end());
   }
   row.push_back(absl::StrJoin(r.integrity_flags(), "; "));
-  for (std::string& field : row) field = CsvField(field);
+  for (std::string& field : row) field = CsvCell(field);
   return absl::StrJoin(row, ",") + "\n";
 }
 

@@ -48,7 +48,22 @@ grpc::Status SubmissionsClient::Register(const v1::SubmissionSpec& spec,
 }
 
 grpc::Status SubmissionsClient::List(v1::ListSubmissionsResponse* response) const {
-  return stub_->ListSubmissions(NewContext().get(), v1::ListSubmissionsRequest(), response);
+  response->Clear();
+  v1::ListSubmissionsRequest request;
+  for (;;) {
+    v1::ListSubmissionsResponse page;
+    if (grpc::Status s = stub_->ListSubmissions(NewContext().get(), request, &page); !s.ok()) {
+      return s;
+    }
+    for (v1::Submission& sub : *page.mutable_submissions()) {
+      *response->add_submissions() = std::move(sub);
+    }
+    // A token that does not move on would loop for ever: the pages end there.
+    if (page.next_page_token().empty() || page.next_page_token() == request.page_token()) {
+      return grpc::Status::OK;
+    }
+    request.set_page_token(page.next_page_token());
+  }
 }
 
 grpc::Status SubmissionsClient::Get(const std::string& id_or_name,

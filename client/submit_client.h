@@ -22,10 +22,11 @@ class SubmissionsClient {
   SubmissionsClient(std::shared_ptr<grpc::Channel> channel, ClientOptions options);
 
   // With `compile_error_in_response`, a source that does not compile answers OK with
-  // response->compile_error() set and the whole NVRTC log in it; without, the error is the
+  // response->compile_error() set and the NVRTC log (up to 64 KiB) in it; without, the error is the
   // status, whose message carries only the head of the log.
   grpc::Status Register(const v1::SubmissionSpec& spec, v1::RegisterSubmissionResponse* response,
                         bool compile_error_in_response = false) const;
+  // Every page of the caller's submissions, joined into one response.
   grpc::Status List(v1::ListSubmissionsResponse* response) const;
   grpc::Status Get(const std::string& id_or_name, v1::GetSubmissionResponse* response) const;
   grpc::Status Delete(const std::string& id_or_name, v1::DeleteSubmissionResponse* response) const;

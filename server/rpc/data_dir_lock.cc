@@ -12,24 +12,19 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/private_files.h"
 
 namespace kerneleval::server {
 
 absl::StatusOr<DataDirLock> DataDirLock::Acquire(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) {
-    return absl::UnavailableError(
-        absl::StrCat("--data-dir: cannot create '", dir, "': ", ec.message()));
+  if (absl::Status made = CreatePrivateDirectories(dir); !made.ok()) {
+    return absl::UnavailableError(absl::StrCat("--data-dir: ", made.message()));
   }
   const std::string path = (std::filesystem::path(dir) / ".kerneleval.lock").string();
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return absl::UnavailableError(
-        absl::StrCat("--data-dir: cannot open '", path, "': ", std::strerror(errno)));
-  }
-  DataDirLock lock(fd);
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+  const absl::StatusOr<int> fd = OpenPrivateFile(path, O_RDWR);
+  if (!fd.ok()) return absl::UnavailableError(absl::StrCat("--data-dir: ", fd.status().message()));
+  DataDirLock lock(*fd);
+  if (flock(*fd, LOCK_EX | LOCK_NB) != 0) {
     const int error = errno;
     if (error != EWOULDBLOCK) {
       return absl::UnavailableError(
@@ -37,7 +32,7 @@ absl::StatusOr<DataDirLock> DataDirLock::Acquire(const std::string& dir) {
     }
     // The holder wrote its pid there when it took the lock.
     char buf[32] = {};
-    const ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+    const ssize_t n = pread(*fd, buf, sizeof(buf) - 1, 0);
     const std::string pid(absl::StripAsciiWhitespace(std::string(buf, n > 0 ? n : 0)));
     return absl::FailedPreconditionError(absl::StrCat(
         "--data-dir: '", dir, "' is in use: another kerneleval-server",
@@ -45,7 +40,7 @@ absl::StatusOr<DataDirLock> DataDirLock::Acquire(const std::string& dir) {
         "; give each server a directory of its own, or share results with --results-db"));
   }
   const std::string pid = absl::StrCat(getpid(), "\n");
-  if (ftruncate(fd, 0) == 0) (void)!pwrite(fd, pid.data(), pid.size(), 0);
+  if (ftruncate(*fd, 0) == 0) (void)!pwrite(*fd, pid.data(), pid.size(), 0);
   return lock;
 }
 

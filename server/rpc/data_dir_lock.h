@@ -16,9 +16,9 @@ namespace kerneleval::server {
 
 class DataDirLock {
  public:
-  // Creates `dir` when missing and locks it. FAILED_PRECONDITION naming the directory (and the
-  // holder's pid) when another process holds it; UNAVAILABLE when it cannot be created or
-  // opened.
+  // Creates `dir` when missing (mode 0700; the lock file 0600, common/private_files.h) and
+  // locks it. FAILED_PRECONDITION naming the directory (and the holder's pid) when another
+  // process holds it; UNAVAILABLE when it cannot be created or opened.
   static absl::StatusOr<DataDirLock> Acquire(const std::string& dir);
 
   DataDirLock(DataDirLock&& other) noexcept;

@@ -23,6 +23,7 @@
 #include "server/oip/oip_service.h"
 #include "server/rpc/data_dir_lock.h"
 #include "server/rpc/kerneleval_service.h"
+#include "server/rpc/metrics_gate.h"
 #include "server/rpc/server_credentials.h"
 #include "server/rpc/unserved_methods.h"
 #include "server/store/results_service.h"
@@ -55,7 +56,8 @@ struct KernelEvalServer::Impl {
   // Outlives grpc_server: its compile workers answer RPCs until they are joined.
   std::unique_ptr<submissions::SubmissionsService> submissions;
   std::unique_ptr<grpc::Server> grpc_server;
-  std::unique_ptr<grpc::Server> health_server;  // --health-listen: plaintext, health only
+  std::unique_ptr<grpc::Server> health_server;      // --health-listen: plaintext, health only
+  std::shared_ptr<const MetricsGate> metrics_gate;  // outlives the exposer, declared first
   std::unique_ptr<prometheus::Exposer> exposer;
   int grpc_port = 0;
 
@@ -283,27 +285,17 @@ void BuildDevices(Impl* s, std::vector<std::unique_ptr<Backend>> backends) {
   s->metrics.SetReady(false);
 }
 
-// --metrics-listen: Prometheus /metrics, behind basic auth when --metrics-basic-auth-file.
+// --metrics-listen: Prometheus /metrics, behind the bearer tokens of --auth-token-file and
+// the user of --metrics-basic-auth-file where either is given (metrics_gate.h).
 absl::Status StartMetricsExposer(Impl* s) {
   const ServerOptions& options = s->options;
   if (options.metrics_listen.empty()) return absl::OkStatus();
+  s->metrics_gate = std::make_shared<MetricsGate>(options.metrics_basic_auth, s->identities);
   try {
-    s->exposer = std::make_unique<prometheus::Exposer>(options.metrics_listen);
+    s->exposer = GatedExposer(options.metrics_listen, s->metrics_gate);
   } catch (const std::exception& e) {
     return absl::UnavailableError(absl::StrCat("--metrics-listen: cannot listen on ",
                                                options.metrics_listen, ": ", e.what()));
-  }
-  // Authentication first: the registry is never reachable without it.
-  if (!options.metrics_basic_auth.empty()) {
-    const std::string& auth = options.metrics_basic_auth;
-    const std::size_t colon = auth.find(':');
-    s->exposer->RegisterAuth(
-        [user = auth.substr(0, colon), password = auth.substr(colon + 1)](const std::string& u,
-                                                                          const std::string& p) {
-          // Both compared every time: which of the two was wrong takes no time to tell.
-          return SecretsEqual(u, user) & SecretsEqual(p, password);
-        },
-        "kerneleval");
   }
   s->exposer->RegisterCollectable(s->metrics.registry());
   s->exposer->RegisterCollectable(s->metrics.process_collectable());

@@ -22,7 +22,7 @@ namespace kerneleval::server {
 
 struct ServerOptions {
   std::string listen = "0.0.0.0:50051";
-  std::string metrics_listen = "0.0.0.0:9464";  // empty: no metrics endpoint
+  std::string metrics_listen = "127.0.0.1:9464";  // empty: no metrics endpoint
   // Plaintext gRPC health (no TLS, no token) for probes when --listen has TLS; empty: none.
   std::string health_listen;
   std::string node_name;        // the `node` label of device series (Kubernetes node)

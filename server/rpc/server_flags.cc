@@ -63,7 +63,9 @@ void AddListenFlags(CLI::App& app, ServerOptions& o) {
   app.add_option("--listen", o.listen, "gRPC listen address (port 0 picks a free port)")
       ->capture_default_str();
   app.add_option("--metrics-listen", o.metrics_listen,
-                 "Prometheus /metrics address; empty disables")
+                 "Prometheus /metrics address; empty disables. Loopback by default: give "
+                 "0.0.0.0:9464 for a Prometheus on another host. Behind the bearer tokens of "
+                 "--auth-token-file (and --metrics-basic-auth-file's user) where given")
       ->capture_default_str();
   app.add_option("--health-listen", o.health_listen,
                  "Plaintext gRPC health-only address for probes when --listen has TLS or a "
@@ -144,7 +146,8 @@ void AddSecretFlags(CLI::App& app, ServerOptions& o, RawFlags& raw) {
       ->check(CLI::Range(0.05, 3600.0))
       ->capture_default_str();
   app.add_option("--metrics-basic-auth-file", raw.metrics_auth_file,
-                 "File holding 'user:password' that /metrics asks for (HTTP basic auth)");
+                 "File holding 'user:password' that /metrics takes (HTTP basic auth), besides the "
+                 "bearer tokens of --auth-token-file");
   app.add_option("--tls-cert", o.tls_cert_file, "PEM server certificate chain (enables TLS)");
   app.add_option("--tls-key", o.tls_key_file, "PEM server private key");
   app.add_option("--tls-client-ca", o.tls_client_ca_file, "PEM CA that client certificates need");

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/csv_cell.h"
 #include "common/enum_names.h"
 #include "common/preferred_sol.h"
 
@@ -90,12 +91,8 @@ nlohmann::ordered_json FlatRow(const v1::StoredResult& s) {
   return row;
 }
 
-std::string CsvCell(const nlohmann::ordered_json& v) {
-  std::string text = v.is_string() ? v.get<std::string>() : v.dump();
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string quoted = "\"";
-  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + "\"";
+std::string CsvCellOf(const nlohmann::ordered_json& v) {
+  return CsvCell(v.is_string() ? v.get<std::string>() : v.dump());
 }
 
 // The trace record of flashinfer-bench (definition, workload, solution, evaluation), one
@@ -155,7 +152,7 @@ std::string ExportRows(const std::vector<v1::StoredResult>& results, v1::ExportF
   absl::StrAppend(&out, absl::StrJoin(columns, ","), "\n");
   for (const auto& row : rows) {
     std::vector<std::string> cells;
-    for (const auto& c : columns) cells.push_back(row.contains(c) ? CsvCell(row[c]) : "");
+    for (const auto& c : columns) cells.push_back(row.contains(c) ? CsvCellOf(row[c]) : "");
     absl::StrAppend(&out, absl::StrJoin(cells, ","), "\n");
   }
   return out;

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/bounded_text.h"
 #include "common/host_name.h"
+#include "common/private_files.h"
 #include "common/status_macros.h"
 #include "metrics/report_metrics.h"
 #include "server/store/comparability.h"
@@ -74,14 +75,15 @@ absl::StatusOr<std::unique_ptr<ResultStore>> ResultStore::Open(
     }
   }
   if (db == nullptr) {
-    std::error_code ec;
-    std::filesystem::create_directories(options.data_dir, ec);
-    if (ec) {
-      return absl::UnavailableError(
-          absl::StrCat("--data-dir: cannot create ", options.data_dir, ": ", ec.message()));
+    if (absl::Status made = CreatePrivateDirectories(options.data_dir); !made.ok()) {
+      return absl::UnavailableError(absl::StrCat("--data-dir: ", made.message()));
     }
-    auto opened =
-        OpenSqlite((std::filesystem::path(options.data_dir) / "results.sqlite3").string());
+    // Made 0600 before SQLite opens it: its -wal, -shm and -journal files take its mode.
+    const std::string path = (std::filesystem::path(options.data_dir) / "results.sqlite3").string();
+    if (absl::Status made = PreparePrivateFile(path); !made.ok()) {
+      return absl::UnavailableError(absl::StrCat("--data-dir: ", made.message()));
+    }
+    auto opened = OpenSqlite(path);
     if (!opened.ok()) return opened.status();
     db = std::move(*opened);
   }

@@ -101,9 +101,16 @@ class ResultStore {
   // it is): the full id. An ambiguous prefix is INVALID_ARGUMENT naming `field` and listing
   // the candidates; a prefix of no run comes back unchanged (queries then find nothing).
   absl::StatusOr<std::string> ResolveRunId(const std::string& text, const std::string& field);
-  // OK for "", a served suite, or a name some stored run has; else NOT_FOUND naming `field`,
-  // with the nearest stored name when it looks like a typo (an empty table would hide it).
-  absl::Status CheckSuiteKnown(const std::string& suite, const std::string& field);
+  // OK for "", a served suite, or a name of a result `viewer` sees; else NOT_FOUND naming
+  // `field`, with the nearest name when it looks like a typo (an empty table would hide it),
+  // chosen among the served suites and the viewer's own (never another owner's custom suite).
+  absl::Status CheckSuiteKnown(const std::string& suite, const std::string& field,
+                               const Viewer& viewer);
+  // Whether a result stored for `owner` in `suite` (content `suite_hash`) may show its suite's
+  // description to `viewer`: a served suite's, or the viewer's own custom suite's. Another
+  // owner's custom suite is free text of theirs that the built-ins' results would carry.
+  bool OwnSuiteOf(const std::string& owner, const std::string& suite, const std::string& suite_hash,
+                  const Viewer& viewer) const;
   absl::StatusOr<v1::HistoryResponse> RunHistory(const v1::HistoryRequest& request,
                                                  std::int64_t page, std::int64_t offset,
                                                  const Viewer& viewer);

@@ -36,18 +36,38 @@ absl::StatusOr<std::string> ResultStore::ResolveRunId(const std::string& text,
                    rows->size() > 5 ? ", ..." : "", "); give more characters"));
 }
 
-absl::Status ResultStore::CheckSuiteKnown(const std::string& suite, const std::string& field) {
+absl::Status ResultStore::CheckSuiteKnown(const std::string& suite, const std::string& field,
+                                          const Viewer& viewer) {
   if (suite.empty() || options_.official_suite_hashes.count(suite) > 0) return absl::OkStatus();
-  auto found = db_->Query("SELECT 1 FROM runs WHERE suite = $1 LIMIT 1", {suite});
+  std::vector<SqlValue> params = {suite};
+  const std::string visible = VisibleTo(viewer, &params);
+  auto found = db_->Query(absl::StrCat("SELECT 1 FROM results r WHERE r.suite = $1",
+                                       visible.empty() ? "" : " AND ", visible, " LIMIT 1"),
+                          params);
   if (!found.ok()) return found.status();
   if (!found->empty()) return absl::OkStatus();
-  auto rows = db_->Query("SELECT DISTINCT suite FROM runs ORDER BY suite LIMIT 1000");
+  // The names a typo is matched against: the served suites and the caller's own custom ones.
+  // Another owner's suite name is never suggested: the suggestion would tell it.
+  std::vector<SqlValue> own;
+  std::string sql = "SELECT DISTINCT suite FROM results";
+  if (viewer.has_value()) {
+    own.push_back(*viewer);
+    sql += " WHERE owner = $1";
+  }
+  auto rows = db_->Query(sql + " ORDER BY suite LIMIT 1000", own);
   if (!rows.ok()) return rows.status();
   std::vector<std::string> names;
   for (const auto& [name, hash] : options_.official_suite_hashes) names.push_back(name);
   for (const SqlRow& row : *rows) names.push_back(row[0].value_or(""));
   return absl::NotFoundError(
       absl::StrCat(field, ": no stored run of suite ", Quote(suite), DidYouMean(suite, names)));
+}
+
+bool ResultStore::OwnSuiteOf(const std::string& owner, const std::string& suite,
+                             const std::string& suite_hash, const Viewer& viewer) const {
+  if (!viewer.has_value() || owner == *viewer) return true;
+  const auto official = options_.official_suite_hashes.find(suite);
+  return official != options_.official_suite_hashes.end() && official->second == suite_hash;
 }
 
 absl::StatusOr<std::vector<v1::StoredResult>> ResultStore::Select(const v1::ResultFilter& given,
@@ -93,6 +113,9 @@ absl::StatusOr<std::vector<v1::StoredResult>> ResultStore::Select(const v1::Resu
     }
     v1::Receipt* receipt = s.mutable_receipt();
     *receipt->mutable_definition() = run.definition();
+    if (!OwnSuiteOf(row[11].value_or(""), s.suite(), s.suite_hash(), viewer)) {
+      receipt->mutable_definition()->clear_description();
+    }
     receipt->set_suite_hash(s.suite_hash());
     *receipt->mutable_protocol() = run.protocol();
     receipt->set_implementation(s.result().implementation());
@@ -116,7 +139,7 @@ absl::StatusOr<v1::HistoryResponse> ResultStore::History(const v1::HistoryReques
   }
   const std::int64_t page = request.page_size() == 0 ? 50 : request.page_size();
   if (page > 1000) return absl::InvalidArgumentError("page_size: at most 1000");
-  RETURN_IF_ERROR(CheckSuiteKnown(request.filter().suite(), "filter.suite"));
+  RETURN_IF_ERROR(CheckSuiteKnown(request.filter().suite(), "filter.suite", viewer));
   if (request.runs()) return RunHistory(request, page, offset, viewer);
   // One row more than the page says whether another page follows.
   auto rows = Select(request.filter(), page + 1, offset, request.include_samples(), viewer);

@@ -129,7 +129,7 @@ void Rank(const std::vector<v1::LeaderboardEntry>& complete, v1::LeaderboardResp
 
 absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
     const v1::LeaderboardRequest& request, const Viewer& viewer) {
-  RETURN_IF_ERROR(CheckSuiteKnown(request.suite(), "suite"));
+  RETURN_IF_ERROR(CheckSuiteKnown(request.suite(), "suite", viewer));
   std::vector<SqlValue> params = {request.suite()};
   std::string sql =
       "SELECT r.run_id, r.implementation, r.submission_hash, r.device_model, r.status, "

@@ -19,8 +19,8 @@ std::int64_t Int(const std::optional<std::string>& v);
 // The columns Select reads, in order (results joined with their run).
 inline constexpr char kSelectColumns[] =
     "SELECT r.id, r.run_id, r.created_at, r.suite, runs.suite_hash, runs.server, r.result_json, "
-    "r.samples, r.quantiles, r.downsampled, runs.report_json FROM results r JOIN runs ON "
-    "runs.id = r.run_id";
+    "r.samples, r.quantiles, r.downsampled, runs.report_json, r.owner FROM results r JOIN runs "
+    "ON runs.id = r.run_id";
 
 // A LIKE pattern matching `text` literally anywhere: "H200" finds "NVIDIA H200", and the
 // `%` or `_` of a model name match themselves only (both engines honour kLikeEscape).

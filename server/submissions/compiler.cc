@@ -6,6 +6,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "kerneleval/submission_abi.h"
+#include "server/submissions/bounded_log.h"
 #include "server/submissions/compile_log.h"
 #include "server/submissions/compile_tool_process.h"
 #include "server/submissions/source_rules.h"
@@ -58,7 +59,7 @@ absl::StatusOr<internal::CompileResponse> Compiler::Compile(
   absl::StatusOr<internal::CompileResponse> response = RunTool(request);
   if (!response.ok()) return response.status();
   v1::CompileDiagnostics* d = response->mutable_diagnostics();
-  d->set_log(SubmissionLogLines(d->log(), kSourceName));
+  d->set_log(BoundedLog(SubmissionLogLines(d->log(), kSourceName)));
   if (response->code() == 0) {
     if (absl::Status s = CheckModuleLimits(response->cubin(), options_.module_limits); !s.ok()) {
       return s;

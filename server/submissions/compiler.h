@@ -51,9 +51,10 @@ class Compiler {
   explicit Compiler(CompilerOptions options);
 
   // OK with the cubin and diagnostics, or: INVALID_ARGUMENT naming the field (a compile
-  // error's message is the tool's, and its diagnostics, NVRTC's whole log among them, are the
+  // error's message is the tool's, and its diagnostics, NVRTC's log among them, are the
   // payload kCompileDiagnosticsPayload: a log can be far longer than a status message may be;
-  // a log holds only the lines that cite the source itself, SubmissionLogLines; a cubin over
+  // a log holds only the lines that cite the source itself, SubmissionLogLines, and at most
+  // kMaxCompileLogBytes of them, BoundedLog, on success as on error; a cubin over
   // the module limits is refused here, before any GPU loads it); FAILED_PRECONDITION where the
   // compile jail cannot be set up (no seccomp filters, without allow_unconfined);
   // DEADLINE_EXCEEDED past the wall or CPU limit; RESOURCE_EXHAUSTED past the address-space or

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "kerneleval/submission_abi.h"
 #include "server/submissions/compile_output.h"
+#include "server/submissions/ptx_code.h"
 #include "server/submissions/source_rules.h"
 #include "submission_abi_text.h"
 

@@ -1,6 +1,5 @@
 #include "server/submissions/registry.h"
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -8,22 +7,40 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/private_files.h"
+#include "server/submissions/bounded_log.h"
 #include "server/submissions/source_rules.h"
 
 namespace kerneleval::server::submissions {
 namespace fs = std::filesystem;
+namespace {
+
+absl::Status DataDirError(const absl::Status& s) {
+  return absl::InternalError(absl::StrCat("--data-dir: ", s.message()));
+}
+
+// A record written by a release that kept whole compile logs: its log bounded, the file
+// rewritten so (mode 0600 with it). true when the record changed.
+bool BoundStoredLog(internal::StoredSubmission& s, const fs::path& path) {
+  v1::CompileDiagnostics* d = s.mutable_submission()->mutable_diagnostics();
+  if (d->log().size() <= kMaxCompileLogBytes) return false;
+  d->set_log(BoundedLog(d->log()));
+  // Kept in memory bounded even where the file cannot be rewritten: the next load cuts again.
+  (void)WritePrivateFile(path.string(), s.SerializeAsString());
+  return true;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<Registry>> Registry::Open(RegistryOptions options,
                                                          std::vector<std::string>* skipped) {
   std::unique_ptr<Registry> r(new Registry(std::move(options)));
   if (r->options_.data_dir.empty()) return r;
   const fs::path dir = fs::path(r->options_.data_dir) / "submissions";
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) {
-    return absl::InternalError(
-        absl::StrCat("--data-dir: cannot create '", dir.string(), "': ", ec.message()));
+  if (absl::Status made = CreatePrivateDirectories(dir.string()); !made.ok()) {
+    return DataDirError(made);
   }
+  std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     if (e.path().extension() != ".pb") continue;
     std::ifstream in(e.path(), std::ios::binary);
@@ -33,6 +50,10 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Open(RegistryOptions options
     if (!in || !s.ParseFromString(bytes.str()) || s.submission().id().empty()) {
       if (skipped != nullptr) skipped->push_back(e.path().string());
       continue;
+    }
+    if (!BoundStoredLog(s, e.path())) {
+      fs::permissions(e.path(), static_cast<fs::perms>(kPrivateFileMode), ec);
+      ec.clear();  // a file that cannot be narrowed is still read
     }
     const std::string& owner = s.submission().owner();
     r->by_name_[{owner, s.submission().spec().name()}] = s.submission().id();
@@ -88,15 +109,9 @@ absl::StatusOr<bool> Registry::Add(const internal::StoredSubmission& s) {
                                                      " submissions, the most allowed"));
   }
   if (!options_.data_dir.empty()) {
-    const std::string path = PathOf(owner, id);
-    const std::string tmp = path + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << s.SerializeAsString();
-      if (!out) return absl::InternalError(absl::StrCat("--data-dir: cannot write '", tmp, "'"));
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-      return absl::InternalError(absl::StrCat("--data-dir: cannot write '", path, "'"));
+    if (absl::Status written = WritePrivateFile(PathOf(owner, id), s.SerializeAsString());
+        !written.ok()) {
+      return DataDirError(written);
     }
   }
   by_id_[{owner, id}] = s;
@@ -116,16 +131,24 @@ absl::StatusOr<internal::StoredSubmission> Registry::Find(const std::string& own
   return by_id_.at({owner, *id});
 }
 
-std::vector<v1::Submission> Registry::List(const std::string& owner) const {
+SubmissionPage Registry::List(const std::string& owner, const std::string& after,
+                              std::size_t max_count, std::size_t max_bytes) const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<v1::Submission> out;
-  for (auto it = by_name_.lower_bound({owner, ""});
+  SubmissionPage page;
+  std::size_t bytes = 0;
+  for (auto it = by_name_.upper_bound({owner, after});
        it != by_name_.end() && it->first.first == owner; ++it) {
     v1::Submission s = by_id_.at({owner, it->second}).submission();
     s.mutable_spec()->clear_source();
-    out.push_back(std::move(s));
+    s.mutable_diagnostics()->clear_log();
+    bytes += s.ByteSizeLong();
+    if (!page.submissions.empty() && (page.submissions.size() >= max_count || bytes > max_bytes)) {
+      page.more = true;
+      break;
+    }
+    page.submissions.push_back(std::move(s));
   }
-  return out;
+  return page;
 }
 
 absl::StatusOr<std::string> Registry::Delete(const std::string& owner,

@@ -16,6 +16,12 @@
 
 namespace kerneleval::server::submissions {
 
+// One page of an owner's submissions, by name.
+struct SubmissionPage {
+  std::vector<v1::Submission> submissions;
+  bool more = false;  // submissions after the last one remain
+};
+
 struct RegistryOptions {
   std::string data_dir;  // empty: memory only; else <data_dir>/submissions/*.pb
   std::size_t max_per_owner = 64;
@@ -24,8 +30,11 @@ struct RegistryOptions {
 
 class Registry {
  public:
-  // Creates the directory if needed and loads what it holds; INTERNAL if it cannot be made
-  // or read. Files that do not parse are skipped and reported in `skipped`.
+  // Creates the directory if needed (mode 0700; each file is written 0600, and one an older
+  // release wrote is narrowed to 0600) and loads what it holds; INTERNAL if it cannot be made
+  // or read. Files that do not parse are skipped and reported in `skipped`. A stored compile
+  // log longer than kMaxCompileLogBytes (an older release kept whole logs) is bounded, in
+  // memory and in its file.
   static absl::StatusOr<std::unique_ptr<Registry>> Open(
       RegistryOptions options, std::vector<std::string>* skipped = nullptr);
 
@@ -39,8 +48,12 @@ class Registry {
   absl::StatusOr<internal::StoredSubmission> Find(const std::string& owner,
                                                   const std::string& id_or_name) const;
 
-  // The owner's submissions by name, sources left out.
-  std::vector<v1::Submission> List(const std::string& owner) const;
+  // The owner's submissions by name after the name `after` ("" from the first), sources and
+  // compile logs left out (GetSubmission has both): at most `max_count`, and no more than
+  // `max_bytes` serialized unless one alone is larger, so that no number of registrations
+  // makes an answer larger than a client takes.
+  SubmissionPage List(const std::string& owner, const std::string& after, std::size_t max_count,
+                      std::size_t max_bytes) const;
 
   // Removes one (and its file); returns its id. NOT_FOUND when the owner has none such.
   absl::StatusOr<std::string> Delete(const std::string& owner, const std::string& id_or_name);

@@ -16,6 +16,10 @@ namespace kerneleval::server::submissions {
 namespace {
 
 constexpr std::size_t kMaxDescriptionBytes = 1024;
+// ListSubmissions' pages: what a page may hold, in submissions and serialized bytes (far
+// under gRPC's default 4 MiB receive limit of clients).
+constexpr std::uint32_t kDefaultListPage = 100, kMaxListPage = 1000;
+constexpr std::size_t kMaxListPageBytes = std::size_t{1} << 20;
 
 // The status as the caller gets it, its message at most kMaxStatusMessageBytes. Every echoed
 // value is bounded where it is written (Quote); this holds the whole message to the limit
@@ -380,12 +384,20 @@ grpc::ServerUnaryReactor* SubmissionsService::ListSubmissions(grpc::CallbackServ
                                                               grpc::ByteBuffer* response) {
   return RawUnary<v1::ListSubmissionsRequest, v1::ListSubmissionsResponse>(
       context, request, response, "ListSubmissions",
-      [this](grpc::CallbackServerContext* c, const v1::ListSubmissionsRequest&,
+      [this](grpc::CallbackServerContext* c, const v1::ListSubmissionsRequest& r,
              v1::ListSubmissionsResponse* out) {
         if (absl::Status s = Enabled(); !s.ok()) return ToGrpc(s);
-        for (v1::Submission& s : registry_->List(OwnerOf(*c))) {
-          *out->add_submissions() = std::move(s);
+        if (r.page_size() > kMaxListPage) {
+          return ToGrpc(absl::InvalidArgumentError(
+              absl::StrCat("page_size: ", r.page_size(), "; at most ", kMaxListPage)));
         }
+        // The token is the last name of the page before: names are unique per owner and
+        // ordered, so a submission deleted or added between pages moves no other one.
+        SubmissionPage page = registry_->List(OwnerOf(*c), r.page_token(),
+                                              r.page_size() == 0 ? kDefaultListPage : r.page_size(),
+                                              kMaxListPageBytes);
+        for (v1::Submission& s : page.submissions) *out->add_submissions() = std::move(s);
+        if (page.more) out->set_next_page_token(out->submissions().rbegin()->spec().name());
         return grpc::Status::OK;
       });
 }

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/csv_cell.h"
+
 namespace kerneleval::client {
 namespace {
 
@@ -192,6 +194,37 @@ TEST(ReportCsv, QuotesFieldsWithCommas) {
   report.mutable_results(0)->set_error("bad, \"very\" bad");
   const std::string csv = FormatReportCsv(report);
   EXPECT_NE(csv.find("\"bad, \"\"very\"\" bad\""), std::string::npos) << csv;
+}
+
+// OWASP CSV injection: a name a spreadsheet would run as a formula reads as text.
+TEST(ReportCsv, CellsThatWouldRunAsFormulasBeginWithAQuote) {
+  v1::BenchmarkReport report = MakeReport();
+  report.mutable_results(0)->set_workload("=HYPERLINK(\"http://x.invalid\",\"open\")");
+  report.mutable_results(1)->set_implementation("@SUM(A1)");
+  report.mutable_results(0)->set_error("-2+3");
+  const std::string csv = FormatReportCsv(report);
+  EXPECT_NE(csv.find(",\"'=HYPERLINK(\"\"http://x.invalid\"\",\"\"open\"\")\","), std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find(",'@SUM(A1),"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",'-2+3,"), std::string::npos) << csv;
+  EXPECT_EQ(csv.find(",=HYPERLINK"), std::string::npos) << csv;
+}
+
+TEST(CsvCell, NeutralisesFormulasAndLeavesNumbers) {
+  EXPECT_EQ(CsvCell("=1+2"), "'=1+2");
+  EXPECT_EQ(CsvCell("+1+2"), "'+1+2");
+  EXPECT_EQ(CsvCell("-1+2"), "'-1+2");
+  EXPECT_EQ(CsvCell("@cmd"), "'@cmd");
+  EXPECT_EQ(CsvCell("\t=cmd"), "'\t=cmd");
+  EXPECT_EQ(CsvCell("\r=cmd"), "\"'\r=cmd\"");
+  EXPECT_EQ(CsvCell("=a,b"), "\"'=a,b\"");
+  EXPECT_EQ(CsvCell("-inf"), "'-inf");
+  for (const char* number : {"-1", "-1.5", "+2", "-1.5e-3", "-.5", "3E+8", "0"}) {
+    EXPECT_EQ(CsvCell(number), number);
+  }
+  EXPECT_EQ(CsvCell("plain"), "plain");
+  EXPECT_EQ(CsvCell("a=b"), "a=b");
+  EXPECT_EQ(CsvCell(""), "");
 }
 
 // Not protobuf's mapping any more (tests/client/json_output_test.cc checks every field's

@@ -308,6 +308,12 @@ class Checker:
                 self.fail(f"ServiceMonitor selects {len(chosen)} Services; pods would be scraped "
                           f"{'never' if not chosen else 'more than once'}")
             for endpoint in monitor["spec"].get("endpoints", []):
+                # /metrics takes the server's bearer tokens where --auth-token-file is given.
+                credentials = endpoint.get("authorization", {}).get("credentials", {})
+                if (endpoint.get("authorization", {}).get("type", "Bearer") != "Bearer"
+                        or not credentials.get("name") or not credentials.get("key")):
+                    self.fail("the server ServiceMonitor must present a bearer token from a Secret "
+                              "(authorization.credentials): /metrics takes the --auth-token-file tokens")
                 for service in chosen:
                     if endpoint.get("port") not in {p.get("name") for p in service["spec"]["ports"]}:
                         self.fail(f"ServiceMonitor port {endpoint.get('port')!r} is not a port of "

@@ -11,6 +11,8 @@ of fused_add_rmsnorm_h2048 through the kerneleval CLI, checks a raw scrape with
 second with the rule files of --rules-dir, and asserts through its HTTP API
 (/api/v1/query, /api/v1/rules, /api/v1/alerts) that:
 
+  - /metrics is behind the server's bearer tokens (--auth-token-file): refused
+    without one, scraped by Prometheus with `authorization: credentials_file:`;
   - the target is up and every metric has the value the traffic implies
     (request counters by method and code, histogram counts, in-flight gauges,
     bytes, benchmark gauges of every workload x implementation, run counter,
@@ -126,23 +128,37 @@ def tail(path, chars=4000):
         return f"(unreadable: {error})"
 
 
-def http_get(url, timeout=10):
-    with urllib.request.urlopen(url, timeout=timeout) as response:
+def http_get(url, timeout=10, token=None):
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=timeout) as response:
         return response.read().decode("utf-8")
 
 
+def check_metrics_refused(url, checks):
+    """/metrics without a token, or with a wrong one: 401 and a Bearer challenge."""
+    for token in (None, "not-a-token"):
+        try:
+            http_get(url, token=token)
+            checks.true(f"/metrics refused with token {token!r}", False, "served")
+        except urllib.error.HTTPError as error:
+            checks.true(f"/metrics refused with token {token!r}",
+                        error.code == 401 and "Bearer" in error.headers.get("WWW-Authenticate", ""),
+                        f"{error.code} {error.headers.get('WWW-Authenticate')}")
+
+
 class Client:
-    def __init__(self, binary, grpc_port, deadline):
+    def __init__(self, binary, grpc_port, deadline, token=None):
         self.binary = binary
         self.target = f"127.0.0.1:{grpc_port}"
         self.deadline = deadline
+        self.env = dict(os.environ, KERNELEVAL_TOKEN=token) if token else None
 
     def call(self, *args, timeout=60):
         timeout = max(1, min(timeout, self.deadline.left()))
         command = [self.binary, "--target", self.target, "--deadline", str(int(timeout)), *args]
         try:
             result = subprocess.run(command, capture_output=True, text=True, timeout=timeout + 5,
-                                    check=False, stdin=subprocess.DEVNULL)
+                                    check=False, stdin=subprocess.DEVNULL, env=self.env)
         except subprocess.TimeoutExpired:
             raise CheckFailed(f"timed out after {timeout} s: {' '.join(command)}") from None
         return result, " ".join(command)
@@ -577,14 +593,21 @@ def main(argv=None):
         # --- the server ---------------------------------------------------------
         port_file = work / "ports.json"
         health_port = free_port()
+        # Tokens as a deployment has them: the CLI's, and Prometheus' own for /metrics, which
+        # it reads from a file of the bare token (deploy/README.md, "Metrics").
+        client_token, scrape_token = os.urandom(16).hex(), os.urandom(16).hex()
+        (work / "tokens").write_text(f"e2e-client:{client_token}\nprometheus:{scrape_token}\n",
+                                     encoding="utf-8")
+        (work / "prometheus.token").write_text(scrape_token + "\n", encoding="utf-8")
         command = [args.server, "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
                    "--health-listen", f"127.0.0.1:{health_port}", "--node-name", NODE,
-                   "--port-file", str(port_file), "--device", "cpu", "--drain-seconds", "1"]
+                   "--port-file", str(port_file), "--device", "cpu", "--drain-seconds", "1",
+                   "--auth-token-file", str(work / "tokens")]
         if args.suites_dir:
             command += ["--suites-dir", args.suites_dir]
         server = start(command, work / "server.log")
         grpc_port, metrics_port = wait_for_ports(server, port_file, deadline)
-        client = Client(args.client, grpc_port, deadline)
+        client = Client(args.client, grpc_port, deadline, client_token)
         wait_until_ready(client)
         # The plaintext health port: readiness and liveness, but no KernelEval service.
         health = Client(args.client, health_port, deadline)
@@ -612,7 +635,8 @@ def main(argv=None):
         print(f"traffic done: Run {run_calls}, 1 Benchmark ({len(report.get('results', []))} results), "
               f"{deadline.left():.0f} s left")
 
-        scrape = http_get(f"http://127.0.0.1:{metrics_port}/metrics")
+        check_metrics_refused(f"http://127.0.0.1:{metrics_port}/metrics", checks)
+        scrape = http_get(f"http://127.0.0.1:{metrics_port}/metrics", token=scrape_token)
         (work / "scrape.txt").write_text(scrape, encoding="utf-8")
         check_metrics_lint(args.promtool, scrape, work, checks)
 
@@ -626,6 +650,7 @@ def main(argv=None):
             "scrape_configs": [{
                 "job_name": JOB,
                 "honor_labels": True,
+                "authorization": {"credentials_file": str(work / "prometheus.token")},
                 "static_configs": [{"targets": [f"127.0.0.1:{metrics_port}"], "labels": {"node": "localhost"}}],
             }],
         }
@@ -663,14 +688,15 @@ def main(argv=None):
         check_series(prom, checks, started_unix, run_calls, runs_with_output)
         check_rules(prom, checks, args.rules_dir)
         check_live_update(prom, checks, client, run_calls["OK"])
-        scrape = http_get(f"http://127.0.0.1:{metrics_port}/metrics")
+        scrape = http_get(f"http://127.0.0.1:{metrics_port}/metrics", token=scrape_token)
     except (CheckFailed, OSError, ValueError, subprocess.SubprocessError) as error:
         checks.failures.append(f"aborted: {type(error).__name__}: {error}")
         print(f"FAIL  aborted: {error}")
     finally:
         if checks.failures and metrics_port and server is not None and server.poll() is None:
             try:  # the state the failing checks saw, for the diagnostics below
-                scrape = http_get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5)
+                scrape = http_get(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5,
+                                  token=scrape_token)
             except OSError:
                 pass
         stop(prometheus)

@@ -45,9 +45,10 @@ class Server:
         return reply[1] if len(reply) >= 2 else 0  # field 1 varint; absent = UNKNOWN (0)
 
     def scrape(self) -> str:
-        with urllib.request.urlopen(
-            f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10
-        ) as r:
+        # Where tokens are configured, /metrics takes them as the gRPC port does.
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        request = urllib.request.Request(f"http://127.0.0.1:{self.metrics_port}/metrics", headers=headers)
+        with urllib.request.urlopen(request, timeout=10) as r:
             return r.read().decode()
 
     def stop(self) -> None:

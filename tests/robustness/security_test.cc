@@ -20,6 +20,11 @@ namespace {
 
 constexpr char kToken[] = "kx-7f3a9c1e5b2d-robustness-token";
 
+// /metrics asks for the token where the gRPC port does (server/rpc/metrics_gate.h).
+std::string BearerAuthorization() {
+  return std::string("Authorization: Bearer ") + kToken + "\r\n";
+}
+
 client::ClientOptions ClientFor(const TestServer& t) {
   client::ClientOptions o;
   o.target = t.target();
@@ -208,7 +213,7 @@ TEST_F(BearerTokenTest, ReflectionNeedsTheTokenToo) {
   EXPECT_NE(std::find(services.begin(), services.end(), "kerneleval.v1.KernelEval"),
             services.end());
 
-  const std::string metrics = ScrapeMetrics(server_->server->metrics_port());
+  const std::string metrics = ScrapeMetrics(server_->server->metrics_port(), BearerAuthorization());
   EXPECT_GE(MetricValue(metrics, "kerneleval_rpc_requests_total",
                         {{"method", "ServerReflectionInfo"}, {"code", "UNAUTHENTICATED"}}),
             1);
@@ -235,7 +240,7 @@ TEST_F(BearerTokenTest, CallsAreRefusedBeforeTheRequestMessageIsRead) {
     EXPECT_LT(seconds, kNoMessageDeadlineSeconds / 2);
   }
   // Made-up methods do not add label values to the metrics.
-  const std::string metrics = ScrapeMetrics(server_->server->metrics_port());
+  const std::string metrics = ScrapeMetrics(server_->server->metrics_port(), BearerAuthorization());
   EXPECT_EQ(metrics.find("no.such.Service"), std::string::npos);
   EXPECT_GE(MetricValue(metrics, "kerneleval_rpc_requests_total",
                         {{"method", "unknown"}, {"code", "UNAUTHENTICATED"}}),
@@ -268,7 +273,7 @@ TEST_F(BearerTokenTest, TheTokenNeverReachesStderrOrMetrics) {
   EXPECT_EQ(logged.find(kToken), std::string::npos) << logged;
   std::cerr << "server stderr during the calls: " << logged.size() << " bytes\n";
 
-  const std::string metrics = ScrapeMetrics(server_->server->metrics_port());
+  const std::string metrics = ScrapeMetrics(server_->server->metrics_port(), BearerAuthorization());
   ASSERT_NE(metrics.find("200 OK"), std::string::npos) << metrics.substr(0, 200);
   EXPECT_EQ(metrics.find(kToken), std::string::npos);
 }

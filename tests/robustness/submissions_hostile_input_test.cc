@@ -50,7 +50,8 @@ TEST(SubmissionsHostileInput, BodiesThatDoNotParseAreInvalidArgumentNamingTheMet
   for (const char* method :
        {"RegisterSubmission", "ListSubmissions", "GetSubmission", "DeleteSubmission"}) {
     std::vector<std::string> bodies = MalformedBodies();
-    // ListSubmissionsRequest has no field 1: there the bytes are an unknown field, skipped.
+    // ListSubmissionsRequest's field 1 is a number (page_size): length-delimited bytes there
+    // are an unknown field, skipped.
     if (std::string(method) != "ListSubmissions") bodies.push_back(BadUtf8InField1());
     for (const std::string& bytes : bodies) {
       SCOPED_TRACE(std::string(method) + ", " + std::to_string(bytes.size()) + " bytes");

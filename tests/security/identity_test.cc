@@ -305,6 +305,78 @@ TEST_F(TwoOwners, ResultsOfAnotherOwnersSubmissionsAreLeftOut) {
   EXPECT_EQ(reproduced.reproduced().implementation(), "cpu_fused");
 }
 
+// bob's custom suite: a free-text name and description, results of a built-in and a
+// workload named like a spreadsheet formula.
+v1::BenchmarkReport BobsCustomSuite() {
+  v1::BenchmarkReport report = ReportOf("cpu_fused");
+  report.set_suite("bob-secret-suite");
+  report.mutable_definition()->set_name("bob-secret-suite");
+  report.mutable_definition()->set_description("bob's plan: SECRET-DESCRIPTION");
+  report.mutable_results(0)->set_workload("=HYPERLINK(\"http://x.invalid\",\"open\")");
+  return report;
+}
+
+TEST_F(TwoOwners, AnotherOwnersCustomSuiteIsNeitherSuggestedNorDescribed) {
+  {
+    server::store::StoreOptions so;
+    so.data_dir = dir_;
+    auto store = server::store::ResultStore::Open(so, nullptr);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->RecordNow(BobsCustomSuite(), 1000, "bob").ok());
+  }
+  v1::HistoryRequest typo;
+  typo.mutable_filter()->set_suite("bob-secret-suit");
+  v1::HistoryResponse history;
+  const grpc::Status alices = results_->History(As(kAliceToken).get(), typo, &history);
+  EXPECT_EQ(alices.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(alices.error_message(), Not(HasSubstr("bob-secret-suite")));
+  EXPECT_THAT(alices.error_message(), Not(HasSubstr("did you mean")));
+  // Its owner still gets the suggestion; the served suites are everyone's to suggest.
+  const grpc::Status bobs = results_->History(As(kBobToken).get(), typo, &history);
+  EXPECT_EQ(bobs.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(bobs.error_message(), HasSubstr("did you mean 'bob-secret-suite'?"));
+  v1::LeaderboardRequest board;
+  board.set_suite("fused_add_rmsnorm_h204");
+  v1::LeaderboardResponse ranked;
+  const grpc::Status served = results_->Leaderboard(As(kAliceToken).get(), board, &ranked);
+  EXPECT_THAT(served.error_message(), HasSubstr("did you mean 'fused_add_rmsnorm_h2048'?"));
+  board.set_suite("bob-secret-suit");
+  const grpc::Status hidden = results_->Leaderboard(As(kAliceToken).get(), board, &ranked);
+  EXPECT_EQ(hidden.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(hidden.error_message(), Not(HasSubstr("bob-secret-suite")));
+
+  // The built-in's results of bob's run are everyone's, but his description is not.
+  v1::HistoryRequest exact;
+  exact.mutable_filter()->set_suite("bob-secret-suite");
+  for (const auto& [token, sees] : {std::pair{kAliceToken, false}, std::pair{kBobToken, true}}) {
+    ASSERT_TRUE(results_->History(As(token).get(), exact, &history).ok());
+    ASSERT_EQ(history.results_size(), 2) << token;
+    for (const v1::StoredResult& r : history.results()) {
+      EXPECT_EQ(r.receipt().definition().description().empty(), !sees) << token;
+    }
+  }
+}
+
+TEST_F(TwoOwners, AWorkloadNamedLikeAFormulaExportsAsText) {
+  {
+    server::store::StoreOptions so;
+    so.data_dir = dir_;
+    auto store = server::store::ResultStore::Open(so, nullptr);
+    ASSERT_TRUE(store.ok()) << store.status();
+    ASSERT_TRUE((*store)->RecordNow(BobsCustomSuite(), 1000, "bob").ok());
+  }
+  v1::ExportRequest request;
+  request.mutable_filter()->set_suite("bob-secret-suite");
+  request.set_format(v1::EXPORT_FORMAT_CSV);
+  v1::ExportResponse exported;
+  ASSERT_TRUE(results_->Export(As(kAliceToken).get(), request, &exported).ok());
+  // One quote before the formula (OWASP), then RFC 4180's quoting of the cell.
+  EXPECT_THAT(exported.data(),
+              HasSubstr(",\"'=HYPERLINK(\"\"http://x.invalid\"\",\"\"open\"\")\","));
+  EXPECT_THAT(exported.data(), Not(HasSubstr(",=HYPERLINK")));
+  EXPECT_THAT(exported.data(), Not(HasSubstr(",\"=HYPERLINK")));
+}
+
 // The Benchmark caller's owner reaches the row through the store's writer thread.
 TEST(ResultOwner, RecordedReportsKeepTheirOwner) {
   const std::string dir = TempDir("identity-record");

@@ -9,6 +9,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "kerneleval/submission_abi.h"
 #include "redteam_servers.h"
 
 namespace kerneleval::testing {
@@ -136,6 +137,55 @@ TEST_P(RedTeam, OversizedCubinIsRefusedAtRegistration) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, RedTeam,
                          ::testing::Values(Kernel::kAsItIs, Kernel::kWithoutLandlock), KernelName);
+
+// PTX of one entry `k` with `params` and `body`, after the module's `prelude`.
+v1::SubmissionSpec PtxSpec(const std::string& name, const std::string& prelude,
+                           const std::string& params, const std::string& body) {
+  v1::SubmissionSpec spec =
+      OneKernelSpec(name,
+                    ".version 8.0\n.target sm_90a\n.address_size 64\n" + prelude +
+                        ".visible .entry k(" + params + ")\n{\n" + body + "  ret;\n}\n",
+                    "k", v1::DTYPE_FP32, 32);
+  spec.set_language(v1::SOURCE_LANGUAGE_PTX);
+  return spec;
+}
+
+const std::string kAbiParam =
+    ".param .align 8 .b8 k_param_0[" + std::to_string(KERNELEVAL_PARAMS_BYTES) + "]";
+
+TEST(RedTeam, AnEntryWrittenInAPtxCommentIsNotTheEntry) {
+  const Fixture f = StartSubmissionsServer();
+  // The ABI's parameter list in comments; the entry the assembler builds takes two pointers,
+  // which the launcher would fill from the one parameter block.
+  const std::string fake = "// .visible .entry k(" + kAbiParam + ")\n/* .visible .entry k(" +
+                           kAbiParam + ") { ret; } */\n";
+  const Answer a =
+      Register(f, PtxSpec("fake_entry", fake, ".param .u64 k_param_0, .param .u64 k_param_1", ""));
+  EXPECT_EQ(a.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << a.Text();
+  EXPECT_THAT(a.status.error_message(), HasSubstr("kernels[0].entry: 'k' takes 2 parameter(s)"));
+  // The same comments before the real ABI entry change nothing.
+  const Answer real = Register(f, PtxSpec("real_entry", fake, kAbiParam, ""));
+  EXPECT_TRUE(real.status.ok()) << real.Text();
+}
+
+TEST(RedTeam, APdlWaitMustBeReachableFromTheEntry) {
+  const Fixture f = StartSubmissionsServer();
+  const std::string waiter = ".func waiter()\n{\n  griddepcontrol.wait;\n  ret;\n}\n";
+  // The waiter's address is taken, and named in the entry, but nothing calls it.
+  const std::string named_not_called =
+      "  .reg .b64 %rd<2>;\n  mov.u64 %rd1, waiter;\n  // call.uni waiter, ();\n";
+  v1::SubmissionSpec spec = PtxSpec("uncalled", waiter, kAbiParam, named_not_called);
+  spec.mutable_launch_plan()->mutable_kernels(0)->set_pdl(true);
+  const Answer refused = Register(f, spec);
+  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << refused.Text();
+  EXPECT_THAT(refused.status.error_message(), HasSubstr("submission.launch_plan.kernels[0].pdl"));
+  // Called: the same module waits, and the plan is taken.
+  spec = PtxSpec("called", waiter, kAbiParam, "  call.uni waiter, ();\n");
+  spec.mutable_launch_plan()->mutable_kernels(0)->set_pdl(true);
+  const Answer taken = Register(f, spec);
+  ASSERT_TRUE(taken.status.ok()) << taken.Text();
+  EXPECT_TRUE(taken.response.submission().diagnostics().kernels(0).waits_for_grid_dependency());
+}
 
 }  // namespace
 }  // namespace kerneleval::testing
