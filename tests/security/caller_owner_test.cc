@@ -18,22 +18,13 @@
 #include "kserve/v2/grpc_predict_v2.grpc.pb.h"
 #include "server/store/result_store.h"
 #include "store_test_helpers.h"
+#include "two_owners.h"
 
 namespace kerneleval::testing {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-constexpr char kAliceToken[] = "alice-SECRET-90c1d7";
-constexpr char kBobToken[] = "bob-SECRET-3e5b28";
-
-std::unique_ptr<grpc::ClientContext> As(const char* token) {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(300));
-  context->AddMetadata("authorization", std::string("Bearer ") + token);
-  return context;
-}
 
 // A valid FP32 inference of the default model: [2, 8] of small values.
 inference::ModelInferRequest SmallInfer() {
@@ -63,7 +54,7 @@ class CallerOwner : public ::testing::Test {
     dir_ = TempDir("caller-owner-" +
                    std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     server::ServerOptions o = LoopbackOptions();
-    o.auth_token = std::string("alice:") + kAliceToken + "\nbob:" + kBobToken + "\n";
+    AdmitAliceAndBob(&o);
     o.owner_device_seconds_per_hour = 1e-6;
     o.submissions.enabled = true;
     o.submissions.compiler.tool_path = KERNELEVAL_TEST_COMPILE_TOOL;

@@ -17,19 +17,12 @@
 
 #include "kerneleval/v1/submissions.grpc.pb.h"
 #include "submissions_test_server.h"
+#include "two_owners.h"
 
 namespace kerneleval::testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-constexpr char kAliceToken[] = "alice-SECRET-61f0a2";
-constexpr char kBobToken[] = "bob-SECRET-d94c37";
-constexpr char kTiny[] =
-    "#include <kerneleval/submission_abi.h>\n"
-    "extern \"C\" __global__ void tiny(const kerneleval_params p) {\n"
-    "  if (threadIdx.x == 0) static_cast<float*>(p.output)[blockIdx.x] = p.eps;\n"
-    "}\n";
 
 // Three instantiations per level, memoized by nothing: the front end spins until the
 // compile's CPU limit ends it. `salt` makes each source other content.
@@ -48,7 +41,7 @@ std::string SlowSource(int salt) {
 class CompileIsolation : public ::testing::Test {
  protected:
   void Start(server::ServerOptions o) {
-    o.auth_token = std::string("alice:") + kAliceToken + "\nbob:" + kBobToken + "\n";
+    AdmitAliceAndBob(&o);
     server_ = StartServer(o);
     ASSERT_NE(server_.server, nullptr);
     stub_ = v1::Submissions::NewStub(
@@ -57,13 +50,11 @@ class CompileIsolation : public ::testing::Test {
 
   grpc::Status Register(const char* token, const v1::SubmissionSpec& spec,
                         v1::RegisterSubmissionResponse* response = nullptr) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(600));
-    context.AddMetadata("authorization", std::string("Bearer ") + token);
     v1::RegisterSubmissionRequest request;
     *request.mutable_submission() = spec;
     v1::RegisterSubmissionResponse ignored;
-    return stub_->RegisterSubmission(&context, request, response ? response : &ignored);
+    return stub_->RegisterSubmission(As(token, std::chrono::seconds(600)).get(), request,
+                                     response ? response : &ignored);
   }
 
   TestServer server_;
@@ -95,7 +86,7 @@ TEST_F(CompileIsolation, AnotherOwnersSlowCompilesHoldAnHonestOneForAtMostOne) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
   const Clock::time_point bob_sent = Clock::now();
   const grpc::Status bobs =
-      Register(kBobToken, OneKernelSpec("honest", kTiny, "tiny", v1::DTYPE_BF16, 256));
+      Register(kBobToken, OneKernelSpec("honest", kTinySource, "tiny", v1::DTYPE_BF16, 256));
   const Clock::time_point bob_done = Clock::now();
   for (std::thread& t : alice) t.join();
   ASSERT_TRUE(bobs.ok()) << bobs.error_message();
@@ -118,25 +109,25 @@ TEST_F(CompileIsolation, TheCacheAnswersAnOwnersOwnCompilesOnly) {
     return std::chrono::duration<double>(Clock::now() - t0).count();
   };
   v1::RegisterSubmissionResponse r;
-  timed(kAliceToken, OneKernelSpec("first", kTiny, "tiny", v1::DTYPE_BF16, 256), &r);
+  timed(kAliceToken, OneKernelSpec("first", kTinySource, "tiny", v1::DTYPE_BF16, 256), &r);
   EXPECT_FALSE(r.submission().diagnostics().cache_hit());
   // Alice's own cache works: the same source under other launch plans, answered fast.
   double alice_cached = 1e9;
   for (std::uint32_t block : {128u, 512u, 1024u}) {
     const std::string name = "again" + std::to_string(block);
-    alice_cached =
-        std::min(alice_cached,
-                 timed(kAliceToken, OneKernelSpec(name, kTiny, "tiny", v1::DTYPE_BF16, block), &r));
+    alice_cached = std::min(
+        alice_cached,
+        timed(kAliceToken, OneKernelSpec(name, kTinySource, "tiny", v1::DTYPE_BF16, block), &r));
     EXPECT_TRUE(r.submission().diagnostics().cache_hit()) << block;
   }
   // Bob's compile of the same source is a compile: no hit, and the time of one.
   const double bobs =
-      timed(kBobToken, OneKernelSpec("same", kTiny, "tiny", v1::DTYPE_BF16, 256), &r);
+      timed(kBobToken, OneKernelSpec("same", kTinySource, "tiny", v1::DTYPE_BF16, 256), &r);
   EXPECT_FALSE(r.submission().diagnostics().cache_hit()) << "bob learns alice compiled it";
   EXPECT_EQ(r.submission().owner(), "bob");
   EXPECT_GT(bobs, 2 * alice_cached) << "bob's answer came as fast as a cached one";
   // And then his own cache answers him.
-  timed(kBobToken, OneKernelSpec("same128", kTiny, "tiny", v1::DTYPE_BF16, 128), &r);
+  timed(kBobToken, OneKernelSpec("same128", kTinySource, "tiny", v1::DTYPE_BF16, 128), &r);
   EXPECT_TRUE(r.submission().diagnostics().cache_hit());
 }
 

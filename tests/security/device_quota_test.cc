@@ -16,15 +16,13 @@
 
 #include "server/device/owner_job_limit.h"
 #include "test_server.h"
+#include "two_owners.h"
 
 namespace kerneleval::testing {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::MatchesRegex;
-
-constexpr char kAliceToken[] = "alice-SECRET-5b0e11";
-constexpr char kBobToken[] = "bob-SECRET-c2a7f4";
 
 TEST(OwnerDeviceBudget, ChargesOfTheWindowAddUpPerOwner) {
   server::OwnerJobLimit limit(0, server::OwnerDeviceBudget{3, 3600});
@@ -80,16 +78,9 @@ TEST(OwnerDeviceBudget, NoBudgetChargesNothing) {
   EXPECT_TRUE(limit.Acquire("alice").ok());
 }
 
-std::unique_ptr<grpc::ClientContext> As(const char* token) {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
-  context->AddMetadata("authorization", std::string("Bearer ") + token);
-  return context;
-}
-
 TEST(OwnerDeviceBudget, AnOwnerPastItsBudgetIsRefusedAndAnotherIsNot) {
   server::ServerOptions o = LoopbackOptions();
-  o.auth_token = std::string("alice:") + kAliceToken + "\nbob:" + kBobToken + "\n";
+  AdmitAliceAndBob(&o);
   // Any job uses more than a microsecond of the device.
   o.owner_device_seconds_per_hour = 1e-6;
   client::ClientOptions client_options;
@@ -129,7 +120,7 @@ double UsedIn(const std::string& refusal) {
 
 TEST(OwnerDeviceBudget, ConcurrentRunsStayWithinTheBudgetPlusOneJob) {
   server::ServerOptions o = LoopbackOptions();
-  o.auth_token = std::string("alice:") + kAliceToken + "\nbob:" + kBobToken + "\n";
+  AdmitAliceAndBob(&o);
   constexpr double kBudget = 1.0;
   o.owner_device_seconds_per_hour = kBudget;
   TestServer server = StartServer(o);

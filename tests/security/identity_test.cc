@@ -17,6 +17,7 @@
 #include "server/identity/token_file.h"
 #include "server/store/result_store.h"
 #include "store_test_helpers.h"
+#include "two_owners.h"
 
 namespace kerneleval::testing {
 namespace {
@@ -24,14 +25,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::UnorderedElementsAre;
-
-constexpr char kAliceToken[] = "alice-SECRET-7f3a9c";
-constexpr char kBobToken[] = "bob-SECRET-41d8e2";
-constexpr char kTiny[] =
-    "#include <kerneleval/submission_abi.h>\n"
-    "extern \"C\" __global__ void tiny(const kerneleval_params p) {\n"
-    "  if (threadIdx.x == 0) static_cast<float*>(p.output)[blockIdx.x] = p.eps;\n"
-    "}\n";
 
 TEST(TokenFile, OwnersCommentsBlankLinesAndTheBareForm) {
   auto parsed =
@@ -99,7 +92,7 @@ class TwoOwners : public ::testing::Test {
     dir_ = TempDir("identity-" +
                    std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     server::ServerOptions o = LoopbackOptions();
-    o.auth_token = std::string("# two owners\nalice:") + kAliceToken + "\nbob:" + kBobToken + "\n";
+    AdmitAliceAndBob(&o);
     o.submissions.enabled = true;
     o.submissions.compiler.tool_path = KERNELEVAL_TEST_COMPILE_TOOL;
     o.results.data_dir = dir_;
@@ -113,21 +106,13 @@ class TwoOwners : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  // A call carrying `token` (none when null) on the shared channel.
-  static std::unique_ptr<grpc::ClientContext> As(const char* token) {
-    auto context = std::make_unique<grpc::ClientContext>();
-    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
-    if (token != nullptr) context->AddMetadata("authorization", std::string("Bearer ") + token);
-    return context;
-  }
-
-  // kTiny under `name`; `scale` makes other content (an owner holds each content once).
+  // kTinySource under `name`; `scale` makes other content (an owner holds each content once).
   grpc::Status Register(const char* token, const std::string& name, v1::Submission* out,
                         int scale = 1) {
     v1::RegisterSubmissionRequest request;
     v1::SubmissionSpec* spec = request.mutable_submission();
     spec->set_name(name);
-    std::string source = kTiny;
+    std::string source = kTinySource;
     source.replace(source.find("p.eps;"), 6, "p.eps * " + std::to_string(scale) + ".0f;");
     spec->set_source(source);
     spec->set_dtype(v1::DTYPE_BF16);

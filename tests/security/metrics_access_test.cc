@@ -11,15 +11,13 @@
 #include "absl/strings/escaping.h"
 #include "server/rpc/server_flags.h"
 #include "test_server.h"
+#include "two_owners.h"
 
 namespace kerneleval::testing {
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-constexpr char kAliceToken[] = "alice-METRICS-5e1f0a";
-constexpr char kBobToken[] = "bob-METRICS-77c2d9";
 
 std::string Bearer(const std::string& token) { return "Authorization: Bearer " + token + "\r\n"; }
 
@@ -29,7 +27,7 @@ std::string Basic(const std::string& user_password) {
 
 server::ServerOptions WithTokens() {
   server::ServerOptions o = LoopbackOptions();
-  o.auth_token = std::string("alice:") + kAliceToken + "\nbob:" + kBobToken + "\n";
+  AdmitAliceAndBob(&o);
   return o;
 }
 
@@ -54,7 +52,7 @@ TEST(MetricsAccess, TokensOfTheGrpcPortGuardMetricsToo) {
   const std::string open = ScrapeMetrics(port);
   EXPECT_TRUE(Refused(open)) << open.substr(0, 300);
   EXPECT_THAT(open, HasSubstr("WWW-Authenticate: Bearer"));
-  for (const std::string& wrong : {Bearer("alice-METRICS-5e1f0b"), Bearer(""), Bearer("alice"),
+  for (const std::string& wrong : {Bearer("alice-SECRET-7f3a9d"), Bearer(""), Bearer("alice"),
                                    Bearer(kAliceToken + std::string("x")),
                                    "Authorization: " + std::string(kAliceToken) + "\r\n",
                                    Basic(std::string("alice:") + kAliceToken)}) {
