@@ -18,7 +18,10 @@ targets=(kerneleval-server kerneleval-device-host kerneleval-planted-device-host
          kerneleval-kernel-bench rpc_overhead_bench launch_path_bench)
 # BUNDLE_ONLY=1: gather what "$build_dir" already holds (a missing target is skipped).
 if [ -z "${BUNDLE_ONLY:-}" ]; then
-  cmake -S . -B "$build_dir" -DKERNELEVAL_CUDA=ON -DCMAKE_BUILD_TYPE=Release >/dev/null
+  source scripts/lib/compiler-cache.sh
+  mapfile -t extra < <(configure_args "$build_dir")
+  cmake -S . -B "$build_dir" "${extra[@]}" -DKERNELEVAL_CUDA=ON -DCMAKE_BUILD_TYPE=Release \
+    >/dev/null
   cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
 fi
 

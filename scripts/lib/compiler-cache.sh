@@ -12,8 +12,12 @@ if command -v ccache >/dev/null; then
   export CCACHE_NOHASHDIR=1
   export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-8G}"
   mkdir -p "$CCACHE_DIR"
-  cache_args=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache
-              -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+  # The settings travel in the launcher itself, so that a later plain `cmake --build` of the
+  # tree (or a build started by an IDE) uses this cache too, not ccache's own default.
+  launcher="env;CCACHE_DIR=$CCACHE_DIR;CCACHE_BASEDIR=$CCACHE_BASEDIR;CCACHE_NOHASHDIR=1"
+  launcher+=";CCACHE_MAXSIZE=$CCACHE_MAXSIZE;ccache"
+  cache_args=("-DCMAKE_C_COMPILER_LAUNCHER=$launcher" "-DCMAKE_CXX_COMPILER_LAUNCHER=$launcher"
+              "-DCMAKE_CUDA_COMPILER_LAUNCHER=$launcher")
 fi
 # Ninja where present: it starts no sub-make per directory and its no-op build is instant.
 generator_args=()

@@ -45,8 +45,8 @@ std::vector<std::string> BenchArgs(const std::vector<std::string>& targets) {
     args.push_back(t);
   }
   for (const char* a :
-       {"--deadline", "120", "bench", "--suite", "fused_add_rmsnorm_h2048", "--warmup", "1",
-        "--repetitions", "2", "--format", "json", "--concurrency", "3"}) {
+       {"--deadline", "120", "bench", "--suite", "fused_add_rmsnorm_h2048", "--hot", "--warmup",
+        "1", "--repetitions", "2", "--format", "json", "--concurrency", "3"}) {
     args.push_back(a);
   }
   return args;
