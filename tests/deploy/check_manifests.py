@@ -78,7 +78,7 @@ def registry_host(image):
     first = image.split("/", 1)[0] if "/" in image else ""
     return first if ("." in first or ":" in first or first == "localhost") else None
 # The kerneleval CLI's global options (client/cli.cc): those that take a value and flags.
-CLI_GLOBAL_OPTIONS = {"--target", "--deadline", "--token", "--tls-ca", "--tls-cert", "--tls-key",
+CLI_GLOBAL_OPTIONS = {"--target", "--deadline", "--token", "--token-file", "--owner", "--tls-ca", "--tls-cert", "--tls-key",
                       "--tls-server-name", "--max-message-mib"}
 CLI_GLOBAL_FLAGS = {"--json", "--tls"}
 CLI_SUBCOMMANDS = {"devices", "suites", "health", "run", "bench"}
@@ -389,9 +389,24 @@ class Checker:
         pod_labels = job["template"]["metadata"].get("labels", {})
         if pod_labels.get("kerneleval.io/client") != "true":
             self.fail("CronJob pods need kerneleval.io/client=true to pass the servers' NetworkPolicy")
-        token = {e["name"]: e for e in container.get("env", [])}.get("KERNELEVAL_TOKEN", {})
-        if token.get("valueFrom", {}).get("secretKeyRef", {}).get("name") != "kerneleval-auth":
-            self.fail("CronJob needs KERNELEVAL_TOKEN from the kerneleval-auth Secret")
+        # The Secret's `token` key is the servers' token file (`owner:token` lines and a
+        # newline): the client must read it as a file and pick its owner's line. Handed over
+        # whole as $KERNELEVAL_TOKEN by an older CLI it was sent verbatim and refused.
+        if "KERNELEVAL_TOKEN" in {e["name"] for e in container.get("env", [])}:
+            self.fail("CronJob must not pass the auth Secret as KERNELEVAL_TOKEN; "
+                      "mount it and give --token-file with --owner")
+        token_file = arg_value(container.get("args", []), "--token-file")
+        mounts = {m["name"]: m["mountPath"] for m in container.get("volumeMounts", [])}
+        volumes = {v["name"]: v for v in pod.get("volumes", [])}
+        auth_mount = [name for name, volume in volumes.items()
+                      if volume.get("secret", {}).get("secretName") == "kerneleval-auth"]
+        if not token_file or not auth_mount or auth_mount[0] not in mounts:
+            self.fail("CronJob needs --token-file on a mount of the kerneleval-auth Secret")
+        elif token_file != mounts[auth_mount[0]].rstrip("/") + "/token":
+            self.fail(f"CronJob --token-file {token_file} is not the Secret's `token` key "
+                      f"under {mounts[auth_mount[0]]}")
+        if not arg_value(container.get("args", []), "--owner"):
+            self.fail("CronJob needs --owner: the auth Secret holds one line per caller")
 
         args = container.get("args", [])
         i = 0
