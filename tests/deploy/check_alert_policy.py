@@ -220,9 +220,9 @@ def self_test(rules, tested, config):
             lambda rs: rule(rs, "KernelevalTargetDown")["annotations"].update(
                 runbook_url="deploy/runbooks.md#kernelevaltargetdown"))
     planted("an alert without scope",
-            lambda rs: rule(rs, "KernelevalNotReady")["labels"].pop("scope"))
+            lambda rs: rule(rs, "KernelevalNotReady")["labels"].pop("scope", None))
     planted("a tested alert without node",
-            mutate_tested=lambda t: t["KernelevalBenchmarkStale"][0].pop("node"))
+            mutate_tested=lambda t: t["KernelevalBenchmarkStale"][0].pop("node", None))
     planted("grouping by alertname only",
             mutate_config=lambda c: c["route"]["routes"][0].update(group_by=["alertname"]))
     planted("inhibition across nodes",
