@@ -199,6 +199,29 @@ def check_overlays(kubectl, repo, overlays, anchors):
     return problems
 
 
+def runbook_section(text, heading):
+    """The body of `## heading` in a Markdown text ("" when absent)."""
+    start = text.find(f"\n## {heading}\n")
+    if start < 0:
+        return ""
+    end = text.find("\n## ", start + 1)
+    return text[start:end if end >= 0 else len(text)]
+
+
+def check_withheld_gpu_runbook(repo, rules):
+    """A GPU the device plugin withholds darkens the node at the pod's next start: an alert
+    says so before, and the uncovered node's runbook names it as a cause."""
+    problems = []
+    names = {r["alert"] for r in rules}
+    if "KernelevalPoolGpuWithheld" not in names:
+        problems.append("no KernelevalPoolGpuWithheld alert (allocatable GPUs below capacity)")
+    text = (repo / "deploy/runbooks.md").read_text(encoding="utf-8")
+    uncovered = runbook_section(text, "KernelevalPoolNodeUncovered")
+    if "withh" not in uncovered or "KernelevalPoolGpuWithheld" not in uncovered:
+        problems.append("the KernelevalPoolNodeUncovered runbook does not name a withheld GPU")
+    return problems
+
+
 def self_test(rules, tested, config):
     """Each planted mistake must be found."""
     failures = []
@@ -257,6 +280,7 @@ def main(argv):
         else:
             anchors = {r["alert"]: r["annotations"]["runbook_url"].partition("#")[2] for r in rules}
             problems += check_overlays(kubectl, args.repo.resolve(), args.overlay, anchors)
+    problems += check_withheld_gpu_runbook(args.repo, rules)
     for problem in problems:
         print(f"FAIL {problem}")
     print(f"{len(rules)} alerts, {len(problems)} problems")
