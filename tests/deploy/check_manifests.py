@@ -621,6 +621,20 @@ def check_product_labels():
     return []
 
 
+def pinned_node(pod):
+    """The node name a pod's node affinity requires by metadata.name (None without one); each
+    term must require it, since terms are ORed."""
+    names = set()
+    terms = (pod.get("affinity", {}).get("nodeAffinity", {})
+             .get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", []))
+    for term in terms:
+        fields = [f for f in term.get("matchFields", [])
+                  if f.get("key") == "metadata.name" and f.get("operator") == "In"
+                  and len(f.get("values", [])) == 1]
+        names.add(fields[0]["values"][0] if fields else None)
+    return names.pop() if len(names) == 1 else None
+
+
 def check_fleet_validation():
     """fleet-validate.py renders one Job per node: pinned to it, every GPU, results pushed
     under the node's name, unique names within Kubernetes' limits."""
@@ -642,8 +656,17 @@ def check_fleet_validation():
         pod = job["spec"]["template"]["spec"]
         container = pod["containers"][0]
         env = {e["name"]: e for e in container.get("env", [])}
-        if pod.get("nodeSelector", {}).get("kubernetes.io/hostname") != node:
-            problems.append(f"fleet-validation Job {job['metadata']['name']} is not pinned to {node[:20]}")
+        if pinned_node(pod) != node:
+            problems.append(f"fleet-validation Job {job['metadata']['name']} is not pinned to node "
+                            f"name {node[:20]} (node affinity on metadata.name)")
+        if "kubernetes.io/hostname" in pod.get("nodeSelector", {}):
+            problems.append("fleet-validation Jobs must not select the kubernetes.io/hostname label: "
+                            "it can differ from the node's name, and the Job stays Pending for ever")
+        rules = job["spec"].get("podFailurePolicy", {}).get("rules", [])
+        if not any(r.get("action") == "Ignore" and {"type": "DisruptionTarget"} in
+                   [{"type": c.get("type")} for c in r.get("onPodConditions", [])] for r in rules):
+            problems.append("fleet-validation Jobs must not count a preempted or evicted pod as a "
+                            "failure (podFailurePolicy: Ignore on DisruptionTarget)")
         if str(container["resources"]["limits"].get("nvidia.com/gpu")) != str(GPUS_PER_NODE):
             problems.append("a fleet-validation Job must take every GPU of its node")
         if env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") != "spec.nodeName":
@@ -677,7 +700,7 @@ def check_unhealthy_gpus(script):
     if result.returncode != 0:
         return [f"fleet-validate.py --render-nodes failed: {result.stderr.strip()}"]
     text, _, table = result.stdout.partition("\nnode ")
-    jobs = {j["spec"]["template"]["spec"]["nodeSelector"]["kubernetes.io/hostname"]: j
+    jobs = {pinned_node(j["spec"]["template"]["spec"]): j
             for j in yaml.safe_load_all(text) if j}
     problems = []
     if sorted(jobs) != ["gpu-ok", "gpu-one-bad"]:
