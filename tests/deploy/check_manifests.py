@@ -218,6 +218,24 @@ class Checker:
                 for e in term.get("matchExpressions", []) if e.get("key") == "kerneleval.io/pool"]
         if not pool or pool[0].get("values") != ["evaluation"]:
             self.fail("server pods must require the evaluation pool (kerneleval.io/pool In [evaluation])")
+        # Driver upgrades: the pod must leave a node the GPU Operator's upgrade controller is
+        # working on (drain and its pod deletion do not remove a DaemonSet pod), in every
+        # term of the affinity (terms are ORed).
+        upgrading = {"cordon-required", "wait-for-jobs-required", "pod-deletion-required",
+                     "drain-required", "pod-restart-required", "validation-required",
+                     "uncordon-required"}
+        for term in (pod.get("affinity", {}).get("nodeAffinity", {})
+                     .get("requiredDuringSchedulingIgnoredDuringExecution", {})
+                     .get("nodeSelectorTerms", [])):
+            leave = [e for e in term.get("matchExpressions", [])
+                     if e.get("key") == "nvidia.com/gpu-driver-upgrade-state"
+                     and e.get("operator") == "NotIn"]
+            if not leave or not upgrading <= set(leave[0].get("values", [])):
+                self.fail("server pods must leave a node during a GPU driver upgrade "
+                          "(nvidia.com/gpu-driver-upgrade-state NotIn every in-progress state)")
+            elif {"upgrade-done", "upgrade-required", "upgrade-failed"} & set(leave[0]["values"]):
+                self.fail("server pods must run on a node whose driver upgrade is done, "
+                          "pending or failed")
         products = set()
         if "nvidia.com/gpu.product" in pod.get("nodeSelector", {}):
             products.add(pod["nodeSelector"]["nvidia.com/gpu.product"])
