@@ -1,10 +1,12 @@
 #include "client/cli.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 
 #include "client/push.h"
 #include "client/results_command.h"
+#include "client/token_source.h"
 #include "common/enum_names.h"
 
 namespace kerneleval::client::cli {
@@ -25,8 +27,19 @@ void AddGlobalFlags(CLI::App* app, GlobalFlags* g) {
                 "Print JSON Lines: one compact object per row of a listing (history results or "
                 "runs, comparisons, leaderboard entries, devices, submissions) or per bench "
                 "result; any other answer on one line");
-  app->add_option("--token", g->token, "Bearer token sent as `authorization` metadata")
-      ->envname("KERNELEVAL_TOKEN");
+  // $KERNELEVAL_TOKEN is read by ResolveGlobalToken, in the token-file layout.
+  auto* token = app->add_option("--token", g->token,
+                                "Bearer token sent as `authorization` metadata (else "
+                                "$KERNELEVAL_TOKEN, read like --token-file)");
+  auto* token_file =
+      app->add_option("--token-file", g->token_file,
+                      "File of the token: one bare token, or the server's --auth-token-file "
+                      "lines 'owner:token' (the line of --owner, or the only one); trimmed")
+          ->type_name("PATH");
+  token->excludes(token_file);
+  app->add_option("--owner", g->owner,
+                  "Which owner's line of --token-file or $KERNELEVAL_TOKEN to send")
+      ->type_name("NAME");
   app->add_flag("--tls", g->tls, "Use TLS");
   app->add_option("--tls-ca", g->tls_ca, "PEM file of root certificates")->check(CLI::ExistingFile);
   auto* cert = app->add_option("--tls-cert", g->tls_cert, "PEM client certificate (mutual TLS)")
@@ -197,6 +210,7 @@ std::string WithDefaultPort(const std::string& target) {
 
 absl::Status Validate(const CLI::App& app, CliConfig* config) {
   for (const CLI::App* sub : app.get_subcommands()) config->command = sub->get_name();
+  config->global.token_given = app.get_option("--token")->count() > 0;
   if (config->global.jsonl) config->global.json = true;
   if (config->global.targets.size() > 1 && config->command != "bench") {
     return absl::InvalidArgumentError("--target: several targets are for bench only");
@@ -259,6 +273,21 @@ absl::Status ParseArgs(const std::vector<std::string>& args, CliConfig* config) 
   return Validate(*app, config);
 }
 
+absl::Status ResolveGlobalToken(GlobalFlags* g) {
+  TokenSources sources;
+  if (g->token_given) sources.flag = g->token;
+  sources.file = g->token_file;
+  sources.owner = g->owner;
+  // An empty variable is an unset one, as it was when CLI11 read it.
+  if (const char* env = std::getenv("KERNELEVAL_TOKEN"); env != nullptr && *env != '\0') {
+    sources.environment = env;
+  }
+  absl::StatusOr<std::string> token = ResolveToken(sources);
+  if (!token.ok()) return token.status();
+  g->token = *std::move(token);
+  return absl::OkStatus();
+}
+
 int Main(int argc, char** argv) {
   CliConfig config;
   std::unique_ptr<CLI::App> app = BuildCliApp(&config);
@@ -270,6 +299,10 @@ int Main(int argc, char** argv) {
   }
   if (absl::Status status = Validate(*app, &config); !status.ok()) {
     std::cerr << "error: " << status.message() << "\nRun with --help for more information.\n";
+    return kExitUsage;
+  }
+  if (absl::Status status = ResolveGlobalToken(&config.global); !status.ok()) {
+    std::cerr << "error: " << status.message() << "\n";
     return kExitUsage;
   }
   if (IsSubmitCommand(config.command)) return RunSubmitCommand(config, std::cout, std::cerr);

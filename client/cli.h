@@ -38,7 +38,12 @@ struct GlobalFlags {
   double deadline_seconds = 300;
   bool json = false;
   bool jsonl = false;  // --jsonl: JSON Lines (json is set with it)
-  std::string token;   // --token, else $KERNELEVAL_TOKEN.
+  // The bearer token sent (ResolveGlobalToken, client/token_source.h): --token, else the line
+  // of --token-file, else of $KERNELEVAL_TOKEN, for --owner (or the only line).
+  std::string token;
+  bool token_given = false;  // --token was on the command line (possibly empty: no token).
+  std::string token_file;
+  std::string owner;
   bool tls = false;
   std::string tls_ca, tls_cert, tls_key, tls_server_name;
   int64_t max_message_mib = 1024;
@@ -115,6 +120,10 @@ std::unique_ptr<CLI::App> BuildCliApp(CliConfig* config);
 // exactly one of --suite, --suite-file; a valid --pushgateway URL and --push-job).
 // INVALID_ARGUMENT with the parser's message on a usage error.
 absl::Status ParseArgs(const std::vector<std::string>& args, CliConfig* config);
+
+// Sets `g->token` from its sources (client/token_source.h); reads --token-file and
+// $KERNELEVAL_TOKEN. INVALID_ARGUMENT naming the file or variable when no token can be taken.
+absl::Status ResolveGlobalToken(GlobalFlags* g);
 
 // Executes a parsed command against the server; returns an ExitCode.
 int RunCommand(const CliConfig& config, std::ostream& out, std::ostream& err);

@@ -122,14 +122,38 @@ TEST(CliParse, ListCommands) {
 }
 
 TEST(CliParse, TokenFromEnvironment) {
-  ::setenv("KERNELEVAL_TOKEN", "from-env", 1);
+  ::setenv("KERNELEVAL_TOKEN", "from-env\n", 1);
   CliConfig config;
   ASSERT_TRUE(Parse({"devices"}, &config).ok());
+  ASSERT_TRUE(ResolveGlobalToken(&config.global).ok());
   EXPECT_EQ(config.global.token, "from-env");
   CliConfig flag;
   ASSERT_TRUE(Parse({"--token", "from-flag", "devices"}, &flag).ok());
+  ASSERT_TRUE(ResolveGlobalToken(&flag.global).ok());
   EXPECT_EQ(flag.global.token, "from-flag");
+  // The Secret's whole `token` key, as a secretKeyRef hands it over: the named owner's line.
+  ::setenv("KERNELEVAL_TOKEN", "ops:s3cret\nprometheus:scrape\n", 1);
+  CliConfig owner;
+  ASSERT_TRUE(Parse({"--owner", "ops", "devices"}, &owner).ok());
+  ASSERT_TRUE(ResolveGlobalToken(&owner.global).ok());
+  EXPECT_EQ(owner.global.token, "s3cret");
+  CliConfig unnamed;
+  ASSERT_TRUE(Parse({"devices"}, &unnamed).ok());
+  absl::Status refused = ResolveGlobalToken(&unnamed.global);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("$KERNELEVAL_TOKEN"), std::string::npos) << refused;
+  EXPECT_NE(refused.message().find("--owner"), std::string::npos) << refused;
+  EXPECT_EQ(refused.message().find("s3cret"), std::string::npos) << refused;
   ::unsetenv("KERNELEVAL_TOKEN");
+}
+
+TEST(CliParse, TokenFileExcludesToken) {
+  CliConfig config;
+  EXPECT_FALSE(Parse({"--token", "a", "--token-file", "f", "devices"}, &config).ok());
+  CliConfig file;
+  ASSERT_TRUE(Parse({"--token-file", "f", "--owner", "ops", "devices"}, &file).ok());
+  EXPECT_EQ(file.global.token_file, "f");
+  EXPECT_EQ(file.global.owner, "ops");
 }
 
 TEST(CliParse, BenchOnSeveralTargetsWithPushgateway) {

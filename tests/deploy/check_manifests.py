@@ -78,7 +78,7 @@ def registry_host(image):
     first = image.split("/", 1)[0] if "/" in image else ""
     return first if ("." in first or ":" in first or first == "localhost") else None
 # The kerneleval CLI's global options (client/cli.cc): those that take a value and flags.
-CLI_GLOBAL_OPTIONS = {"--target", "--deadline", "--token", "--tls-ca", "--tls-cert", "--tls-key",
+CLI_GLOBAL_OPTIONS = {"--target", "--deadline", "--token", "--token-file", "--owner", "--tls-ca", "--tls-cert", "--tls-key",
                       "--tls-server-name", "--max-message-mib"}
 CLI_GLOBAL_FLAGS = {"--json", "--tls"}
 CLI_SUBCOMMANDS = {"devices", "suites", "health", "run", "bench"}
@@ -218,6 +218,24 @@ class Checker:
                 for e in term.get("matchExpressions", []) if e.get("key") == "kerneleval.io/pool"]
         if not pool or pool[0].get("values") != ["evaluation"]:
             self.fail("server pods must require the evaluation pool (kerneleval.io/pool In [evaluation])")
+        # Driver upgrades: the pod must leave a node the GPU Operator's upgrade controller is
+        # working on (drain and its pod deletion do not remove a DaemonSet pod), in every
+        # term of the affinity (terms are ORed).
+        upgrading = {"cordon-required", "wait-for-jobs-required", "pod-deletion-required",
+                     "drain-required", "pod-restart-required", "validation-required",
+                     "uncordon-required"}
+        for term in (pod.get("affinity", {}).get("nodeAffinity", {})
+                     .get("requiredDuringSchedulingIgnoredDuringExecution", {})
+                     .get("nodeSelectorTerms", [])):
+            leave = [e for e in term.get("matchExpressions", [])
+                     if e.get("key") == "nvidia.com/gpu-driver-upgrade-state"
+                     and e.get("operator") == "NotIn"]
+            if not leave or not upgrading <= set(leave[0].get("values", [])):
+                self.fail("server pods must leave a node during a GPU driver upgrade "
+                          "(nvidia.com/gpu-driver-upgrade-state NotIn every in-progress state)")
+            elif {"upgrade-done", "upgrade-required", "upgrade-failed"} & set(leave[0]["values"]):
+                self.fail("server pods must run on a node whose driver upgrade is done, "
+                          "pending or failed")
         products = set()
         if "nvidia.com/gpu.product" in pod.get("nodeSelector", {}):
             products.add(pod["nodeSelector"]["nvidia.com/gpu.product"])
@@ -389,9 +407,24 @@ class Checker:
         pod_labels = job["template"]["metadata"].get("labels", {})
         if pod_labels.get("kerneleval.io/client") != "true":
             self.fail("CronJob pods need kerneleval.io/client=true to pass the servers' NetworkPolicy")
-        token = {e["name"]: e for e in container.get("env", [])}.get("KERNELEVAL_TOKEN", {})
-        if token.get("valueFrom", {}).get("secretKeyRef", {}).get("name") != "kerneleval-auth":
-            self.fail("CronJob needs KERNELEVAL_TOKEN from the kerneleval-auth Secret")
+        # The Secret's `token` key is the servers' token file (`owner:token` lines and a
+        # newline): the client must read it as a file and pick its owner's line. Handed over
+        # whole as $KERNELEVAL_TOKEN by an older CLI it was sent verbatim and refused.
+        if "KERNELEVAL_TOKEN" in {e["name"] for e in container.get("env", [])}:
+            self.fail("CronJob must not pass the auth Secret as KERNELEVAL_TOKEN; "
+                      "mount it and give --token-file with --owner")
+        token_file = arg_value(container.get("args", []), "--token-file")
+        mounts = {m["name"]: m["mountPath"] for m in container.get("volumeMounts", [])}
+        volumes = {v["name"]: v for v in pod.get("volumes", [])}
+        auth_mount = [name for name, volume in volumes.items()
+                      if volume.get("secret", {}).get("secretName") == "kerneleval-auth"]
+        if not token_file or not auth_mount or auth_mount[0] not in mounts:
+            self.fail("CronJob needs --token-file on a mount of the kerneleval-auth Secret")
+        elif token_file != mounts[auth_mount[0]].rstrip("/") + "/token":
+            self.fail(f"CronJob --token-file {token_file} is not the Secret's `token` key "
+                      f"under {mounts[auth_mount[0]]}")
+        if not arg_value(container.get("args", []), "--owner"):
+            self.fail("CronJob needs --owner: the auth Secret holds one line per caller")
 
         args = container.get("args", [])
         i = 0
@@ -606,6 +639,20 @@ def check_product_labels():
     return []
 
 
+def pinned_node(pod):
+    """The node name a pod's node affinity requires by metadata.name (None without one); each
+    term must require it, since terms are ORed."""
+    names = set()
+    terms = (pod.get("affinity", {}).get("nodeAffinity", {})
+             .get("requiredDuringSchedulingIgnoredDuringExecution", {}).get("nodeSelectorTerms", []))
+    for term in terms:
+        fields = [f for f in term.get("matchFields", [])
+                  if f.get("key") == "metadata.name" and f.get("operator") == "In"
+                  and len(f.get("values", [])) == 1]
+        names.add(fields[0]["values"][0] if fields else None)
+    return names.pop() if len(names) == 1 else None
+
+
 def check_fleet_validation():
     """fleet-validate.py renders one Job per node: pinned to it, every GPU, results pushed
     under the node's name, unique names within Kubernetes' limits."""
@@ -627,8 +674,17 @@ def check_fleet_validation():
         pod = job["spec"]["template"]["spec"]
         container = pod["containers"][0]
         env = {e["name"]: e for e in container.get("env", [])}
-        if pod.get("nodeSelector", {}).get("kubernetes.io/hostname") != node:
-            problems.append(f"fleet-validation Job {job['metadata']['name']} is not pinned to {node[:20]}")
+        if pinned_node(pod) != node:
+            problems.append(f"fleet-validation Job {job['metadata']['name']} is not pinned to node "
+                            f"name {node[:20]} (node affinity on metadata.name)")
+        if "kubernetes.io/hostname" in pod.get("nodeSelector", {}):
+            problems.append("fleet-validation Jobs must not select the kubernetes.io/hostname label: "
+                            "it can differ from the node's name, and the Job stays Pending for ever")
+        rules = job["spec"].get("podFailurePolicy", {}).get("rules", [])
+        if not any(r.get("action") == "Ignore" and {"type": "DisruptionTarget"} in
+                   [{"type": c.get("type")} for c in r.get("onPodConditions", [])] for r in rules):
+            problems.append("fleet-validation Jobs must not count a preempted or evicted pod as a "
+                            "failure (podFailurePolicy: Ignore on DisruptionTarget)")
         if str(container["resources"]["limits"].get("nvidia.com/gpu")) != str(GPUS_PER_NODE):
             problems.append("a fleet-validation Job must take every GPU of its node")
         if env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") != "spec.nodeName":
@@ -662,7 +718,7 @@ def check_unhealthy_gpus(script):
     if result.returncode != 0:
         return [f"fleet-validate.py --render-nodes failed: {result.stderr.strip()}"]
     text, _, table = result.stdout.partition("\nnode ")
-    jobs = {j["spec"]["template"]["spec"]["nodeSelector"]["kubernetes.io/hostname"]: j
+    jobs = {pinned_node(j["spec"]["template"]["spec"]): j
             for j in yaml.safe_load_all(text) if j}
     problems = []
     if sorted(jobs) != ["gpu-ok", "gpu-one-bad"]:

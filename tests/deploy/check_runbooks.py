@@ -5,8 +5,8 @@
 
 Every alerting rule must carry `annotations.runbook_url` (the key Alertmanager,
 Grafana and kube-prometheus-stack's templates read; `runbook:` is refused), and
-its value must be PATH#ANCHOR where PATH is a file of this repository and
-ANCHOR the GitHub anchor of one of its headings ("## KernelevalTargetDown" ->
+its value must be an absolute URL BASE#ANCHOR whose path ends in a file of this
+repository (deploy/runbooks.md) and ANCHOR the GitHub anchor of one of its headings ("## KernelevalTargetDown" ->
 #kernelevaltargetdown). A RULE_FILE is a Prometheus rule file (groups:) or a
 PrometheusRule object (spec.groups).
 
@@ -16,6 +16,7 @@ Exit status: 0 when every link resolves, 1 otherwise, 2 on bad input.
 import pathlib
 import re
 import sys
+import urllib.parse
 
 try:
     import yaml
@@ -36,6 +37,26 @@ def anchors(path):
         if m:
             found.add(anchor(m.group(1)))
     return found
+
+
+def repository_path(root, url):
+    """(path of the repository file an absolute runbook URL shows, problem or None).
+
+    The URL is BASE#ANCHOR with BASE an absolute http(s) URL (the install-time setting of
+    deploy/k8s/components/runbook-links) whose path ends in a file of this repository:
+    https://git.example.com/org/kerneleval/-/blob/main/deploy/runbooks.md -> deploy/runbooks.md.
+    """
+    base = url.partition("#")[0]
+    parsed = urllib.parse.urlsplit(base)
+    if parsed.scheme not in ("https", "http") or not parsed.netloc:
+        return None, ("not an absolute URL: a repository path does not open from "
+                      "Alertmanager, Slack or PagerDuty")
+    parts = [p for p in parsed.path.split("/") if p]
+    for start in range(len(parts)):
+        candidate = "/".join(parts[start:])
+        if (root / candidate).is_file():
+            return candidate, None
+    return None, f"its path {parsed.path} does not end in a file of the repository"
 
 
 def alert_rules(document):
@@ -67,11 +88,11 @@ def main(argv):
                 if not url:
                     problems.append(f"{where}: no runbook_url annotation")
                     continue
-                path, _, fragment = url.partition("#")
-                target = root / path
-                if not target.is_file():
-                    problems.append(f"{where}: runbook_url {url}: {path} is not a file "
-                                    "of the repository")
+                path, problem = repository_path(root, url)
+                fragment = url.partition("#")[2]
+                target = root / path if path else None
+                if problem:
+                    problems.append(f"{where}: runbook_url {url}: {problem}")
                 elif not fragment:
                     problems.append(f"{where}: runbook_url {url}: no #section")
                 elif fragment not in anchors(target):

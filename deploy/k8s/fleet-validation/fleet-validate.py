@@ -140,6 +140,15 @@ def gpu_counts(node):
             int(status.get("allocatable", {}).get(GPU, 0) or 0))
 
 
+def pin_to_node(pod_spec, name):
+    """Require the Node object's name (metadata.name), not its kubernetes.io/hostname label,
+    which can differ: every node-affinity term gets the field, so each still ANDs it."""
+    terms = pod_spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"]
+    for term in terms:
+        term["matchFields"] = [{"key": "metadata.name", "operator": "In", "values": [name]}]
+
+
 def render(template, nodes, run, image, suite, pushgateway, queue=""):
     """One Job per Node object, asking for the node's allocatable (healthy) GPUs."""
     jobs = []
@@ -157,7 +166,7 @@ def render(template, nodes, run, image, suite, pushgateway, queue=""):
         if queue:
             # Kueue admits the Job (and suspends it until then) when its queue has quota.
             job["metadata"]["labels"][QUEUE_LABEL] = queue
-        pod["spec"]["nodeSelector"]["kubernetes.io/hostname"] = name
+        pin_to_node(pod["spec"], name)
         container = pod["spec"]["containers"][0]
         container["image"] = image
         if healthy:
