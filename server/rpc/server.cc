@@ -27,6 +27,7 @@
 #include "server/rpc/server_credentials.h"
 #include "server/rpc/unserved_methods.h"
 #include "server/store/results_service.h"
+#include "server/store/submission_table.h"
 #include "server/submissions/compile_jail.h"
 
 namespace kerneleval::server {
@@ -387,6 +388,13 @@ absl::Status AddResultsService(Impl* s, grpc::ServerBuilder& builder) {
 absl::Status AddSubmissionsService(Impl* s, grpc::ServerBuilder& builder) {
   submissions::SubmissionsOptions submission_options = s->options.submissions;
   submission_options.identities = s->identities.get();
+  if (!s->options.results.results_db.empty()) {
+    // A fleet: submissions in the database the servers share, so that any server resolves
+    // what its caller registered through another, and a delete holds on all of them.
+    const store::ResultStore* results = s->results.get();
+    submission_options.shared =
+        store::OpenSubmissionTable(results->database(), [results] { return results->Usable(); });
+  }
   // A deleted submission leaves every GPU: its owner's tenant hosts unload it.
   submission_options.on_deleted = [s](const std::string& owner, const std::string& id) {
     for (const auto& w : s->devices.workers()) {
@@ -417,10 +425,18 @@ absl::Status AddSubmissionsService(Impl* s, grpc::ServerBuilder& builder) {
   const submissions::SubmissionsService* registered = s->submissions.get();
   if (submission_options.enabled) {
     s->state.find_submission =
-        [registered](const std::string& owner,
-                     const std::string& id_or_name) -> absl::StatusOr<SubmittedKernel> {
+        [registered, unload = submission_options.on_deleted](
+            const std::string& owner,
+            const std::string& id_or_name) -> absl::StatusOr<SubmittedKernel> {
       absl::StatusOr<submissions::ResolvedSubmission> r = registered->Resolve(owner, id_or_name);
-      if (!r.ok()) return r.status();
+      if (!r.ok()) {
+        // Deleted through another server sharing the database: a module this server loaded
+        // for that id leaves its devices before the owner's next job.
+        if (absl::IsNotFound(r.status()) && unload && id_or_name.rfind("sub-", 0) == 0) {
+          unload(owner, id_or_name);
+        }
+        return r.status();
+      }
       return SubmittedKernel{std::move(r->submission), std::move(r->cubin)};
     };
   }

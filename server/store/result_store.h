@@ -109,6 +109,10 @@ class ResultStore {
   // PostgreSQL only the server holding the retention advisory lock applies it: false when
   // another server was applying it, and this one did nothing.
   absl::StatusOr<bool> ApplyRetention(std::int64_t now_unix_seconds);
+  // The database, for the other tables it holds (submission_table.h); and whether they may
+  // be used: OK once connected and migrated, else UNAVAILABLE saying what the store waits for.
+  Database* database() const { return db_.get(); }
+  absl::Status Usable() const { return CheckConnected(); }
   // Statements sent to the database so far (Database::statements).
   std::int64_t statements() const { return db_->statements(); }
 
