@@ -27,6 +27,7 @@
 #include "server/rpc/server_credentials.h"
 #include "server/rpc/unserved_methods.h"
 #include "server/store/results_service.h"
+#include "server/store/submission_table.h"
 #include "server/submissions/compile_jail.h"
 
 namespace kerneleval::server {
@@ -34,6 +35,34 @@ namespace {
 
 constexpr char kReadiness[] = "readiness";
 constexpr char kService[] = "kerneleval.v1.KernelEval";
+constexpr char kResultsService[] = "kerneleval.v1.Results";
+
+// The Results service's own health: NOT_SERVING while the results database is waited for,
+// so that a probe names what waits; readiness stays with the devices, as Run and Benchmark
+// serve meanwhile. Told by the store's connecting thread, which may outlive the gRPC servers:
+// their health services are attached once serving and detached before they go.
+class StoreHealth {
+ public:
+  void Set(bool connected) {
+    std::lock_guard<std::mutex> lock(mu_);
+    connected_ = connected;
+    for (auto* h : health_) h->SetServingStatus(kResultsService, connected);
+  }
+  void Attach(std::vector<grpc::HealthCheckServiceInterface*> health) {
+    std::lock_guard<std::mutex> lock(mu_);
+    health_ = std::move(health);
+    for (auto* h : health_) h->SetServingStatus(kResultsService, connected_);
+  }
+  void Detach() {
+    std::lock_guard<std::mutex> lock(mu_);
+    health_.clear();
+  }
+
+ private:
+  std::mutex mu_;
+  bool connected_ = true;
+  std::vector<grpc::HealthCheckServiceInterface*> health_;
+};
 
 }  // namespace
 
@@ -47,6 +76,7 @@ struct KernelEvalServer::Impl {
   Metrics metrics;
   DeviceSet devices;
   ServiceState state;
+  StoreHealth store_health;  // before the store: its thread may tell it until the store closes
   // Before the services: destroyed after them, writing what they queued last.
   std::unique_ptr<store::ResultStore> results;
   std::unique_ptr<store::ResultsService> results_service;
@@ -73,6 +103,8 @@ struct KernelEvalServer::Impl {
   bool shut_down = false;
   std::thread telemetry;
   std::thread secrets;  // re-reads --auth-token-file (SecretsLoop)
+
+  ~Impl() { store_health.Detach(); }
 
   // Both servers answer health with the same statuses.
   void SetServing(const std::string& service, bool serving) {
@@ -330,6 +362,14 @@ absl::Status AddResultsService(Impl* s, grpc::ServerBuilder& builder) {
   if (store_options.server_name.empty()) store_options.server_name = options.node_name;
   store_options.server_version = ServerVersion();
   store_options.git_revision = GitRevision();
+  store_options.on_connection = [s](bool connected, const std::string& waiting_for) {
+    s->store_health.Set(connected);
+    if (!connected)
+      LogWarning(
+          absl::StrCat("results store: waiting for the database (Run and "
+                       "Benchmark serve meanwhile): ",
+                       waiting_for));
+  };
   for (const v1::SuiteDefinition& suite : s->state.suites) {
     store_options.official_suite_hashes[suite.name()] = store::SuiteHash(suite);
   }
@@ -348,6 +388,13 @@ absl::Status AddResultsService(Impl* s, grpc::ServerBuilder& builder) {
 absl::Status AddSubmissionsService(Impl* s, grpc::ServerBuilder& builder) {
   submissions::SubmissionsOptions submission_options = s->options.submissions;
   submission_options.identities = s->identities.get();
+  if (!s->options.results.results_db.empty()) {
+    // A fleet: submissions in the database the servers share, so that any server resolves
+    // what its caller registered through another, and a delete holds on all of them.
+    const store::ResultStore* results = s->results.get();
+    submission_options.shared =
+        store::OpenSubmissionTable(results->database(), [results] { return results->Usable(); });
+  }
   // A deleted submission leaves every GPU: its owner's tenant hosts unload it.
   submission_options.on_deleted = [s](const std::string& owner, const std::string& id) {
     for (const auto& w : s->devices.workers()) {
@@ -378,10 +425,18 @@ absl::Status AddSubmissionsService(Impl* s, grpc::ServerBuilder& builder) {
   const submissions::SubmissionsService* registered = s->submissions.get();
   if (submission_options.enabled) {
     s->state.find_submission =
-        [registered](const std::string& owner,
-                     const std::string& id_or_name) -> absl::StatusOr<SubmittedKernel> {
+        [registered, unload = submission_options.on_deleted](
+            const std::string& owner,
+            const std::string& id_or_name) -> absl::StatusOr<SubmittedKernel> {
       absl::StatusOr<submissions::ResolvedSubmission> r = registered->Resolve(owner, id_or_name);
-      if (!r.ok()) return r.status();
+      if (!r.ok()) {
+        // Deleted through another server sharing the database: a module this server loaded
+        // for that id leaves its devices before the owner's next job.
+        if (absl::IsNotFound(r.status()) && unload && id_or_name.rfind("sub-", 0) == 0) {
+          unload(owner, id_or_name);
+        }
+        return r.status();
+      }
       return SubmittedKernel{std::move(r->submission), std::move(r->cubin)};
     };
   }
@@ -403,7 +458,10 @@ absl::Status StartGrpcServers(Impl* s, grpc::ServerBuilder& builder) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
   s->results_service->SetBenchmarkChannel(s->grpc_server->InProcessChannel(args));
-  if (options.health_listen.empty()) return absl::OkStatus();
+  if (options.health_listen.empty()) {
+    s->store_health.Attach({s->grpc_server->GetHealthCheckService()});
+    return absl::OkStatus();
+  }
   // Plaintext and without a token, serving health (and reflection, which the global plugin
   // adds) but not KernelEval: the kubelet's gRPC probes speak neither TLS nor tokens.
   grpc::ServerBuilder health;
@@ -416,6 +474,8 @@ absl::Status StartGrpcServers(Impl* s, grpc::ServerBuilder& builder) {
         absl::StrCat("--health-listen: cannot listen on ", options.health_listen,
                      ": the port is in use, or not an address of this host"));
   }
+  s->store_health.Attach(
+      {s->grpc_server->GetHealthCheckService(), s->health_server->GetHealthCheckService()});
   return absl::OkStatus();
 }
 
@@ -484,6 +544,7 @@ void KernelEvalServer::Shutdown(absl::Duration grace) {
     std::lock_guard<std::mutex> lock(impl_->mu);
     if (impl_->shut_down) return;
     impl_->shut_down = true;
+    impl_->store_health.Detach();
     impl_->SetReady(false);
     impl_->state.draining.store(true);
   }

@@ -206,6 +206,16 @@ void AddResultsFlags(CLI::App& app, store::StoreOptions& results, RawFlags& raw)
   app.add_option("--results-db", results.results_db,
                  "Keep benchmark results in this PostgreSQL database (postgresql://...) that "
                  "several servers may share, instead of SQLite in --data-dir");
+  app.add_option("--store-connections", results.connections,
+                 "PostgreSQL connections this server may hold at once (--results-db): the "
+                 "result writer, retention and Results queries share them")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  app.add_option("--results-retention-interval-seconds", results.retention_interval_seconds,
+                 "Apply retention every this many seconds; servers sharing a database take "
+                 "turns (one applies it at a time)")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   app.add_option("--results-max-age-days", raw.results_max_age_days,
                  "Delete stored runs older than this (0: keep)")
       ->check(CLI::NonNegativeNumber);

@@ -1,6 +1,6 @@
-// ResultStore's writing side: opening the database, the writer thread that records runs,
-// regression detection and retention. Queries: result_store_history.cc (results, runs)
-// and result_store_ranking.cc (leaderboard, compare, export).
+// ResultStore's writing side: opening the database, the writer thread that records runs and
+// regression detection. Retention: result_store_retention.cc. Queries: result_store_history.cc
+// (results, runs) and result_store_ranking.cc (leaderboard, compare, export).
 #include "server/store/result_store.h"
 
 #include <openssl/sha.h>
@@ -63,7 +63,7 @@ absl::StatusOr<std::unique_ptr<ResultStore>> ResultStore::Open(
     const StoreOptions& options, std::shared_ptr<prometheus::Registry> registry) {
   std::unique_ptr<Database> db;
   if (!options.results_db.empty()) {
-    auto opened = OpenPostgres(options.results_db);
+    auto opened = OpenPostgres(options.results_db, options.connections, /*connect_now=*/false);
     if (!opened.ok()) return opened.status();
     db = std::move(*opened);
   } else {
@@ -87,14 +87,32 @@ absl::StatusOr<std::unique_ptr<ResultStore>> ResultStore::Open(
     if (!opened.ok()) return opened.status();
     db = std::move(*opened);
   }
-  if (absl::Status s = Migrate(db.get()); !s.ok()) return s;
-  if (absl::Status s = FillStoredPeaks(db.get()); !s.ok()) return s;
+  const bool postgres = !options.results_db.empty();
   StoreOptions resolved = options;
   if (resolved.server_name.empty()) resolved.server_name = HostName();
   if (resolved.server_name.empty()) resolved.server_name = "unknown";
   std::unique_ptr<ResultStore> store(new ResultStore(std::move(resolved), std::move(db)));
   if (registry != nullptr) store->gauges_ = std::make_unique<RegressionGauges>(registry);
+  if (absl::Status prepared = store->Prepare(); prepared.ok()) {
+    store->connected_ = true;
+  } else if (postgres && absl::IsUnavailable(prepared)) {
+    // A fleet's database may be down while its servers start: they serve Run meanwhile.
+    store->waiting_for_ = std::string(prepared.message());
+    if (store->options_.on_connection) {
+      store->options_.on_connection(false, store->waiting_for_);
+    } else {
+      fprintf(stderr, "results store: waiting for the database: %s\n", store->waiting_for_.c_str());
+    }
+    store->connector_ = std::thread([s = store.get()] { s->ConnectLoop(); });
+  } else {
+    return prepared;
+  }
   store->writer_ = std::thread([s = store.get()] { s->WriterLoop(); });
+  const StoreOptions& o = store->options_;
+  if (o.retention_interval_seconds > 0 &&
+      (o.max_age_seconds > 0 || o.max_runs > 0 || o.raw_sample_runs > 0)) {
+    store->retention_ = std::thread([s = store.get()] { s->RetentionLoop(); });
+  }
   return store;
 }
 
@@ -105,6 +123,8 @@ ResultStore::~ResultStore() {
   }
   cv_.notify_all();
   if (writer_.joinable()) writer_.join();
+  if (retention_.joinable()) retention_.join();
+  if (connector_.joinable()) connector_.join();
 }
 
 // 128 random bits: ids made by servers that share one database never collide.
@@ -129,22 +149,31 @@ std::string ResultStore::Record(const v1::BenchmarkReport& report, const std::st
 
 void ResultStore::Flush() {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [this] { return queue_.empty() && !writing_; });
+  cv_.wait(lock, [this] { return (queue_.empty() && !writing_) || !connected_; });
 }
 
 void ResultStore::WriterLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stopping with nothing left
+    cv_.wait(lock, [this] { return stop_ || (connected_ && !queue_.empty()); });
+    if (queue_.empty() || !connected_) {  // stopping
+      if (!queue_.empty()) {
+        fprintf(stderr, "results store: %zu benchmark reports not stored: %s\n", queue_.size(),
+                waiting_for_.c_str());
+      }
+      return;
+    }
     auto [report, owner] = std::move(queue_.front());
     queue_.pop_front();
     writing_ = true;
     lock.unlock();
-    auto written = RecordNow(report, 0, owner);
-    if (!written.ok()) {
-      fprintf(stderr, "results store: a benchmark report was not stored: %s\n",
-              std::string(written.status().message()).c_str());
+    auto written = InsertRunRetrying(report, owner);
+    absl::Status s = written.status();
+    if (s.ok()) s = DetectRegressions(*written, static_cast<std::int64_t>(std::time(nullptr)));
+    if (!s.ok()) {
+      fprintf(stderr, "results store: a benchmark report was not %s: %s\n",
+              written.ok() ? "checked for regressions" : "stored",
+              std::string(s.message()).c_str());
     }
     lock.lock();
     writing_ = false;
@@ -155,6 +184,16 @@ void ResultStore::WriterLoop() {
 absl::StatusOr<std::string> ResultStore::RecordNow(const v1::BenchmarkReport& report,
                                                    std::int64_t now, const std::string& owner) {
   if (now == 0) now = static_cast<std::int64_t>(std::time(nullptr));
+  RETURN_IF_ERROR(CheckConnected());
+  auto run_id = InsertRun(report, now, owner);
+  if (!run_id.ok()) return run_id.status();
+  RETURN_IF_ERROR(DetectRegressions(*run_id, now));
+  return run_id;
+}
+
+absl::StatusOr<std::string> ResultStore::InsertRun(const v1::BenchmarkReport& report,
+                                                   std::int64_t now, const std::string& owner) {
+  if (now == 0) now = static_cast<std::int64_t>(std::time(nullptr));
   const std::string run_id = report.run_id().empty() ? NewRunId() : report.run_id();
   const std::string suite_hash = SuiteHash(report.definition());
   v1::BenchmarkReport header = report;
@@ -162,56 +201,52 @@ absl::StatusOr<std::string> ResultStore::RecordNow(const v1::BenchmarkReport& re
   std::map<std::string, v1::Environment> environments;
   for (const auto& e : report.environments()) environments[e.device().name()] = e;
 
-  if (auto s = db_->Query("BEGIN"); !s.ok()) return s.status();
-  auto rollback = [this](absl::Status s) {
-    (void)db_->Query("ROLLBACK");
-    return s;
-  };
-  auto run = db_->Query(
-      "INSERT INTO runs (id, created_at, suite, suite_hash, server, server_version, "
-      "git_revision, complete, report_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-      {run_id, now, report.suite(), suite_hash, options_.server_name, options_.server_version,
-       options_.git_revision, std::int64_t{report.complete() ? 1 : 0}, ToJson(header)});
-  if (!run.ok()) return rollback(run.status());
-  for (int i = 0; i < report.results_size(); ++i) {
-    v1::WorkloadResult r = report.results(i);
-    const std::vector<double> samples(r.samples_seconds().begin(), r.samples_seconds().end());
-    r.clear_samples_seconds();
-    const v1::Environment& env = environments[r.device()];
-    // Submitted kernels take their content-hash id as the implementation name.
-    const std::string submission_hash =
-        r.implementation().rfind("sub-", 0) == 0 ? r.implementation() : "";
-    auto row = db_->Query(
-        "INSERT INTO results (id, run_id, created_at, suite, workload, implementation, "
-        "submission_hash, device, device_model, device_uuid, status, median_seconds, sol_ratio, "
-        "sample_count, seed, result_json, samples, downsampled, owner, sol_peak_source, "
-        "sol_peak_bytes_per_second) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
-        "$13, $14, $15, $16, $17, 0, $18, $19, $20)",
-        {absl::StrCat(run_id, "/", i),
-         run_id,
-         now,
-         report.suite(),
-         r.workload(),
-         r.implementation(),
-         submission_hash,
-         r.device(),
-         env.device().model(),
-         env.device().uuid(),
-         std::int64_t{r.status()},
-         r.latency().median_seconds(),
-         PrimarySolRatio(r),
-         static_cast<std::int64_t>(samples.size()),
-         std::to_string(report.protocol().seed()),
-         ToJson(r),
-         SamplesToJson(samples),
-         owner,
-         std::int64_t{PeakOf(r).source},
-         PeakOf(r).bytes_per_second});
-    if (!row.ok()) return rollback(row.status());
-  }
-  if (auto s = db_->Query("COMMIT"); !s.ok()) return rollback(s.status());
-  if (absl::Status s = DetectRegressions(run_id, now); !s.ok()) return s;
-  if (absl::Status s = ApplyRetention(now); !s.ok()) return s;
+  absl::Status inserted = db_->Transaction([&](Database& tx) -> absl::Status {
+    auto run = tx.Query(
+        "INSERT INTO runs (id, created_at, suite, suite_hash, server, server_version, "
+        "git_revision, complete, report_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        {run_id, now, report.suite(), suite_hash, options_.server_name, options_.server_version,
+         options_.git_revision, std::int64_t{report.complete() ? 1 : 0}, ToJson(header)});
+    if (!run.ok()) return run.status();
+    for (int i = 0; i < report.results_size(); ++i) {
+      v1::WorkloadResult r = report.results(i);
+      const std::vector<double> samples(r.samples_seconds().begin(), r.samples_seconds().end());
+      r.clear_samples_seconds();
+      const v1::Environment& env = environments[r.device()];
+      // Submitted kernels take their content-hash id as the implementation name.
+      const std::string submission_hash =
+          r.implementation().rfind("sub-", 0) == 0 ? r.implementation() : "";
+      auto row = tx.Query(
+          "INSERT INTO results (id, run_id, created_at, suite, workload, implementation, "
+          "submission_hash, device, device_model, device_uuid, status, median_seconds, sol_ratio, "
+          "sample_count, seed, result_json, samples, downsampled, owner, sol_peak_source, "
+          "sol_peak_bytes_per_second) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
+          "$13, $14, $15, $16, $17, 0, $18, $19, $20)",
+          {absl::StrCat(run_id, "/", i),
+           run_id,
+           now,
+           report.suite(),
+           r.workload(),
+           r.implementation(),
+           submission_hash,
+           r.device(),
+           env.device().model(),
+           env.device().uuid(),
+           std::int64_t{r.status()},
+           r.latency().median_seconds(),
+           PrimarySolRatio(r),
+           static_cast<std::int64_t>(samples.size()),
+           std::to_string(report.protocol().seed()),
+           ToJson(r),
+           SamplesToJson(samples),
+           owner,
+           std::int64_t{PeakOf(r).source},
+           PeakOf(r).bytes_per_second});
+      if (!row.ok()) return row.status();
+    }
+    return absl::OkStatus();
+  });
+  if (!inserted.ok()) return inserted;
   return run_id;
 }
 
@@ -271,49 +306,4 @@ absl::Status ResultStore::DetectRegressions(const std::string& run_id, std::int6
   return absl::OkStatus();
 }
 
-absl::Status ResultStore::ApplyRetention(std::int64_t now) {
-  std::vector<std::string> doomed;
-  if (options_.max_age_seconds > 0) {
-    auto old =
-        db_->Query("SELECT id FROM runs WHERE created_at < $1", {now - options_.max_age_seconds});
-    if (!old.ok()) return old.status();
-    for (const SqlRow& row : *old) doomed.push_back(row[0].value_or(""));
-  }
-  const bool count_bound = options_.max_runs > 0 || options_.raw_sample_runs > 0;
-  std::vector<std::string> newest_first;
-  if (count_bound) {
-    auto all = db_->Query("SELECT id FROM runs ORDER BY created_at DESC, id DESC");
-    if (!all.ok()) return all.status();
-    for (const SqlRow& row : *all) newest_first.push_back(row[0].value_or(""));
-  }
-  if (options_.max_runs > 0) {
-    for (std::size_t i = static_cast<std::size_t>(options_.max_runs); i < newest_first.size();
-         ++i) {
-      doomed.push_back(newest_first[i]);
-    }
-  }
-  for (const std::string& id : doomed) {
-    for (const char* sql :
-         {"DELETE FROM regressions WHERE result_id IN (SELECT id FROM results WHERE run_id = $1)",
-          "DELETE FROM results WHERE run_id = $1", "DELETE FROM runs WHERE id = $1"}) {
-      if (auto s = db_->Query(sql, {id}); !s.ok()) return s.status();
-    }
-  }
-  if (options_.raw_sample_runs <= 0) return absl::OkStatus();
-  for (std::size_t i = static_cast<std::size_t>(options_.raw_sample_runs); i < newest_first.size();
-       ++i) {
-    auto rows = db_->Query("SELECT id, samples FROM results WHERE run_id = $1 AND downsampled = 0",
-                           {newest_first[i]});
-    if (!rows.ok()) return rows.status();
-    for (const SqlRow& row : *rows) {
-      // 21 quantiles keep the shape a later comparison needs at a fixed size.
-      const std::vector<double> q = Quantiles(SamplesFromJson(row[1].value_or("[]")), 21);
-      auto s = db_->Query(
-          "UPDATE results SET samples = NULL, quantiles = $1, downsampled = 1 WHERE id = $2",
-          {SamplesToJson(q), row[0].value_or("")});
-      if (!s.ok()) return s.status();
-    }
-  }
-  return absl::OkStatus();
-}
 }  // namespace kerneleval::server::store

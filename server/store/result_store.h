@@ -8,9 +8,11 @@
 // writer thread owns the inserts, so a device worker never waits for the disk.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,12 +34,17 @@ struct StoreOptions {
   std::string results_db;   // postgresql://... : a database several servers share
   std::string server_name;  // stored with each run (default: the hostname)
   std::string server_version, git_revision;
-  // Retention, applied after each write (0 = unbounded): runs older than max_age_seconds
-  // and runs beyond the newest max_runs are deleted; runs beyond the newest raw_sample_runs
-  // keep 21 quantiles instead of their raw samples.
+  // PostgreSQL connections this server may hold at once (--store-connections): the writer,
+  // retention and the Results queries share them.
+  int connections = 4;
+  // Retention (0 = unbounded): runs older than max_age_seconds and runs beyond the newest
+  // max_runs are deleted; runs beyond the newest raw_sample_runs keep 21 quantiles instead
+  // of their raw samples. Applied every retention_interval_seconds by one server of those
+  // sharing the database (ApplyRetention), not after each write.
   std::int64_t max_age_seconds = 0;
   std::int64_t max_runs = 0;
   std::int64_t raw_sample_runs = 0;
+  std::int64_t retention_interval_seconds = 60;
   // Regression detection: a new result against the pooled samples of the previous
   // `baseline_results` passing results of its series.
   int baseline_results = 5;
@@ -47,6 +54,9 @@ struct StoreOptions {
   // these names ranks only runs of that very content; under any other name, only runs of
   // the content its newest run had.
   std::map<std::string, std::string> official_suite_hashes;
+  // Told when the database becomes reachable (true) or is waited for (false, with why),
+  // from the store's own thread. PostgreSQL only: SQLite is a file, open or failed at start.
+  std::function<void(bool connected, const std::string& waiting_for)> on_connection;
 };
 
 // Whose results a query sees: every built-in's, and the results of `owner`'s own submissions
@@ -57,7 +67,9 @@ using Viewer = std::optional<std::string>;
 class ResultStore {
  public:
   // Opens the database, applies missing migrations, starts the writer. `registry` (may be
-  // null) receives the regression gauges.
+  // null) receives the regression gauges. A PostgreSQL that cannot be reached is not an
+  // error: the store opens waiting for it, retrying with backoff (0.5 s doubling to 30 s);
+  // until it answers, reports queue in memory and queries are UNAVAILABLE saying so.
   static absl::StatusOr<std::unique_ptr<ResultStore>> Open(
       const StoreOptions& options, std::shared_ptr<prometheus::Registry> registry);
   ~ResultStore();  // writes what is queued, then stops the writer
@@ -75,8 +87,11 @@ class ResultStore {
   absl::StatusOr<std::string> RecordNow(const v1::BenchmarkReport& report,
                                         std::int64_t now_unix_seconds = 0,
                                         const std::string& owner = "");
-  // Waits until every queued report is written.
+  // Waits until every queued report is written (at once while the database is waited for).
   void Flush();
+  // Whether the database answers and is migrated; else what the store waits for.
+  bool connected() const { return connected_.load(); }
+  std::string WaitingFor() const;
 
   // Queries, as `viewer` sees the store (Viewer above; the Results service always names one).
   absl::StatusOr<v1::HistoryResponse> History(const v1::HistoryRequest& request,
@@ -89,13 +104,35 @@ class ResultStore {
                                        const Viewer& viewer = std::nullopt);
   absl::StatusOr<v1::ExportResponse> Export(const v1::ExportRequest& request,
                                             const Viewer& viewer = std::nullopt);
-  absl::Status ApplyRetention(std::int64_t now_unix_seconds);
+  // One pass of retention, a fixed number of set-based statements whatever the number of
+  // stored runs (plus one UPDATE per 200 results that just crossed raw_sample_runs). On
+  // PostgreSQL only the server holding the retention advisory lock applies it: false when
+  // another server was applying it, and this one did nothing.
+  absl::StatusOr<bool> ApplyRetention(std::int64_t now_unix_seconds);
+  // The database, for the other tables it holds (submission_table.h); and whether they may
+  // be used: OK once connected and migrated, else UNAVAILABLE saying what the store waits for.
+  Database* database() const { return db_.get(); }
+  absl::Status Usable() const { return CheckConnected(); }
+  // Statements sent to the database so far (Database::statements).
+  std::int64_t statements() const { return db_->statements(); }
 
   const char* engine() const { return db_->engine(); }
 
  private:
   ResultStore(StoreOptions options, std::unique_ptr<Database> db);
   void WriterLoop();
+  void RetentionLoop();
+  // Migrations and the peak fill: what a database needs before the store uses it.
+  absl::Status Prepare();
+  void ConnectLoop();
+  // OK once connected(); else UNAVAILABLE naming what the store waits for.
+  absl::Status CheckConnected() const;
+  // Writes a report's run and results in one transaction; a database that cannot be reached
+  // is retried with backoff until it answers or the store closes.
+  absl::StatusOr<std::string> InsertRun(const v1::BenchmarkReport& report, std::int64_t now,
+                                        const std::string& owner);
+  absl::StatusOr<std::string> InsertRunRetrying(const v1::BenchmarkReport& report,
+                                                const std::string& owner);
   absl::Status DetectRegressions(const std::string& run_id, std::int64_t now);
   // A run id, or a unique prefix of one (8 characters at least; shorter text is taken as
   // it is): the full id. An ambiguous prefix is INVALID_ARGUMENT naming `field` and listing
@@ -121,12 +158,16 @@ class ResultStore {
   StoreOptions options_;
   std::unique_ptr<Database> db_;
   std::unique_ptr<RegressionGauges> gauges_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<v1::BenchmarkReport, std::string>> queue_;  // with the owner
   bool writing_ = false;
   bool stop_ = false;
+  std::atomic<bool> connected_{false};
+  std::string waiting_for_;  // guarded by mu_
   std::thread writer_;
+  std::thread retention_;
+  std::thread connector_;
 };
 
 // SHA-256 (hex) of a suite definition's deterministic serialization.

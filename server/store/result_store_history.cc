@@ -132,6 +132,7 @@ absl::StatusOr<std::vector<v1::StoredResult>> ResultStore::Select(const v1::Resu
 
 absl::StatusOr<v1::HistoryResponse> ResultStore::History(const v1::HistoryRequest& request,
                                                          const Viewer& viewer) {
+  if (absl::Status connected = CheckConnected(); !connected.ok()) return connected;
   std::int64_t offset = 0;
   if (!request.page_token().empty() &&
       (!absl::SimpleAtoi(request.page_token(), &offset) || offset < 0)) {
@@ -196,6 +197,7 @@ absl::StatusOr<v1::HistoryResponse> ResultStore::RunHistory(const v1::HistoryReq
 
 absl::StatusOr<v1::StoredResult> ResultStore::Get(const std::string& given_id,
                                                   const Viewer& viewer) {
+  if (absl::Status connected = CheckConnected(); !connected.ok()) return connected;
   // "<run id or its prefix>/<index>"
   std::string result_id = given_id;
   if (const std::size_t slash = given_id.find('/'); slash != std::string::npos) {

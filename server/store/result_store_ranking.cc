@@ -129,6 +129,7 @@ void Rank(const std::vector<v1::LeaderboardEntry>& complete, v1::LeaderboardResp
 
 absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
     const v1::LeaderboardRequest& request, const Viewer& viewer) {
+  if (absl::Status connected = CheckConnected(); !connected.ok()) return connected;
   RETURN_IF_ERROR(CheckSuiteKnown(request.suite(), "suite", viewer));
   std::vector<SqlValue> params = {request.suite()};
   std::string sql =
@@ -172,6 +173,7 @@ absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
 
 absl::StatusOr<v1::CompareResponse> ResultStore::Compare(const v1::CompareRequest& request,
                                                          const Viewer& viewer) {
+  if (absl::Status connected = CheckConnected(); !connected.ok()) return connected;
   const double alpha = request.alpha() == 0 ? 0.05 : request.alpha();
   const double min_relative =
       request.min_relative_difference() == 0 ? 0.01 : request.min_relative_difference();
@@ -225,6 +227,7 @@ absl::StatusOr<v1::CompareResponse> ResultStore::Compare(const v1::CompareReques
 
 absl::StatusOr<v1::ExportResponse> ResultStore::Export(const v1::ExportRequest& request,
                                                        const Viewer& viewer) {
+  if (absl::Status connected = CheckConnected(); !connected.ok()) return connected;
   const std::int64_t limit = request.limit() == 0 ? 1000 : request.limit();
   if (limit > 100000) return absl::InvalidArgumentError("limit: at most 100000");
   // One row more than the limit says whether the export is cut short.

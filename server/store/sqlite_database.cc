@@ -1,5 +1,8 @@
 #include <sqlite3.h>
 
+#include <mutex>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 #include "server/store/database.h"
 
@@ -16,6 +19,7 @@ class SqliteDatabase final : public Database {
   absl::StatusOr<std::vector<SqlRow>> Query(const std::string& sql,
                                             const std::vector<SqlValue>& params) override {
     std::lock_guard<std::mutex> lock(mu_);
+    CountStatement();
     sqlite3_stmt* stmt = nullptr;
     if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &stmt, nullptr) !=
         SQLITE_OK) {
@@ -68,6 +72,7 @@ class SqliteDatabase final : public Database {
 
   absl::Status ExecScript(const std::string& sql) override {
     std::lock_guard<std::mutex> lock(mu_);
+    CountStatement();
     char* message = nullptr;
     if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
       std::string text = message != nullptr ? message : "unknown error";
@@ -77,10 +82,20 @@ class SqliteDatabase final : public Database {
     return absl::OkStatus();
   }
 
-  absl::Status BeginMigration() override { return ExecScript("BEGIN IMMEDIATE"); }
-  absl::Status EndMigration(bool commit) override {
-    return ExecScript(commit ? "COMMIT" : "ROLLBACK");
+  // One transaction at a time on the one connection; a Transaction inside `body` joins it.
+  absl::Status Transaction(const std::function<absl::Status(Database& tx)>& body) override {
+    if (in_transaction_ == std::this_thread::get_id()) return body(*this);
+    std::lock_guard<std::mutex> lock(transaction_mu_);
+    in_transaction_ = std::this_thread::get_id();
+    absl::Status s = ExecScript("BEGIN IMMEDIATE");
+    if (s.ok()) s = body(*this);
+    if (s.ok()) s = ExecScript("COMMIT");
+    if (!s.ok()) (void)ExecScript("ROLLBACK");
+    in_transaction_ = std::thread::id();
+    return s;
   }
+
+  absl::StatusOr<bool> LockUntilCommit(std::int64_t, bool) override { return true; }
 
  private:
   absl::Status Error(const char* step) {
@@ -88,6 +103,8 @@ class SqliteDatabase final : public Database {
   }
 
   std::mutex mu_;
+  std::mutex transaction_mu_;
+  std::atomic<std::thread::id> in_transaction_{};
   sqlite3* db_;
 };
 

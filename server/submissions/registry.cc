@@ -35,7 +35,7 @@ bool BoundStoredLog(internal::StoredSubmission& s, const fs::path& path) {
 absl::StatusOr<std::unique_ptr<Registry>> Registry::Open(RegistryOptions options,
                                                          std::vector<std::string>* skipped) {
   std::unique_ptr<Registry> r(new Registry(std::move(options)));
-  if (r->options_.data_dir.empty()) return r;
+  if (r->options_.data_dir.empty() || r->options_.shared != nullptr) return r;
   const fs::path dir = fs::path(r->options_.data_dir) / "submissions";
   if (absl::Status made = CreatePrivateDirectories(dir.string()); !made.ok()) {
     return DataDirError(made);
@@ -86,6 +86,7 @@ absl::StatusOr<bool> Registry::Add(const internal::StoredSubmission& s) {
   const std::string& owner = s.submission().owner();
   const std::string& id = s.submission().id();
   const std::string& name = s.submission().spec().name();
+  if (options_.shared != nullptr) return AddShared(s);
   std::lock_guard<std::mutex> lock(mu_);
   const auto named = by_name_.find({owner, name});
   if (named != by_name_.end()) {
@@ -122,6 +123,13 @@ absl::StatusOr<bool> Registry::Add(const internal::StoredSubmission& s) {
 
 absl::StatusOr<internal::StoredSubmission> Registry::Find(const std::string& owner,
                                                           const std::string& id_or_name) const {
+  if (options_.shared != nullptr) {
+    auto found = options_.shared->Find(owner, id_or_name);
+    if (!found.ok()) return found.status();
+    if (found->has_value()) return **found;
+    return absl::NotFoundError(
+        absl::StrCat("submission: no submission ", Quote(id_or_name), " of ", Quote(owner)));
+  }
   std::lock_guard<std::mutex> lock(mu_);
   const std::string* id = IdOf(owner, id_or_name);
   if (id == nullptr) {
@@ -133,6 +141,7 @@ absl::StatusOr<internal::StoredSubmission> Registry::Find(const std::string& own
 
 SubmissionPage Registry::List(const std::string& owner, const std::string& after,
                               std::size_t max_count, std::size_t max_bytes) const {
+  if (options_.shared != nullptr) return ListShared(owner, after, max_count, max_bytes);
   std::lock_guard<std::mutex> lock(mu_);
   SubmissionPage page;
   std::size_t bytes = 0;
@@ -153,6 +162,7 @@ SubmissionPage Registry::List(const std::string& owner, const std::string& after
 
 absl::StatusOr<std::string> Registry::Delete(const std::string& owner,
                                              const std::string& id_or_name) {
+  if (options_.shared != nullptr) return DeleteShared(owner, id_or_name);
   std::lock_guard<std::mutex> lock(mu_);
   const std::string* found = IdOf(owner, id_or_name);
   if (found == nullptr) {
@@ -176,11 +186,14 @@ absl::StatusOr<std::string> Registry::Delete(const std::string& owner,
 }
 
 std::size_t Registry::size() const {
+  if (options_.shared != nullptr) return options_.shared->Total().value_or(0);
   std::lock_guard<std::mutex> lock(mu_);
   return by_id_.size();
 }
 
 std::size_t Registry::CountOf(const std::string& owner) const {
+  // A database that does not answer counts none here: Add, which asks again, refuses then.
+  if (options_.shared != nullptr) return options_.shared->CountOf(owner).value_or(0);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = per_owner_.find(owner);
   return it == per_owner_.end() ? 0 : it->second;

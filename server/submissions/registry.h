@@ -1,6 +1,8 @@
 // Registered submissions: by owner and content-hash id, and by owner and name. Bounded per
 // owner and in total; in memory, and also one file per submission in a directory when one
-// is given, so that a restarted server keeps them. Thread-safe.
+// is given, so that a restarted server keeps them; or, for a fleet, in a database every
+// server shares (RegistryOptions::shared), read on every lookup so that a delete through
+// one server holds on all. Thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -13,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "kerneleval/internal/compile.pb.h"
+#include "server/submissions/submission_records.h"
 
 namespace kerneleval::server::submissions {
 
@@ -26,6 +29,8 @@ struct RegistryOptions {
   std::string data_dir;  // empty: memory only; else <data_dir>/submissions/*.pb
   std::size_t max_per_owner = 64;
   std::size_t max_total = 1024;
+  // Set: submissions live there (data_dir is not used for them) and nothing is kept here.
+  std::shared_ptr<SubmissionRecords> shared;
 };
 
 class Registry {
@@ -66,6 +71,11 @@ class Registry {
   explicit Registry(RegistryOptions options) : options_(std::move(options)) {}
   std::string PathOf(const std::string& owner, const std::string& id) const;
   const std::string* IdOf(const std::string& owner, const std::string& id_or_name) const;
+  // The same methods on options_.shared.
+  absl::StatusOr<bool> AddShared(const internal::StoredSubmission& s);
+  SubmissionPage ListShared(const std::string& owner, const std::string& after,
+                            std::size_t max_count, std::size_t max_bytes) const;
+  absl::StatusOr<std::string> DeleteShared(const std::string& owner, const std::string& id_or_name);
 
   const RegistryOptions options_;
   mutable std::mutex mu_;

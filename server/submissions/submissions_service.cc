@@ -192,6 +192,7 @@ absl::StatusOr<std::unique_ptr<SubmissionsService>> SubmissionsService::Create(
     r.data_dir = options.data_dir;
     r.max_per_owner = options.max_per_owner;
     r.max_total = options.max_total;
+    r.shared = options.shared;
     absl::StatusOr<std::unique_ptr<Registry>> opened = Registry::Open(r);
     if (!opened.ok()) return opened.status();
     registry = std::move(*opened);

@@ -31,6 +31,9 @@ inline constexpr std::size_t kMaxStatusMessageBytes = 4096;
 struct SubmissionsOptions {
   bool enabled = false;  // --submissions; off: every call is FAILED_PRECONDITION
   std::string data_dir;  // --data-dir: where registered submissions are kept; empty: memory
+  // Set (a fleet sharing --results-db): submissions are kept there instead, every server
+  // resolving its callers' submissions from it.
+  std::shared_ptr<SubmissionRecords> shared;
   CompilerOptions compiler;
   std::size_t max_source_bytes = 256 << 10;
   std::size_t max_per_owner = 64;

@@ -75,9 +75,10 @@ TEST(ResultsPostgres, MigrationsApplyOnce) {
   ASSERT_TRUE(db.ok()) << db.status();
   auto rows = (*db)->Query("SELECT COUNT(*), MAX(version) FROM schema_version");
   ASSERT_TRUE(rows.ok()) << rows.status();
-  // Each of server/store/migrations once: 0001_results, 0002_result_owner, 0003_sol_peak.
-  EXPECT_EQ(rows->at(0).at(0), "3");
-  EXPECT_EQ(rows->at(0).at(1), "3");
+  // Each of server/store/migrations once: 0001_results, 0002_result_owner, 0003_sol_peak,
+  // 0004_retention_index, 0005_submissions.
+  EXPECT_EQ(rows->at(0).at(0), "5");
+  EXPECT_EQ(rows->at(0).at(1), "5");
 }
 
 // The peak columns of migration 0003 on PostgreSQL: written with each result, filled at start
