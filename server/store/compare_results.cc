@@ -20,6 +20,8 @@ v1::Verdict ToVerdict(Change c) {
       return v1::VERDICT_INCONCLUSIVE;
     case Change::kIncomparable:
       return v1::VERDICT_INCOMPARABLE;
+    case Change::kNoisy:
+      return v1::VERDICT_NOISY;
   }
   return v1::VERDICT_INCOMPARABLE;
 }
@@ -96,6 +98,8 @@ v1::SampleComparison CompareStored(const std::vector<v1::StoredResult>& baseline
   c.set_mann_whitney_u(v.test.u);
   c.set_p_value(v.test.p_value);
   c.set_verdict(ToVerdict(v.change));
+  c.set_noise(v.noise);
+  if (v.threshold > 0) c.set_threshold(v.threshold);
   if (v.change == Change::kIncomparable) {
     c.set_incomparable_reason("fewer than 3 samples on a side");
   }
@@ -126,6 +130,9 @@ void Tally(const v1::SampleComparison& c, v1::CompareResponse* r) {
     case v1::VERDICT_INCONCLUSIVE:
       r->set_inconclusive(r->inconclusive() + 1);
       break;
+    case v1::VERDICT_NOISY:
+      r->set_noisy(r->noisy() + 1);
+      break;
     default:
       r->set_incomparable(r->incomparable() + 1);
       break;
@@ -142,6 +149,8 @@ Change ChangeOf(v1::Verdict verdict) {
       return Change::kSlower;
     case v1::VERDICT_INCONCLUSIVE:
       return Change::kInconclusive;
+    case v1::VERDICT_NOISY:
+      return Change::kNoisy;
     default:
       return Change::kIncomparable;
   }
@@ -159,6 +168,8 @@ const char* ChangeName(Change c) {
       return "inconclusive";
     case Change::kIncomparable:
       return "incomparable";
+    case Change::kNoisy:
+      return "noisy";
   }
   return "incomparable";
 }
