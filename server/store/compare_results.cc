@@ -28,8 +28,20 @@ v1::Verdict ToVerdict(Change c) {
 
 // What differs within one side's pool ("the baseline pools ...") or between the two sides;
 // empty when every result measured the same setup.
-std::string WhyIncomparable(const std::vector<v1::StoredResult>& baseline,
-                            const std::vector<v1::StoredResult>& candidate) {
+// Results that measured nothing (SKIPPED: cut before or during their samples) pool no
+// samples and carry no timer, so they say nothing about a side's setup.
+std::vector<v1::StoredResult> Measured(const std::vector<v1::StoredResult>& pool) {
+  std::vector<v1::StoredResult> measured;
+  for (const v1::StoredResult& s : pool) {
+    if (s.result().status() != v1::RESULT_STATUS_SKIPPED) measured.push_back(s);
+  }
+  return measured.empty() ? pool : measured;
+}
+
+std::string WhyIncomparable(const std::vector<v1::StoredResult>& all_baseline,
+                            const std::vector<v1::StoredResult>& all_candidate) {
+  const std::vector<v1::StoredResult> baseline = Measured(all_baseline);
+  const std::vector<v1::StoredResult> candidate = Measured(all_candidate);
   for (const auto& [side, pool] :
        {std::pair<const char*, const std::vector<v1::StoredResult>*>{"baseline", &baseline},
         {"candidate", &candidate}}) {

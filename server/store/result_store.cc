@@ -16,6 +16,8 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/bounded_text.h"
 #include "common/host_name.h"
 #include "common/private_files.h"
@@ -167,11 +169,17 @@ absl::StatusOr<std::string> ResultStore::RecordNow(const v1::BenchmarkReport& re
     (void)db_->Query("ROLLBACK");
     return s;
   };
+  // Microseconds within `now`'s second from the real clock: runs of one second keep the
+  // order they were stored in (created_at_us, migration 0004).
+  const std::int64_t micros_now = absl::ToUnixMicros(absl::Now());
+  const std::int64_t created_at_us = now * 1000000 + micros_now % 1000000;
   auto run = db_->Query(
       "INSERT INTO runs (id, created_at, suite, suite_hash, server, server_version, "
-      "git_revision, complete, report_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+      "git_revision, complete, report_json, created_at_us) VALUES ($1, $2, $3, $4, $5, $6, $7, "
+      "$8, $9, $10)",
       {run_id, now, report.suite(), suite_hash, options_.server_name, options_.server_version,
-       options_.git_revision, std::int64_t{report.complete() ? 1 : 0}, ToJson(header)});
+       options_.git_revision, std::int64_t{report.complete() ? 1 : 0}, ToJson(header),
+       created_at_us});
   if (!run.ok()) return rollback(run.status());
   for (int i = 0; i < report.results_size(); ++i) {
     v1::WorkloadResult r = report.results(i);

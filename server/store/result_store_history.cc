@@ -171,7 +171,8 @@ absl::StatusOr<v1::HistoryResponse> ResultStore::RunHistory(const v1::HistoryReq
       "runs.suite_hash, runs.report_json FROM results r JOIN runs ON runs.id = r.run_id",
       where,
       " GROUP BY runs.id, runs.created_at, runs.suite, runs.server, runs.complete, "
-      "runs.suite_hash, runs.report_json ORDER BY runs.created_at DESC, runs.id DESC LIMIT ",
+      "runs.suite_hash, runs.report_json, runs.created_at_us ORDER BY runs.created_at DESC, "
+      "runs.created_at_us DESC, runs.id DESC LIMIT ",
       page + 1, " OFFSET ", offset);
   auto rows = db_->Query(sql, params);
   if (!rows.ok()) return rows.status();

@@ -172,7 +172,8 @@ absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
 
 absl::StatusOr<std::string> ResultStore::PreviousRun(const std::string& candidate) {
   auto rows = db_->Query(
-      "SELECT created_at, suite, suite_hash, report_json FROM runs WHERE id = $1", {candidate});
+      "SELECT created_at, suite, suite_hash, report_json, created_at_us FROM runs WHERE id = $1",
+      {candidate});
   if (!rows.ok()) return rows.status();
   if (rows->empty()) {
     return absl::NotFoundError(absl::StrCat("candidate_run: no run ", Quote(candidate)));
@@ -181,11 +182,12 @@ absl::StatusOr<std::string> ResultStore::PreviousRun(const std::string& candidat
   v1::BenchmarkReport header;
   RETURN_IF_ERROR(FromJson(c[3].value_or("{}"), &header));
   const std::string protocol = ProtocolIdentity(header.protocol());
-  // Newest first; runs of one second are told apart by the candidate's own id only.
+  // Newest first: stored before the candidate (within its second too, by created_at_us).
   auto earlier = db_->Query(
       "SELECT id, report_json FROM runs WHERE suite_hash = $1 AND complete = 1 AND id <> $2 AND "
-      "created_at <= $3 ORDER BY created_at DESC, id DESC LIMIT 1000",
-      {c[2].value_or(""), candidate, Int(c[0])});
+      "(created_at < $3 OR (created_at = $3 AND created_at_us <= $4)) "
+      "ORDER BY created_at DESC, created_at_us DESC, id DESC LIMIT 1000",
+      {c[2].value_or(""), candidate, Int(c[0]), Int(c[4])});
   if (!earlier.ok()) return earlier.status();
   for (const SqlRow& row : *earlier) {
     v1::BenchmarkReport other;

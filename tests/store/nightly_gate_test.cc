@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_process.h"
 #include "kerneleval/kernels/fused_add_rmsnorm.h"
 #include "server/device/cpu_backend.h"
@@ -133,6 +135,23 @@ TEST(NightlyGate, AnIncompleteBenchExitsIncompleteAndNamesItsRun) {
   }
   EXPECT_NE(all.find("hot cache, warm-up 20, 200 repetitions"), std::string::npos) << all;
   EXPECT_NE(all.find("cold cache"), std::string::npos) << all;
+  // What the deadline cut is stored as: a result passed only with every timed sample the
+  // protocol asked for (50 by default), the rest skipped, never a passed result of a few.
+  const CliResult late_results =
+      Cli(t.target(), {"history", "--run", late_run[0], "--json", "--limit", "1000"});
+  ASSERT_EQ(late_results.rc, 0) << late_results.err;
+  const nlohmann::json stored = nlohmann::json::parse(late_results.out);
+  int skipped = 0;
+  for (const auto& s : stored["results"]) {
+    const std::string status = s["result"]["status"];
+    if (status == "passed") {
+      EXPECT_EQ(s["result"]["latency"]["samples"], 50) << s.dump();
+    } else {
+      EXPECT_EQ(status, "skipped") << s.dump();
+      ++skipped;
+    }
+  }
+  EXPECT_GT(skipped, 0) << stored.dump();
   const CliResult only = Cli(t.target(), {"history", "--runs", "--complete"});
   ASSERT_EQ(only.rc, 0) << only.err;
   EXPECT_NE(only.out.find(complete_run), std::string::npos) << only.out;
