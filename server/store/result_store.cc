@@ -156,7 +156,10 @@ void ResultStore::WriterLoop() {
 
 absl::StatusOr<std::string> ResultStore::RecordNow(const v1::BenchmarkReport& report,
                                                    std::int64_t now, const std::string& owner) {
-  if (now == 0) now = static_cast<std::int64_t>(std::time(nullptr));
+  // One clock read for both columns: time() is the coarse clock, up to a tick behind, and
+  // read apart from the micros it could put a run before the one stored just earlier.
+  const absl::Time wall = absl::Now();
+  if (now == 0) now = absl::ToUnixSeconds(wall);
   const std::string run_id = report.run_id().empty() ? NewRunId() : report.run_id();
   const std::string suite_hash = SuiteHash(report.definition());
   v1::BenchmarkReport header = report;
@@ -171,8 +174,7 @@ absl::StatusOr<std::string> ResultStore::RecordNow(const v1::BenchmarkReport& re
   };
   // Microseconds within `now`'s second from the real clock: runs of one second keep the
   // order they were stored in (created_at_us, migration 0004).
-  const std::int64_t micros_now = absl::ToUnixMicros(absl::Now());
-  const std::int64_t created_at_us = now * 1000000 + micros_now % 1000000;
+  const std::int64_t created_at_us = now * 1000000 + absl::ToUnixMicros(wall) % 1000000;
   auto run = db_->Query(
       "INSERT INTO runs (id, created_at, suite, suite_hash, server, server_version, "
       "git_revision, complete, report_json, created_at_us) VALUES ($1, $2, $3, $4, $5, $6, $7, "
