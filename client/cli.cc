@@ -176,10 +176,74 @@ void AddBenchCommand(CLI::App* app, BenchFlags* b) {
   bench->add_option("--push-job", b->push_job, "Pushgateway job label")
       ->capture_default_str()
       ->needs(push);
+  auto* compare_to =
+      bench
+          ->add_option("--compare-to", b->compare_to,
+                       "After the run: compare it with RUN, or with 'previous' (the newest "
+                       "complete run of the same suite content and protocol), and exit 1 on a "
+                       "regression (see --fail-on)")
+          ->type_name("previous|RUN");
+  bench
+      ->add_option("--fail-on", b->fail_on,
+                   "With --compare-to: slower,inconclusive,incomparable,missing,noisy (default "
+                   "slower,incomparable,missing); none: never")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"slower", "inconclusive", "incomparable", "missing", "noisy", "none"}))
+      ->needs(compare_to);
+  bench
+      ->add_option("--threshold", b->threshold,
+                   "With --compare-to: the practical threshold t of compare")
+      ->check(CLI::Range(0.0001, 0.5))
+      ->capture_default_str()
+      ->needs(compare_to);
+}
+
+// Every command's --help ends with the exit codes (client/exit_codes.h).
+void AddExitCodesFooter(CLI::App* app) {
+  app->footer(kExitCodesHelp);
+  for (CLI::App* sub : app->get_subcommands({})) AddExitCodesFooter(sub);
+}
+
+// The names of the commands, for the message about one that is not.
+std::vector<std::string> CommandNames(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) names.push_back(sub->get_name());
+  return names;
+}
+
+// `kerneleval frobnicate`: CLI11 says "A subcommand is required". The first word that is not
+// a flag or a global option's value names the command the user meant; empty when every word
+// is accounted for.
+std::string UnknownCommand(const CLI::App& app, const std::vector<std::string>& args) {
+  const std::vector<std::string> names = CommandNames(app);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (word.rfind("-", 0) == 0) {
+      // A global option with a separate value: skip the value.
+      const CLI::Option* option = app.get_option_no_throw(word);
+      if (option != nullptr && option->get_type_size() != 0 &&
+          word.find('=') == std::string::npos) {
+        ++i;
+      }
+      continue;
+    }
+    if (std::find(names.begin(), names.end(), word) != names.end()) return "";
+    return word;
+  }
+  return "";
+}
+
+std::string UnknownCommandMessage(const CLI::App& app, const std::string& word) {
+  std::string message = "unknown command '" + word + "'; commands:";
+  for (const std::string& name : CommandNames(app)) message += " " + name;
+  return message;
 }
 
 absl::Status ValidateBenchFanOut(const CliConfig& config) {
   const BenchFlags& b = config.bench;
+  if (config.global.targets.size() > 1 && !b.compare_to.empty()) {
+    return absl::InvalidArgumentError("--compare-to: one target only");
+  }
   if (config.global.targets.size() > 1 && b.format == "html") {
     return absl::InvalidArgumentError("--format html: one target only");
   }
@@ -258,6 +322,9 @@ std::unique_ptr<CLI::App> BuildCliApp(CliConfig* config) {
   AddBenchCommand(app.get(), &config->bench);
   AddSubmitCommands(app.get(), &config->submit);
   AddResultsCommands(app.get(), ProcessResultsFlags());
+  app->set_version_flag("--version", std::string("kerneleval ") + KERNELEVAL_VERSION,
+                        "Print the client's version and exit");
+  AddExitCodesFooter(app.get());
   return app;
 }
 
@@ -268,6 +335,9 @@ absl::Status ParseArgs(const std::vector<std::string>& args, CliConfig* config) 
   try {
     app->parse(reversed);
   } catch (const CLI::ParseError& e) {
+    if (const std::string word = UnknownCommand(*app, args); !word.empty()) {
+      return absl::InvalidArgumentError(UnknownCommandMessage(*app, word));
+    }
     return absl::InvalidArgumentError(e.what());
   }
   return Validate(*app, config);
@@ -294,7 +364,15 @@ int Main(int argc, char** argv) {
   try {
     app->parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // Prints help (exit code 0) or the error with a usage hint.
+    if (e.get_exit_code() != 0) {
+      const std::vector<std::string> args(argv + 1, argv + argc);
+      if (const std::string word = UnknownCommand(*app, args); !word.empty()) {
+        std::cerr << "error: " << UnknownCommandMessage(*app, word)
+                  << "\nRun with --help for more information.\n";
+        return kExitUsage;
+      }
+    }
+    // Prints help or the version (exit code 0) or the error with a usage hint.
     return app->exit(e) == 0 ? kExitOk : kExitUsage;
   }
   if (absl::Status status = Validate(*app, &config); !status.ok()) {

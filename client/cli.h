@@ -1,11 +1,10 @@
 // The `kerneleval` command line: argument parsing (no RPCs) and command execution.
 //
 // Parsing is separate so that tests, and checks of the arguments that scheduled jobs pass,
-// can validate an argument list without a server. Exit codes:
-//   0 ok; 1 RPC or I/O error ("error: CODE: message" on stderr); 2 usage error;
-//   3 the command completed but a result failed correctness (or, for bench, errored).
-// bench on several targets (see client/fanout.h): 1 if any target's RPC failed or a push to
-// the Pushgateway failed, else 3 if any result failed, else 0.
+// can validate an argument list without a server. Exit codes: client/exit_codes.h, one
+// meaning each. bench on several targets (see client/fanout.h): kExitInfrastructure if any
+// target's RPC or a push to the Pushgateway failed, else kExitIncorrect if any result failed,
+// else kExitIncomplete if any report is incomplete, else 0.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "client/exit_codes.h"
 #include "client/kerneleval_client.h"
 #include "client/submit_command.h"
 
@@ -24,14 +24,14 @@
 
 namespace kerneleval::client::cli {
 
-// kExitInterrupted: 128 + SIGINT, as a shell reports a command that Ctrl-C ended.
-enum ExitCode : int {
-  kExitOk = 0,
-  kExitRpcError = 1,
-  kExitUsage = 2,
-  kExitIncorrect = 3,
-  kExitInterrupted = 130
-};
+using client::ExitCode;
+using client::kExitIncomplete;
+using client::kExitIncorrect;
+using client::kExitInfrastructure;
+using client::kExitInterrupted;
+using client::kExitOk;
+using client::kExitRegression;
+using client::kExitUsage;
 
 struct GlobalFlags {
   std::vector<std::string> targets;  // Repeatable for bench; one for the other commands.
@@ -98,6 +98,11 @@ struct BenchFlags {
   int concurrency = 4;      // Targets benchmarked at once.
   std::string pushgateway;  // http://HOST:PORT: push each target's results there.
   std::string push_job = "kerneleval-benchmark";
+  // --compare-to previous|RUN (client/bench_gate.h) and what fails it.
+  std::string compare_to;
+  std::vector<std::string> fail_on;  // empty: slower,incomparable,missing
+  double threshold = 0.01;
+  double alpha = 0.05;
 };
 
 struct CliConfig {
@@ -132,7 +137,8 @@ int RunCommand(const CliConfig& config, std::ostream& out, std::ostream& err);
 int Main(int argc, char** argv);
 
 // What every command shares (client/cli_commands.cc): the connection the global flags
-// describe, and an RPC error printed as "error: CODE: message" (returns kExitRpcError).
+// describe, and an RPC error printed as "error: CODE: message" (returns
+// kExitInfrastructure).
 // RpcError adds what to do where the code says it: UNAVAILABLE asks whether the server runs
 // at the address (SetRpcErrorTarget, which parsing sets), RESOURCE_EXHAUSTED names the
 // message-size flags of both sides.
@@ -140,7 +146,7 @@ ClientOptions ToClientOptions(const GlobalFlags& g);
 int RpcError(std::ostream& err, const grpc::Status& status);
 void SetRpcErrorTarget(const std::string& target);
 // `message` as JSON (report_format.h MessageToJson) and a newline, or with --jsonl as JSON
-// Lines (MessageToJsonLines); kExitOk, or kExitRpcError with "error: message" when it cannot
+// Lines (MessageToJsonLines); kExitOk, or kExitInfrastructure with "error: message" when it cannot
 // be printed.
 int PrintJson(const GlobalFlags& g, std::ostream& out, std::ostream& err,
               const google::protobuf::Message& message);

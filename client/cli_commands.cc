@@ -7,6 +7,8 @@
 #include <sstream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "client/bench_gate.h"
 #include "client/cli.h"
 #include "client/fanout.h"
 #include "client/interrupt_watcher.h"
@@ -103,7 +105,7 @@ int RunRun(const CliConfig& config, const KernelEvalClient& client, std::ostream
                      {"implementation", response.implementation()},
                      {"mode", ModeShortName(request.mode())}};
     if (absl::Status status = WriteSafetensors(config.run.output, file); !status.ok()) {
-      return LocalError(err, status, kExitRpcError);
+      return LocalError(err, status, kExitInfrastructure);
     }
   }
   // Tensor bytes are not for a terminal (they went to --output if asked for).
@@ -178,7 +180,7 @@ bool PushResults(const BenchFlags& flags, const std::vector<TargetResult>& resul
                  std::ostream& err) {
   absl::StatusOr<PushgatewayAddress> gateway = ParsePushgatewayUrl(flags.pushgateway);
   if (!gateway.ok()) {
-    LocalError(err, gateway.status(), kExitRpcError);
+    LocalError(err, gateway.status(), kExitInfrastructure);
     return false;
   }
   bool ok = true;
@@ -206,7 +208,7 @@ int EmitReport(const BenchFlags& flags, const std::string& text, std::ostream& o
   if (flags.out.empty()) {
     out << text;
   } else if (absl::Status written = WriteText(flags.out, text); !written.ok()) {
-    return LocalError(err, written, kExitRpcError);
+    return LocalError(err, written, kExitInfrastructure);
   } else {
     err << "wrote " << flags.out << "\n";
   }
@@ -219,6 +221,11 @@ int RunBenchFanOut(const CliConfig& config, const std::vector<BenchTarget>& targ
   const BenchFlags& flags = config.bench;
   if (format == ReportFormat::kHtml) {
     err << "error: --format html: one target only; " << config.global.targets.front()
+        << " stands for " << targets.size() << " targets\n";
+    return kExitUsage;
+  }
+  if (!flags.compare_to.empty()) {
+    err << "error: --compare-to: one target only; " << config.global.targets.front()
         << " stands for " << targets.size() << " targets\n";
     return kExitUsage;
   }
@@ -237,23 +244,24 @@ int RunBenchFanOut(const CliConfig& config, const std::vector<BenchTarget>& targ
     if (!r.status.ok()) err << "error: " << r.target << ": " << StatusText(r.status) << "\n";
   }
   absl::StatusOr<std::string> text = FormatFanOut(results, format);
-  if (!text.ok()) return LocalError(err, text.status(), kExitRpcError);
+  if (!text.ok()) return LocalError(err, text.status(), kExitInfrastructure);
   int code = EmitReport(flags, *text, out, err);
-  if (!flags.pushgateway.empty() && !PushResults(flags, results, err)) code = kExitRpcError;
+  if (!flags.pushgateway.empty() && !PushResults(flags, results, err)) code = kExitInfrastructure;
   if (code != kExitOk) return code;
   return FanOutExitCode(results);
 }
 
-// After Ctrl-C: the results the progress events carried, the partial run the server keeps
-// (it stores what a cancelled bench measured), and 130. JSON always gets its document (a
-// script parsing stdout sees complete: false, not nothing), even with no results yet. The
-// server sends the run id first (BenchmarkStarted) and with each progress event; without it
-// the server has no results store, or predates BenchmarkStarted and the first workload had
-// not finished: the client says so and where to look.
-int Interrupted(const BenchFlags& flags, v1::BenchmarkReport partial, ReportFormat format,
-                std::ostream& out, std::ostream& err) {
+// A bench that ended before its report (Ctrl-C, or the --deadline passed): the results the
+// progress events carried, the partial run the server keeps (it stores what a cancelled bench
+// measured), and `code`. JSON always gets its document (a script parsing stdout sees complete:
+// false, not nothing), even with no results yet. The server sends the run id first
+// (BenchmarkStarted) and with each progress event; without it the server has no results
+// store, or predates BenchmarkStarted and the first workload had not finished: the client says
+// so and where to look.
+int Partial(const BenchFlags& flags, v1::BenchmarkReport partial, ReportFormat format,
+            const std::string& why, int code, std::ostream& out, std::ostream& err) {
   partial.set_complete(false);
-  err << "interrupted: cancelled the benchmark after " << partial.results_size()
+  err << why << " after " << partial.results_size()
       << (partial.results_size() == 1 ? " result" : " results") << "\n";
   if (partial.results_size() > 0 || format == ReportFormat::kJson) {
     if (absl::StatusOr<std::string> text = FormatReport(partial, format); text.ok()) {
@@ -268,7 +276,20 @@ int Interrupted(const BenchFlags& flags, v1::BenchmarkReport partial, ReportForm
            "--runs --suite "
         << partial.suite() << "` lists it (complete: NO)\n";
   }
-  return kExitInterrupted;
+  return code;
+}
+
+// "incomplete: 1 of 6 results measured, 5 skipped (...)": why a report that came back is not
+// a full run, on stderr beside its run id.
+void SayIncomplete(const v1::BenchmarkReport& report, std::ostream& err) {
+  int skipped = 0;
+  for (const v1::WorkloadResult& r : report.results()) {
+    skipped += r.status() == v1::RESULT_STATUS_SKIPPED ? 1 : 0;
+  }
+  err << "incomplete: " << report.results_size() - skipped << " of " << report.results_size()
+      << " results measured, " << skipped << " skipped"
+      << (report.protocol().max_total_seconds() > 0 ? " (--max-total-seconds cut the run)" : "")
+      << "; run " << (report.run_id().empty() ? "not stored" : report.run_id()) << "\n";
 }
 
 int RunBench(const CliConfig& config, const KernelEvalClient& client, std::ostream& out,
@@ -326,11 +347,21 @@ int RunBench(const CliConfig& config, const KernelEvalClient& client, std::ostre
     interrupted = watcher.interrupted();
   }
   if (drew) err << "\r\033[K" << std::flush;
-  if (interrupted) return Interrupted(flags, partial, format, out, err);
+  if (interrupted) {
+    return Partial(flags, partial, format, "interrupted: cancelled the benchmark", kExitInterrupted,
+                   out, err);
+  }
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    err << "error: DEADLINE_EXCEEDED: " << status.error_message() << "\n";
+    return Partial(
+        flags, partial, format,
+        absl::StrCat("incomplete: --deadline ", config.global.deadline_seconds, " s passed"),
+        kExitIncomplete, out, err);
+  }
   if (!status.ok()) return RpcError(err, status);
 
   absl::StatusOr<std::string> text = FormatReport(report, format);
-  if (!text.ok()) return LocalError(err, text.status(), kExitRpcError);
+  if (!text.ok()) return LocalError(err, text.status(), kExitInfrastructure);
   if (const int code = EmitReport(flags, *text, out, err); code != kExitOk) return code;
   // JSON carries run_id itself; the other formats say it beside the report.
   if (!report.run_id().empty() && format != ReportFormat::kJson) {
@@ -343,9 +374,18 @@ int RunBench(const CliConfig& config, const KernelEvalClient& client, std::ostre
     result.finished_unix_seconds = UnixNow();
     const bool pushed = PushResults(flags, {result}, err);
     report = std::move(result.report);
-    if (!pushed) return kExitRpcError;
+    if (!pushed) return kExitInfrastructure;
   }
-  return HasFailedResult(report) ? kExitIncorrect : kExitOk;
+  if (HasFailedResult(report)) return kExitIncorrect;
+  if (IsIncomplete(report)) {
+    SayIncomplete(report, err);
+    if (!flags.compare_to.empty()) err << "not compared: the run is incomplete\n";
+    return kExitIncomplete;
+  }
+  if (!flags.compare_to.empty()) {
+    return GateAgainstBaseline(config, report.run_id(), format == ReportFormat::kTable, out, err);
+  }
+  return kExitOk;
 }
 
 int RunHealth(const CliConfig& config, const KernelEvalClient& client, std::ostream& out,
@@ -360,7 +400,7 @@ int RunHealth(const CliConfig& config, const KernelEvalClient& client, std::ostr
   } else {
     out << word << "\n";
   }
-  return serving ? kExitOk : kExitRpcError;
+  return serving ? kExitOk : kExitInfrastructure;
 }
 
 int RunServices(const CliConfig& config, const KernelEvalClient& client, std::ostream& out,
@@ -419,7 +459,7 @@ int RpcError(std::ostream& err, const grpc::Status& status) {
     err << "hint: a message exceeded a size limit: raise the server's with "
            "kerneleval-server --max-message-bytes and this client's with --max-message-mib\n";
   }
-  return kExitRpcError;
+  return kExitInfrastructure;
 }
 
 int PrintJson(const GlobalFlags& g, std::ostream& out, std::ostream& err,
@@ -427,7 +467,7 @@ int PrintJson(const GlobalFlags& g, std::ostream& out, std::ostream& err,
   absl::StatusOr<std::string> json = g.jsonl ? MessageToJsonLines(message) : MessageToJson(message);
   if (!json.ok()) {
     err << "error: " << json.status().message() << "\n";
-    return kExitRpcError;
+    return kExitInfrastructure;
   }
   out << *json << (g.jsonl ? "" : "\n");
   return kExitOk;

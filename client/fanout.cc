@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "client/exit_codes.h"
 #include "client/text_table.h"
 #include "common/csv_cell.h"
 
@@ -327,9 +328,18 @@ std::string StatusText(const grpc::Status& status) {
 bool HasFailedResult(const v1::BenchmarkReport& report) {
   for (const v1::WorkloadResult& result : report.results()) {
     if (result.status() == v1::RESULT_STATUS_INCORRECT ||
-        result.status() == v1::RESULT_STATUS_RUNTIME_ERROR) {
+        result.status() == v1::RESULT_STATUS_RUNTIME_ERROR ||
+        result.status() == v1::RESULT_STATUS_REJECTED) {
       return true;
     }
+  }
+  return false;
+}
+
+bool IsIncomplete(const v1::BenchmarkReport& report) {
+  if (!report.complete()) return true;
+  for (const v1::WorkloadResult& result : report.results()) {
+    if (result.status() == v1::RESULT_STATUS_SKIPPED) return true;
   }
   return false;
 }
@@ -361,11 +371,14 @@ absl::StatusOr<std::string> FormatFanOut(const std::vector<TargetResult>& result
 }
 
 int FanOutExitCode(const std::vector<TargetResult>& results) {
-  if (CountFailed(results) > 0) return 1;
+  if (CountFailed(results) > 0) return kExitInfrastructure;
   for (const TargetResult& r : results) {
-    if (HasFailedResult(r.report)) return 3;
+    if (HasFailedResult(r.report)) return kExitIncorrect;
   }
-  return 0;
+  for (const TargetResult& r : results) {
+    if (IsIncomplete(r.report)) return kExitIncomplete;
+  }
+  return kExitOk;
 }
 
 }  // namespace kerneleval::client

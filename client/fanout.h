@@ -88,15 +88,20 @@ std::vector<TargetResult> RunFanOut(const std::vector<BenchTarget>& targets,
 // "OK" or "CODE: message".
 std::string StatusText(const grpc::Status& status);
 
-// True when a report holds a result that is INCORRECT or a RUNTIME_ERROR.
+// True when a report holds a result that is INCORRECT, a RUNTIME_ERROR or REJECTED.
 bool HasFailedResult(const v1::BenchmarkReport& report);
+
+// True when a report did not measure everything it was asked to: not complete (cancelled,
+// time cap) or a result SKIPPED.
+bool IsIncomplete(const v1::BenchmarkReport& report);
 
 // The merged document in `format` (kJson, kJsonl, kTable or kCsv; kHtml is
 // INVALID_ARGUMENT). kJsonl: each target's result lines, "target" first in each.
 absl::StatusOr<std::string> FormatFanOut(const std::vector<TargetResult>& results,
                                          ReportFormat format);
 
-// 1 (RPC error) if any target's RPC failed, else 3 (incorrect) if any result failed, else 0.
+// kExitInfrastructure if any target's RPC failed, else kExitIncorrect if any result failed,
+// else kExitIncomplete if any report is incomplete, else kExitOk (client/exit_codes.h).
 int FanOutExitCode(const std::vector<TargetResult>& results);
 
 }  // namespace kerneleval::client

@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "client/cli.h"
 #include "client/report_format.h"
+#include "client/report_internal.h"
 #include "client/results_client.h"
 #include "client/text_table.h"
 #include "common/bounded_text.h"
@@ -58,6 +59,9 @@ std::string VerdictText(const v1::SampleComparison& c) {
       return "SLOWER";
     case v1::VERDICT_INCONCLUSIVE:
       return "inconclusive";
+    case v1::VERDICT_NOISY:
+      return absl::StrCat("noisy (a change within the noise, ", ThresholdText(c.noise()),
+                          ": not called)");
     default:
       return absl::StrCat("not comparable: ", c.incomparable_reason());
   }
@@ -73,27 +77,55 @@ std::string FailWord(v1::Verdict v) {
       return "inconclusive";
     case v1::VERDICT_INCOMPARABLE:
       return "incomparable";
+    case v1::VERDICT_NOISY:
+      return "noisy";
     default:
       return "";
   }
 }
 
-// kExitRpcError (1), after a line on `err` per verdict word counted, when a row's verdict is
-// one of `fail_on`; kExitOk otherwise.
+// The verdicts a gate fails on when --fail-on is not given: a slower row, and rows that are
+// missing from the candidate or cannot be compared (a gate that passes on "not comparable"
+// passes on nothing).
+const std::vector<std::string>& DefaultFailOn() {
+  static const std::vector<std::string> words = {"slower", "incomparable", "missing"};
+  return words;
+}
+
+}  // namespace
+
+std::vector<std::string> EffectiveFailOn(const std::vector<std::string>& given) {
+  if (given.empty()) return DefaultFailOn();
+  std::vector<std::string> words;
+  for (const std::string& w : given) {
+    if (w != "none") words.push_back(w);
+  }
+  return words;
+}
+
 int FailOn(const std::vector<std::string>& fail_on,
            const google::protobuf::RepeatedPtrField<v1::SampleComparison>& rows,
-           std::ostream& err) {
+           const google::protobuf::RepeatedPtrField<v1::MissingRow>& missing, std::ostream& err) {
   int rc = kExitOk;
   for (const std::string& word : fail_on) {
     int n = 0;
-    for (const v1::SampleComparison& c : rows) n += FailWord(c.verdict()) == word ? 1 : 0;
+    if (word == "missing") {
+      for (const v1::MissingRow& m : missing) n += m.missing_from() == "candidate" ? 1 : 0;
+    } else {
+      for (const v1::SampleComparison& c : rows) n += FailWord(c.verdict()) == word ? 1 : 0;
+    }
     if (n == 0) continue;
     err << "error: --fail-on " << word << ": " << n << (n == 1 ? " comparison " : " comparisons ")
-        << (word == "incomparable" ? "not comparable" : word) << "\n";
-    rc = kExitRpcError;
+        << (word == "incomparable" ? "not comparable"
+            : word == "missing"    ? "missing from the candidate"
+                                   : word)
+        << "\n";
+    rc = kExitRegression;
   }
   return rc;
 }
+
+namespace {
 
 // A side's spread: its interquartile range relative to its median.
 std::string Spread(double iqr, double median) {
@@ -174,17 +206,19 @@ int History(const ResultsClient& client, const CliConfig& config, const ResultsF
   request.set_page_token(f.page_token);
   request.set_include_samples(f.samples);
   request.set_runs(f.list_runs);
+  request.set_complete_only(f.complete_only);
   v1::HistoryResponse response;
   if (grpc::Status s = client.History(request, &response); !s.ok()) return RpcError(err, s);
   if (config.global.json) return PrintJson(config.global, out, err, response);
   if (f.list_runs) {
-    TextTable table(
-        {"run", "time (UTC)", "suite", "results", "complete", "device", "SOL peak", "server"});
+    TextTable table({"run", "time (UTC)", "suite", "results", "complete", "device", "SOL peak",
+                     "server", "protocol"});
     for (const v1::RunSummary& r : response.runs()) {
-      table.AddRow({r.run_id(), When(r.created_unix_seconds()), r.suite(),
-                    std::to_string(r.results()), r.complete() ? "yes" : "NO (cut short)",
-                    r.device_model(), PeakText(r.peak_source(), r.peak_bytes_per_second()),
-                    r.server()});
+      table.AddRow(
+          {r.run_id(), When(r.created_unix_seconds()), r.suite(), std::to_string(r.results()),
+           r.complete() ? "yes" : "NO (cut short)", r.device_model(),
+           PeakText(r.peak_source(), r.peak_bytes_per_second()), r.server(),
+           r.has_protocol() ? report_internal::ProtocolText(r.protocol()) : std::string("-")});
     }
     out << table.Render();
     if (!response.next_page_token().empty()) {
@@ -228,7 +262,10 @@ int Leaderboard(const ResultsClient& client, const CliConfig& config, const Resu
 int Compare(const ResultsClient& client, const CliConfig& config, const ResultsFlags& f,
             std::ostream& out, std::ostream& err) {
   v1::CompareRequest request;
-  if (f.runs.size() == 2) {
+  if (f.runs.size() == 2 && f.runs[0] == "previous") {
+    request.set_baseline_previous(true);
+    request.set_candidate_run(f.runs[1]);
+  } else if (f.runs.size() == 2) {
     request.set_baseline_run(f.runs[0]);
     request.set_candidate_run(f.runs[1]);
   } else {
@@ -254,27 +291,7 @@ int Compare(const ResultsClient& client, const CliConfig& config, const ResultsF
   request.set_min_relative_difference(f.threshold);
   v1::CompareResponse response;
   if (grpc::Status s = client.Compare(request, &response); !s.ok()) return RpcError(err, s);
-  if (config.global.json) {
-    if (int rc = PrintJson(config.global, out, err, response); rc != kExitOk) return rc;
-    return FailOn(f.fail_on, response.comparisons(), err);
-  }
-  TextTable table = ComparisonTable();
-  std::vector<std::string> peak_notes;
-  for (const v1::SampleComparison& c : response.comparisons()) {
-    AddComparisonRow(&table, c);
-    if (!c.peak_difference().empty() &&
-        std::find(peak_notes.begin(), peak_notes.end(), c.peak_difference()) == peak_notes.end()) {
-      peak_notes.push_back(c.peak_difference());
-    }
-  }
-  out << table.Render();
-  for (const std::string& note : peak_notes) out << note << "\n";
-  out << response.faster() << " faster, " << response.slower() << " slower, " << response.same()
-      << " no significant difference (within " << ThresholdText(f.threshold) << "), "
-      << response.inconclusive() << " inconclusive, " << response.incomparable()
-      << " not comparable (Mann-Whitney U at alpha " << f.alpha
-      << " and the 95% bootstrap CI of the ratio of medians against the threshold)\n";
-  return FailOn(f.fail_on, response.comparisons(), err);
+  return PrintComparison(config, response, f, out, err);
 }
 
 int Reproduce(const ResultsClient& client, const CliConfig& config, const ResultsFlags& f,
@@ -289,7 +306,7 @@ int Reproduce(const ResultsClient& client, const CliConfig& config, const Result
   *rows.Add() = response.comparison();
   if (config.global.json) {
     if (int rc = PrintJson(config.global, out, err, response); rc != kExitOk) return rc;
-    return FailOn(f.fail_on, rows, err);
+    return FailOn(f.fail_on, rows, {}, err);
   }
   const v1::Receipt& receipt = response.original().receipt();
   out << "reproduced " << response.original().id() << ": suite " << response.original().suite()
@@ -298,7 +315,7 @@ int Reproduce(const ResultsClient& client, const CliConfig& config, const Result
   TextTable table = ComparisonTable();
   AddComparisonRow(&table, response.comparison());
   out << table.Render();
-  return FailOn(f.fail_on, rows, err);
+  return FailOn(f.fail_on, rows, {}, err);
 }
 
 int Export(const ResultsClient& client, const ResultsFlags& f, std::ostream& out,
@@ -335,6 +352,45 @@ int Export(const ResultsClient& client, const ResultsFlags& f, std::ostream& out
 }
 
 }  // namespace
+
+int PrintComparison(const CliConfig& config, const v1::CompareResponse& response,
+                    const ResultsFlags& f, std::ostream& out, std::ostream& err) {
+  const std::vector<std::string> fail_on = EffectiveFailOn(f.fail_on);
+  if (config.global.json) {
+    if (int rc = PrintJson(config.global, out, err, response); rc != kExitOk) return rc;
+    return FailOn(fail_on, response.comparisons(), response.missing(), err);
+  }
+  if (!response.baseline_run().empty()) {
+    out << "baseline " << response.baseline_run() << ", candidate " << response.candidate_run()
+        << "\n";
+  }
+  TextTable table = ComparisonTable();
+  std::vector<std::string> peak_notes;
+  for (const v1::SampleComparison& c : response.comparisons()) {
+    AddComparisonRow(&table, c);
+    if (!c.peak_difference().empty() &&
+        std::find(peak_notes.begin(), peak_notes.end(), c.peak_difference()) == peak_notes.end()) {
+      peak_notes.push_back(c.peak_difference());
+    }
+  }
+  out << table.Render();
+  for (const std::string& note : peak_notes) out << note << "\n";
+  int dropped = 0;
+  for (const v1::MissingRow& m : response.missing()) {
+    const bool from_candidate = m.missing_from() == "candidate";
+    dropped += from_candidate ? 1 : 0;
+    out << (from_candidate ? "MISSING from the candidate: "
+                           : "new in the candidate (no baseline): ")
+        << m.workload() << " " << m.implementation() << "\n";
+  }
+  out << response.faster() << " faster, " << response.slower() << " slower, " << response.same()
+      << " no significant difference (within " << ThresholdText(f.threshold) << " or the noise), "
+      << response.inconclusive() << " inconclusive, " << response.noisy() << " noisy, "
+      << response.incomparable() << " not comparable, " << dropped
+      << " missing (Mann-Whitney U at alpha " << f.alpha
+      << " and the 95% bootstrap CI of the ratio of medians against the threshold)\n";
+  return FailOn(fail_on, response.comparisons(), response.missing(), err);
+}
 
 std::string FormatHistory(const v1::HistoryResponse& response) {
   TextTable table({"result", "time (UTC)", "suite", "workload", "implementation", "device",
@@ -373,7 +429,12 @@ void AddResultsCommands(CLI::App* app, ResultsFlags* f) {
   history->add_option("--page-token", f->page_token, "The token a previous page printed");
   history->add_flag("--samples", f->samples, "Include raw samples (with --json)");
   history->add_flag("--runs", f->list_runs,
-                    "One row per run (id, time, suite, results, complete), newest first");
+                    "One row per run (id, time, suite, results, complete, protocol), newest "
+                    "first");
+  history
+      ->add_flag("--complete", f->complete_only,
+                 "Only runs that measured everything they were asked to (with --runs)")
+      ->needs("--runs");
 
   CLI::App* leaderboard =
       app->add_subcommand("leaderboard", "The best passing run per implementation of a suite");
@@ -382,7 +443,11 @@ void AddResultsCommands(CLI::App* app, ResultsFlags* f) {
 
   CLI::App* compare = app->add_subcommand(
       "compare", "Two runs (or an implementation across two time windows), workload by workload");
-  compare->add_option("runs", f->runs, "BASELINE_RUN CANDIDATE_RUN")->expected(0, 2);
+  compare
+      ->add_option("runs", f->runs,
+                   "BASELINE_RUN CANDIDATE_RUN; BASELINE_RUN 'previous': the newest complete "
+                   "run before the candidate of the same suite content and protocol")
+      ->expected(0, 2);
   compare->add_option("--impl", f->implementation, "Implementation (with windows)");
   compare->add_option("--suite", f->suite, "Suite (with --impl)");
   compare->add_option("--gpu", f->gpu, "Device model (with --impl)");
@@ -401,10 +466,12 @@ void AddResultsCommands(CLI::App* app, ResultsFlags* f) {
       ->capture_default_str();
   compare
       ->add_option("--fail-on", f->fail_on,
-                   "Exit with code 1 when any comparison is slower (or inconclusive, or not "
-                   "comparable): slower[,inconclusive][,incomparable]")
+                   "Exit with code 1 (regression) when a comparison is one of these: "
+                   "slower,inconclusive,incomparable,missing (missing from the candidate),noisy; "
+                   "default slower,incomparable,missing; none: never")
       ->delimiter(',')
-      ->check(CLI::IsMember({"slower", "inconclusive", "incomparable"}));
+      ->check(
+          CLI::IsMember({"slower", "inconclusive", "incomparable", "missing", "noisy", "none"}));
 
   CLI::App* reproduce = app->add_subcommand(
       "reproduce", "Re-run a stored result's receipt on this server and compare");

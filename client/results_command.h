@@ -7,7 +7,8 @@
 //   kerneleval compare --impl I --suite S --baseline-since T --baseline-until T
 //                      --candidate-since T --candidate-until T
 //   kerneleval reproduce RESULT_ID [--device D] [--fail-on slower]
-// compare and reproduce exit with 1 when a row's verdict is one named by --fail-on.
+// compare and reproduce exit with kExitRegression (1) when a row's verdict is one named by
+// --fail-on; compare's default is slower,incomparable,missing.
 //   kerneleval export [filters] --format jsonl|csv|trace [--out FILE]
 // Times T: Unix seconds, YYYY-MM-DD or RFC 3339 (UTC). --json prints the responses.
 #pragma once
@@ -34,10 +35,13 @@ struct ResultsFlags {
   unsigned export_limit = 1000;   // export --limit: the service's own default
   std::string page_token;
   bool samples = false;
-  bool list_runs = false;  // history --runs: one row per run
+  bool list_runs = false;      // history --runs: one row per run
+  bool complete_only = false;  // history --runs --complete
   double alpha = 0.05;
-  double threshold = 0.01;           // compare: the practical threshold t
-  std::vector<std::string> fail_on;  // compare, reproduce: verdicts that exit with 1
+  double threshold = 0.01;  // compare: the practical threshold t
+  // compare, reproduce, bench --compare-to: verdicts that exit with kExitRegression; empty
+  // for compare: EffectiveFailOn's default.
+  std::vector<std::string> fail_on;
   std::string format = "jsonl";
   std::string out;
 };
@@ -53,6 +57,21 @@ absl::Status ValidateResultsFlags(const std::string& command, const ResultsFlags
 // history's table: one row per stored result, its status as every format names it
 // (common/enum_names.h).
 std::string FormatHistory(const v1::HistoryResponse& response);
+
+// The verdict words a comparison fails on: `given` without "none", or the default
+// (slower, incomparable, missing) when nothing was given.
+std::vector<std::string> EffectiveFailOn(const std::vector<std::string>& given);
+
+// kExitRegression, after a line on `err` per word counted, when a row's verdict is one of
+// `fail_on` ("missing": a row the candidate lacks); kExitOk otherwise.
+int FailOn(const std::vector<std::string>& fail_on,
+           const google::protobuf::RepeatedPtrField<v1::SampleComparison>& rows,
+           const google::protobuf::RepeatedPtrField<v1::MissingRow>& missing, std::ostream& err);
+
+// compare's output: the table (or --json), the rows missing on either side, the totals; then
+// the exit code of FailOn with EffectiveFailOn(flags.fail_on). Also `bench --compare-to`'s.
+int PrintComparison(const CliConfig& config, const v1::CompareResponse& response,
+                    const ResultsFlags& flags, std::ostream& out, std::ostream& err);
 
 // Runs one of the commands; returns an ExitCode (cli.h).
 int RunResultsCommand(const CliConfig& config, const ResultsFlags& flags, std::ostream& out,

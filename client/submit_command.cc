@@ -50,7 +50,7 @@ int CompileFailed(const GlobalFlags& global, const v1::RegisterSubmissionRespons
   if (!log.empty()) {
     err << "NVRTC log:\n" << log << (log.back() == '\n' ? "" : "\n");
   }
-  return kExitRpcError;
+  return kExitInfrastructure;
 }
 
 }  // namespace

@@ -173,7 +173,18 @@ class DeviceBenchmark {
     const Verdict verdict = Judge(e, too_good, result->integrity_flags());
     result->set_status(verdict.status);
     if (!verdict.error.empty()) result->set_error(verdict.error);
-    if (e.measurement.stopped_early) run_.complete = false;
+    if (e.measurement.stopped_early) {
+      run_.complete = false;
+      // Cut mid-measurement: its samples are kept, but 5 of 50 calls are not the result the
+      // protocol asked for, so it must not pass into baselines, windows or leaderboards. A
+      // wrong answer stays wrong.
+      if (result->status() == v1::RESULT_STATUS_PASSED) {
+        result->set_status(v1::RESULT_STATUS_SKIPPED);
+        result->set_error(absl::StrCat("stopped after ", e.measurement.samples_seconds.size(),
+                                       " timed samples (cancelled, deadline or time cap): not a "
+                                       "full result"));
+      }
+    }
   }
 
   Backend& backend_;

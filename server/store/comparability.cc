@@ -2,12 +2,28 @@
 
 #include <vector>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/conversions.h"
 #include "common/suites.h"
 
 namespace kerneleval::server::store {
+
+std::string ProtocolIdentity(const v1::Protocol& protocol) {
+  v1::Protocol p = protocol;
+  p.clear_max_total_seconds();
+  p.clear_measure_copy_bandwidth();
+  std::string bytes;
+  google::protobuf::io::StringOutputStream stream(&bytes);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  p.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return bytes;
+}
 
 const v1::Workload* FindWorkload(const v1::SuiteDefinition& definition,
                                  const v1::WorkloadResult& result) {

@@ -32,6 +32,11 @@ MeasuredSetup SetupOf(const v1::StoredResult& result);
 // two measured the same problem the same way on the same device model.
 std::string SetupDifferences(const MeasuredSetup& baseline, const MeasuredSetup& candidate);
 
+// What makes two runs' protocols the same measurement, as bytes to compare: the protocol as
+// resolved without the fields that bound or add to a run but do not change how a sample is
+// taken (max_total_seconds, measure_copy_bandwidth).
+std::string ProtocolIdentity(const v1::Protocol& protocol);
+
 // The workload of `definition` that `result` ran: the one whose name (declared, or generated
 // as WorkloadName does: "batch_size=79") is the result's, else the one with exactly the
 // result's var axes. Null when none is.

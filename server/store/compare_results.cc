@@ -20,14 +20,28 @@ v1::Verdict ToVerdict(Change c) {
       return v1::VERDICT_INCONCLUSIVE;
     case Change::kIncomparable:
       return v1::VERDICT_INCOMPARABLE;
+    case Change::kNoisy:
+      return v1::VERDICT_NOISY;
   }
   return v1::VERDICT_INCOMPARABLE;
 }
 
 // What differs within one side's pool ("the baseline pools ...") or between the two sides;
 // empty when every result measured the same setup.
-std::string WhyIncomparable(const std::vector<v1::StoredResult>& baseline,
-                            const std::vector<v1::StoredResult>& candidate) {
+// Results that measured nothing (SKIPPED: cut before or during their samples) pool no
+// samples and carry no timer, so they say nothing about a side's setup.
+std::vector<v1::StoredResult> Measured(const std::vector<v1::StoredResult>& pool) {
+  std::vector<v1::StoredResult> measured;
+  for (const v1::StoredResult& s : pool) {
+    if (s.result().status() != v1::RESULT_STATUS_SKIPPED) measured.push_back(s);
+  }
+  return measured.empty() ? pool : measured;
+}
+
+std::string WhyIncomparable(const std::vector<v1::StoredResult>& all_baseline,
+                            const std::vector<v1::StoredResult>& all_candidate) {
+  const std::vector<v1::StoredResult> baseline = Measured(all_baseline);
+  const std::vector<v1::StoredResult> candidate = Measured(all_candidate);
   for (const auto& [side, pool] :
        {std::pair<const char*, const std::vector<v1::StoredResult>*>{"baseline", &baseline},
         {"candidate", &candidate}}) {
@@ -96,6 +110,8 @@ v1::SampleComparison CompareStored(const std::vector<v1::StoredResult>& baseline
   c.set_mann_whitney_u(v.test.u);
   c.set_p_value(v.test.p_value);
   c.set_verdict(ToVerdict(v.change));
+  c.set_noise(v.noise);
+  if (v.threshold > 0) c.set_threshold(v.threshold);
   if (v.change == Change::kIncomparable) {
     c.set_incomparable_reason("fewer than 3 samples on a side");
   }
@@ -126,6 +142,9 @@ void Tally(const v1::SampleComparison& c, v1::CompareResponse* r) {
     case v1::VERDICT_INCONCLUSIVE:
       r->set_inconclusive(r->inconclusive() + 1);
       break;
+    case v1::VERDICT_NOISY:
+      r->set_noisy(r->noisy() + 1);
+      break;
     default:
       r->set_incomparable(r->incomparable() + 1);
       break;
@@ -142,6 +161,8 @@ Change ChangeOf(v1::Verdict verdict) {
       return Change::kSlower;
     case v1::VERDICT_INCONCLUSIVE:
       return Change::kInconclusive;
+    case v1::VERDICT_NOISY:
+      return Change::kNoisy;
     default:
       return Change::kIncomparable;
   }
@@ -159,6 +180,8 @@ const char* ChangeName(Change c) {
       return "inconclusive";
     case Change::kIncomparable:
       return "incomparable";
+    case Change::kNoisy:
+      return "noisy";
   }
   return "incomparable";
 }

@@ -16,6 +16,8 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/bounded_text.h"
 #include "common/host_name.h"
 #include "common/private_files.h"
@@ -183,9 +185,10 @@ void ResultStore::WriterLoop() {
 
 absl::StatusOr<std::string> ResultStore::RecordNow(const v1::BenchmarkReport& report,
                                                    std::int64_t now, const std::string& owner) {
+  const std::int64_t asked = now;
   if (now == 0) now = static_cast<std::int64_t>(std::time(nullptr));
   RETURN_IF_ERROR(CheckConnected());
-  auto run_id = InsertRun(report, now, owner);
+  auto run_id = InsertRun(report, asked, owner);
   if (!run_id.ok()) return run_id.status();
   RETURN_IF_ERROR(DetectRegressions(*run_id, now));
   return run_id;
@@ -193,7 +196,10 @@ absl::StatusOr<std::string> ResultStore::RecordNow(const v1::BenchmarkReport& re
 
 absl::StatusOr<std::string> ResultStore::InsertRun(const v1::BenchmarkReport& report,
                                                    std::int64_t now, const std::string& owner) {
-  if (now == 0) now = static_cast<std::int64_t>(std::time(nullptr));
+  // One clock read for both columns: time() is the coarse clock, up to a tick behind, and
+  // read apart from the micros it could put a run before the one stored just earlier.
+  const absl::Time wall = absl::Now();
+  if (now == 0) now = absl::ToUnixSeconds(wall);
   const std::string run_id = report.run_id().empty() ? NewRunId() : report.run_id();
   const std::string suite_hash = SuiteHash(report.definition());
   v1::BenchmarkReport header = report;
@@ -201,12 +207,17 @@ absl::StatusOr<std::string> ResultStore::InsertRun(const v1::BenchmarkReport& re
   std::map<std::string, v1::Environment> environments;
   for (const auto& e : report.environments()) environments[e.device().name()] = e;
 
+  // Microseconds within `now`'s second from the real clock: runs of one second keep the
+  // order they were stored in (created_at_us, migration 0006).
+  const std::int64_t created_at_us = now * 1000000 + absl::ToUnixMicros(wall) % 1000000;
   absl::Status inserted = db_->Transaction([&](Database& tx) -> absl::Status {
     auto run = tx.Query(
         "INSERT INTO runs (id, created_at, suite, suite_hash, server, server_version, "
-        "git_revision, complete, report_json) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+        "git_revision, complete, report_json, created_at_us) VALUES ($1, $2, $3, $4, $5, $6, "
+        "$7, $8, $9, $10)",
         {run_id, now, report.suite(), suite_hash, options_.server_name, options_.server_version,
-         options_.git_revision, std::int64_t{report.complete() ? 1 : 0}, ToJson(header)});
+         options_.git_revision, std::int64_t{report.complete() ? 1 : 0}, ToJson(header),
+         created_at_us});
     if (!run.ok()) return run.status();
     for (int i = 0; i < report.results_size(); ++i) {
       v1::WorkloadResult r = report.results(i);

@@ -138,6 +138,9 @@ class ResultStore {
   // it is): the full id. An ambiguous prefix is INVALID_ARGUMENT naming `field` and listing
   // the candidates; a prefix of no run comes back unchanged (queries then find nothing).
   absl::StatusOr<std::string> ResolveRunId(const std::string& text, const std::string& field);
+  // The newest complete run before `candidate` (a full id) of the same suite content and
+  // protocol (comparability.h ProtocolIdentity); NOT_FOUND when there is none.
+  absl::StatusOr<std::string> PreviousRun(const std::string& candidate);
   // OK for "", a served suite, or a name of a result `viewer` sees; else NOT_FOUND naming
   // `field`, with the nearest name when it looks like a typo (an empty table would hide it),
   // chosen among the served suites and the viewer's own (never another owner's custom suite).

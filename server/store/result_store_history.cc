@@ -163,13 +163,17 @@ absl::StatusOr<v1::HistoryResponse> ResultStore::RunHistory(const v1::HistoryReq
   v1::ResultFilter filter = request.filter();
   ASSIGN_OR_RETURN(*filter.mutable_run_id(), ResolveRunId(filter.run_id(), "filter.run_id"));
   std::vector<SqlValue> params;
+  std::string where = Where(filter, viewer, &params);
+  if (request.complete_only())
+    absl::StrAppend(&where, where.empty() ? " WHERE " : " AND ", "runs.complete = 1");
   const std::string sql = absl::StrCat(
       "SELECT runs.id, runs.created_at, runs.suite, runs.server, runs.complete, COUNT(r.id), "
-      "MIN(r.device_model), MIN(r.sol_peak_source), MIN(r.sol_peak_bytes_per_second) FROM "
-      "results r JOIN runs ON runs.id = r.run_id",
-      Where(filter, viewer, &params),
-      " GROUP BY runs.id, runs.created_at, runs.suite, runs.server, runs.complete ORDER BY "
-      "runs.created_at DESC, runs.id DESC LIMIT ",
+      "MIN(r.device_model), MIN(r.sol_peak_source), MIN(r.sol_peak_bytes_per_second), "
+      "runs.suite_hash, runs.report_json FROM results r JOIN runs ON runs.id = r.run_id",
+      where,
+      " GROUP BY runs.id, runs.created_at, runs.suite, runs.server, runs.complete, "
+      "runs.suite_hash, runs.report_json, runs.created_at_us ORDER BY runs.created_at DESC, "
+      "runs.created_at_us DESC, runs.id DESC LIMIT ",
       page + 1, " OFFSET ", offset);
   auto rows = db_->Query(sql, params);
   if (!rows.ok()) return rows.status();
@@ -188,6 +192,10 @@ absl::StatusOr<v1::HistoryResponse> ResultStore::RunHistory(const v1::HistoryReq
     double peak = 0;
     (void)absl::SimpleAtod(row[8].value_or("0"), &peak);
     run->set_peak_bytes_per_second(peak);
+    run->set_suite_hash(row[9].value_or(""));
+    v1::BenchmarkReport header;
+    if (absl::Status st = FromJson(row[10].value_or("{}"), &header); !st.ok()) return st;
+    *run->mutable_protocol() = header.protocol();
   }
   if (static_cast<std::int64_t>(rows->size()) > page) {
     response.set_next_page_token(std::to_string(offset + page));

@@ -171,6 +171,35 @@ absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
   return response;
 }
 
+absl::StatusOr<std::string> ResultStore::PreviousRun(const std::string& candidate) {
+  auto rows = db_->Query(
+      "SELECT created_at, suite, suite_hash, report_json, created_at_us FROM runs WHERE id = $1",
+      {candidate});
+  if (!rows.ok()) return rows.status();
+  if (rows->empty()) {
+    return absl::NotFoundError(absl::StrCat("candidate_run: no run ", Quote(candidate)));
+  }
+  const SqlRow& c = rows->front();
+  v1::BenchmarkReport header;
+  RETURN_IF_ERROR(FromJson(c[3].value_or("{}"), &header));
+  const std::string protocol = ProtocolIdentity(header.protocol());
+  // Newest first: stored before the candidate (within its second too, by created_at_us).
+  auto earlier = db_->Query(
+      "SELECT id, report_json FROM runs WHERE suite_hash = $1 AND complete = 1 AND id <> $2 AND "
+      "(created_at < $3 OR (created_at = $3 AND created_at_us <= $4)) "
+      "ORDER BY created_at DESC, created_at_us DESC, id DESC LIMIT 1000",
+      {c[2].value_or(""), candidate, Int(c[0]), Int(c[4])});
+  if (!earlier.ok()) return earlier.status();
+  for (const SqlRow& row : *earlier) {
+    v1::BenchmarkReport other;
+    RETURN_IF_ERROR(FromJson(row[1].value_or("{}"), &other));
+    if (ProtocolIdentity(other.protocol()) == protocol) return row[0].value_or("");
+  }
+  return absl::NotFoundError(absl::StrCat("baseline_previous: no complete run of suite ",
+                                          Quote(c[1].value_or("")), " before ", candidate,
+                                          " with the same suite content and protocol"));
+}
+
 absl::StatusOr<v1::CompareResponse> ResultStore::Compare(const v1::CompareRequest& request,
                                                          const Viewer& viewer) {
   if (absl::Status connected = CheckConnected(); !connected.ok()) return connected;
@@ -178,7 +207,15 @@ absl::StatusOr<v1::CompareResponse> ResultStore::Compare(const v1::CompareReques
   const double min_relative =
       request.min_relative_difference() == 0 ? 0.01 : request.min_relative_difference();
   v1::ResultFilter base, cand;
-  if (!request.baseline_run().empty() || !request.candidate_run().empty()) {
+  if (request.baseline_previous()) {
+    if (request.candidate_run().empty() || !request.baseline_run().empty()) {
+      return absl::InvalidArgumentError(
+          "baseline_previous: give candidate_run and no baseline_run");
+    }
+    ASSIGN_OR_RETURN(*cand.mutable_run_id(),
+                     ResolveRunId(request.candidate_run(), "candidate_run"));
+    ASSIGN_OR_RETURN(*base.mutable_run_id(), PreviousRun(cand.run_id()));
+  } else if (!request.baseline_run().empty() || !request.candidate_run().empty()) {
     ASSIGN_OR_RETURN(*base.mutable_run_id(), ResolveRunId(request.baseline_run(), "baseline_run"));
     ASSIGN_OR_RETURN(*cand.mutable_run_id(),
                      ResolveRunId(request.candidate_run(), "candidate_run"));
@@ -212,15 +249,31 @@ absl::StatusOr<v1::CompareResponse> ResultStore::Compare(const v1::CompareReques
     cs[key].push_back(*it);
   }
   v1::CompareResponse response;
+  response.set_baseline_run(base.run_id());
+  response.set_candidate_run(cand.run_id());
+  auto add_missing = [&response](const Key& key, const char* missing_from) {
+    v1::MissingRow* m = response.add_missing();
+    m->set_workload(key.first);
+    m->set_implementation(key.second);
+    m->set_missing_from(missing_from);
+  };
   for (const Key& key : order) {
     auto found = bs.find(key);
-    if (found == bs.end()) continue;
+    if (found == bs.end()) {
+      add_missing(key, "baseline");
+      continue;
+    }
     v1::SampleComparison cmp = CompareStored(found->second, cs[key], alpha, min_relative);
     Tally(cmp, &response);
     *response.add_comparisons() = std::move(cmp);
   }
-  if (response.comparisons_size() == 0) {
-    return absl::NotFoundError("no workload and implementation in common between the two sides");
+  // What the baseline had and the candidate dropped, in the baseline's order: silence here
+  // would let a gate pass on an implementation that no longer runs.
+  for (auto it = b->rbegin(); it != b->rend(); ++it) {
+    const Key key{it->result().workload(), it->result().implementation()};
+    if (cs.count(key) > 0) continue;
+    cs[key];  // listed once
+    add_missing(key, "candidate");
   }
   return response;
 }

@@ -111,7 +111,15 @@ grpc::Status ResultsService::DoCompare(grpc::CallbackServerContext* context,
                                        const v1::CompareRequest* request,
                                        v1::CompareResponse* response) {
   const bool by_run = !request->baseline_run().empty() || !request->candidate_run().empty();
-  if (by_run) {
+  if (request->baseline_previous()) {
+    if (request->candidate_run().empty())
+      return Invalid("candidate_run: required with baseline_previous");
+    if (!request->baseline_run().empty())
+      return Invalid("baseline_run: give it or baseline_previous, not both");
+    if (!request->implementation().empty() || !request->suite().empty()) {
+      return Invalid("implementation: not with baseline_previous");
+    }
+  } else if (by_run) {
     if (request->baseline_run().empty())
       return Invalid("baseline_run: required with candidate_run");
     if (request->candidate_run().empty())
@@ -155,7 +163,8 @@ grpc::Status ResultsService::DoCompare(grpc::CallbackServerContext* context,
     if (got.status().code() == absl::StatusCode::kNotFound && by_run) {
       return grpc::Status(
           grpc::StatusCode::NOT_FOUND,
-          absl::StrCat(got.status().message(), " (baseline_run ", Quote(request->baseline_run()),
+          absl::StrCat(got.status().message(), " (baseline_run ",
+                       request->baseline_previous() ? "previous" : Quote(request->baseline_run()),
                        ", candidate_run ", Quote(request->candidate_run()), ")"));
     }
     return ToGrpc(got.status());

@@ -142,12 +142,21 @@ SampleVerdict CompareSamples(const std::vector<double>& baseline,
   v.test = MannWhitneyU(candidate, baseline);
   // 2000 resamples: the 2.5 % tails rest on 50 values each, enough for two digits.
   v.ratio = BootstrapRatioOfMedians(baseline, candidate, 0.95, 2000, 0x5eed);
-  const double t = min_relative_difference;
+  auto relative_iqr = [](const std::vector<double>& side) {
+    const double m = Median(side);
+    return m > 0 ? InterquartileRange(side) / m : 0.0;
+  };
+  v.noise = kNoiseMultiplier * std::max(relative_iqr(baseline), relative_iqr(candidate));
+  v.threshold = std::max(min_relative_difference, v.noise);
+  const double t = v.threshold;
+  const double asked = min_relative_difference;
   const bool significant = v.test.p_value < alpha;
   if (significant && v.ratio.low > 1 + t) {
     v.change = Change::kSlower;
   } else if (significant && v.ratio.high < 1 - t) {
     v.change = Change::kFaster;
+  } else if (significant && (v.ratio.low > 1 + asked || v.ratio.high < 1 - asked)) {
+    v.change = Change::kNoisy;
   } else if (v.ratio.low >= 1 - t && v.ratio.high <= 1 + t) {
     v.change = Change::kSame;
   } else {

@@ -34,12 +34,20 @@ RatioInterval BootstrapRatioOfMedians(const std::vector<double>& baseline,
                                       const std::vector<double>& candidate, double confidence,
                                       int resamples, std::uint64_t seed);
 
-enum class Change { kSame, kFaster, kSlower, kInconclusive, kIncomparable };
+enum class Change { kSame, kFaster, kSlower, kInconclusive, kIncomparable, kNoisy };
+
+// k of the noise-aware threshold: a change is called only beyond max(t, k x spread), where
+// spread is the larger of the two sides' IQR / median. 1: a change must exceed the spread
+// between a side's quartiles, which two back-to-back runs of one build on a busy machine do
+// not (their medians moved by up to the IQR), while a planted 2x slowdown does by far.
+inline constexpr double kNoiseMultiplier = 1.0;
 
 struct SampleVerdict {
   MannWhitney test;
   RatioInterval ratio;
   Change change = Change::kIncomparable;
+  double noise = 0;      // kNoiseMultiplier x the larger relative IQR
+  double threshold = 0;  // the threshold used: max(min_relative_difference, noise)
 };
 
 // nvbench_compare's question, answered only where the data can answer it. With t =
@@ -47,7 +55,10 @@ struct SampleVerdict {
 //   kSlower / kFaster: p < alpha and the ratio's 95 % interval lies wholly above 1 + t
 //                      (below 1 - t): a real change, and at least t;
 //   kSame:             the interval lies within [1 - t, 1 + t]: any change is below t;
+//   kNoisy:            p < alpha and the interval lies beyond 1 +- t but not beyond
+//                      1 +- max(t, noise): a change the measured spread cannot support;
 //   kInconclusive:     anything else (too few samples or too much spread to tell either).
+// t is raised to max(t, noise) first for kSlower, kFaster and kSame (kNoiseMultiplier).
 // Fewer than 3 samples a side: kIncomparable.
 SampleVerdict CompareSamples(const std::vector<double>& baseline,
                              const std::vector<double>& candidate, double alpha,

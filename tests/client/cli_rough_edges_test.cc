@@ -70,7 +70,7 @@ TEST(CliRoughEdges, TargetWithoutAPortDialsTheDefaultPort) {
 
 TEST(CliRoughEdges, NothingListeningAsksWhetherTheServerRuns) {
   const Outcome o = Cli({"--target", "127.0.0.1:1", "--deadline", "5", "devices"});
-  EXPECT_EQ(o.rc, client::cli::kExitRpcError);
+  EXPECT_EQ(o.rc, client::cli::kExitInfrastructure);
   EXPECT_NE(o.err.find("UNAVAILABLE"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("is the server running at 127.0.0.1:1?"), std::string::npos) << o.err;
 }
@@ -78,18 +78,18 @@ TEST(CliRoughEdges, NothingListeningAsksWhetherTheServerRuns) {
 TEST(CliRoughEdges, MistypedNamesGetADidYouMean) {
   TestServer t = StartServer();
   const Outcome suite = Cli({"--target", t.target(), "bench", "--suite", "fused_add_rmsnorm_h248"});
-  EXPECT_EQ(suite.rc, client::cli::kExitRpcError);
+  EXPECT_EQ(suite.rc, client::cli::kExitInfrastructure);
   EXPECT_NE(suite.err.find("NOT_FOUND"), std::string::npos) << suite.err;
   EXPECT_NE(suite.err.find("did you mean 'fused_add_rmsnorm_h2048'?"), std::string::npos)
       << suite.err;
   const Outcome impl = Cli({"--target", t.target(), "run", "--batch", "2", "--hidden", "8",
                             "--device", "cpu", "--impl", "cpu_fusd"});
-  EXPECT_EQ(impl.rc, client::cli::kExitRpcError);
+  EXPECT_EQ(impl.rc, client::cli::kExitInfrastructure);
   EXPECT_NE(impl.err.find("did you mean 'cpu_fused'?"), std::string::npos) << impl.err;
   // Nothing near: no suggestion, only the list.
   const Outcome far = Cli({"--target", t.target(), "run", "--batch", "2", "--hidden", "8",
                            "--device", "cpu", "--impl", "zzzzzzzzzzzz"});
-  EXPECT_EQ(far.rc, client::cli::kExitRpcError);
+  EXPECT_EQ(far.rc, client::cli::kExitInfrastructure);
   EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
   EXPECT_NE(far.err.find("available"), std::string::npos) << far.err;
 }
@@ -99,7 +99,7 @@ TEST(CliRoughEdges, TooLargeAMessageNamesBothFlags) {
   // 3 tensors of 1024 x 1024 fp32 = 12 MiB, past a 1 MiB client limit.
   const Outcome o = Cli({"--target", t.target(), "--max-message-mib", "1", "run", "--batch", "1024",
                          "--hidden", "1024", "--dtype", "fp32", "--device", "cpu"});
-  EXPECT_EQ(o.rc, client::cli::kExitRpcError);
+  EXPECT_EQ(o.rc, client::cli::kExitInfrastructure);
   EXPECT_NE(o.err.find("RESOURCE_EXHAUSTED"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("kerneleval-server --max-message-bytes"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("--max-message-mib"), std::string::npos) << o.err;

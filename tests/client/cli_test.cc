@@ -195,12 +195,35 @@ TEST(CliParse, UsageErrors) {
       {"bench", "--suite", "x", "--pushgateway", "http://h:1/a/b"},  // a path
       {"bench", "--suite", "x", "--pushgateway", "http://h:1", "--push-job", "a/b"},
       {"--target", "a:1", "--target", "b:2", "bench", "--suite", "x", "--format", "html"},
+      {"bench", "--suite", "x", "--fail-on", "slower"},  // needs --compare-to
+      {"bench", "--suite", "x", "--compare-to", "previous", "--fail-on", "faster"},
+      {"--target", "a:1", "--target", "b:2", "bench", "--suite", "x", "--compare-to",
+       "previous"},  // one target only
+      {"history", "--complete"},  // needs --runs
   };
   for (const auto& args : bad) {
     CliConfig config;
     const absl::Status status = Parse(args, &config);
     EXPECT_FALSE(status.ok()) << "accepted: " << ::testing::PrintToString(args);
   }
+}
+
+// The nightly gate's flags, and a command that does not exist named as such (CLI11 alone
+// said "A subcommand is required").
+TEST(CliParse, CompareToAndUnknownCommands) {
+  CliConfig config;
+  ASSERT_TRUE(Parse({"bench", "--suite", "x", "--compare-to", "previous", "--fail-on",
+                     "slower,missing", "--threshold", "0.05"},
+                    &config)
+                  .ok());
+  EXPECT_EQ(config.bench.compare_to, "previous");
+  EXPECT_EQ(config.bench.fail_on, (std::vector<std::string>{"slower", "missing"}));
+  EXPECT_DOUBLE_EQ(config.bench.threshold, 0.05);
+  CliConfig unknown;
+  const absl::Status status = Parse({"--target", "a:1", "frobnicate"}, &unknown);
+  EXPECT_NE(status.message().find("unknown command 'frobnicate'; commands: devices"),
+            std::string::npos)
+      << status;
 }
 
 }  // namespace

@@ -76,7 +76,7 @@ TEST(FanOutLoopback, ServerGoneBeforeTheRun) {
   c.server.reset();  // Its port now refuses connections.
 
   const CliRun run = RunCli(BenchArgs({a.target(), gone, b.target()}));
-  EXPECT_EQ(run.code, client::cli::kExitRpcError) << run.err;
+  EXPECT_EQ(run.code, client::cli::kExitInfrastructure) << run.err;
   const nlohmann::json doc = nlohmann::json::parse(run.out);
   ASSERT_EQ(doc["targets"].size(), 3u) << run.out;
   ExpectGood(doc["targets"][0], a.target());
@@ -153,7 +153,7 @@ TEST(FanOutLoopback, ServerShutDownMidRun) {
   release.join();
   cli.join();
 
-  EXPECT_EQ(run.code, client::cli::kExitRpcError) << run.err;
+  EXPECT_EQ(run.code, client::cli::kExitInfrastructure) << run.err;
   const nlohmann::json doc = nlohmann::json::parse(run.out);
   ASSERT_EQ(doc["targets"].size(), 3u) << run.out;
   ExpectGood(doc["targets"][0], a.target());

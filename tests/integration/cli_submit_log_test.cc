@@ -36,7 +36,7 @@ TEST(CliSubmitLog, ACompileErrorPrintsTheWholeLog) {
   std::ostringstream out, err;
   const int rc = client::cli::RunSubmitCommand(config, out, err);
   const std::string text = err.str();
-  EXPECT_EQ(rc, client::cli::kExitRpcError) << text.substr(0, 2048);
+  EXPECT_EQ(rc, client::cli::kExitInfrastructure) << text.substr(0, 2048);
   EXPECT_EQ(text.rfind("error: INVALID_ARGUMENT: submission.source: compilation failed", 0), 0u)
       << text.substr(0, 2048);
   EXPECT_NE(text.find("\nNVRTC log:\n"), std::string::npos) << text.substr(0, 2048);

@@ -17,7 +17,7 @@ import pytest
 import kerneleval
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-VERDICTS = {"same", "faster", "slower", "inconclusive", "incomparable"}
+VERDICTS = {"same", "faster", "slower", "inconclusive", "incomparable", "noisy"}
 SUITE = "py_store"
 
 
@@ -126,6 +126,23 @@ def test_compare_two_runs(client, runs):
     assert result.fails(strict) == any(v in strict for v in table.verdict)
     with pytest.raises(ValueError, match="fail_on"):
         result.fails(["regressed"])
+    assert result.noisy == counts["noisy"]
+    assert result.missing == []
+    # The gate's default: slower, not comparable or missing.
+    assert result.fails() == any(v in ("slower", "incomparable") for v in table.verdict)
+
+
+def test_compare_with_the_previous_run_lists_a_dropped_implementation(client, runs):
+    """The nightly gate in Python: compare("previous", run) picks the newest complete run of
+    the same suite content and protocol, and a run without cpu_unfused fails on it."""
+    suite = kerneleval.custom_suite(SUITE, [1, 257], 64, dtype="fp32")
+    lone = client.bench(suite, implementations=["cpu_fused"], device="cpu", warmup=1, repetitions=8)
+    stored(client, lone.run_id, 2)
+    result = client.compare("previous", lone.run_id)
+    assert result.baseline_run == runs[1].run_id
+    assert sorted(result.missing) == [("batch_size=1", "cpu_unfused"), ("batch_size=257", "cpu_unfused")]
+    assert result.fails()
+    assert not result.fails(["slower"]) or result.slower > 0
 
 
 def test_compare_across_windows_and_argument_errors(client, runs):

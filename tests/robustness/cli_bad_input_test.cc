@@ -89,11 +89,11 @@ TEST(CliBadInput, TruncatedSafetensorsNamesTheFile) {
     EXPECT_NE(o.err.find(path), std::string::npos) << o.err;
     EXPECT_NE(o.err.find("error"), std::string::npos) << o.err;
   }
-  // The untouched file gets past the local checks (and then fails to connect: exit 1).
+  // The untouched file gets past the local checks (and then fails to connect: exit 5).
   const std::string whole = dir.File("whole.safetensors");
   ASSERT_TRUE(WriteWholeFile(whole, bytes));
   const Outcome o = RunCli(dir, {"run", "--input", whole});
-  EXPECT_EQ(o.exit_code, 1) << o.err;
+  EXPECT_EQ(o.exit_code, 5) << o.err;  // infrastructure
   EXPECT_NE(o.err.find("UNAVAILABLE"), std::string::npos) << o.err;
 }
 
@@ -197,11 +197,11 @@ TEST(CliBadInput, MalformedSuiteFileNamesTheFileAndTheField) {
     EXPECT_NE(o.err.find(path), std::string::npos) << o.err;
     EXPECT_NE(o.err.find(c.field), std::string::npos) << o.err;
   }
-  // The intact suite gets past the local checks (and then fails to connect: exit 1).
+  // The intact suite gets past the local checks (and then fails to connect: exit 5).
   const std::string good = dir.File("good.json");
   ASSERT_TRUE(WriteWholeFile(good, suite));
   const Outcome o = RunCli(dir, {"bench", "--suite-file", good});
-  EXPECT_EQ(o.exit_code, 1) << o.err;
+  EXPECT_EQ(o.exit_code, 5) << o.err;  // infrastructure
 }
 
 // True when `t` can be written to a safetensors file as it is: a dtype, no negative
@@ -302,7 +302,7 @@ TEST(CliBadInput, CatalogueOfBadRunRequestsGetsTheServersAnswer) {
     full.insert(full.end(), args->begin(), args->end());
     const Outcome o = RunBinary(dir, g_cli, full);
     const std::string shown = o.err.substr(0, 2048);
-    EXPECT_EQ(o.exit_code, 1) << shown;
+    EXPECT_EQ(o.exit_code, 5) << shown;  // infrastructure: the server refused the call
     const std::string code =
         "error: " + absl::StatusCodeToString(static_cast<absl::StatusCode>(c.code)) + ": ";
     EXPECT_NE(o.err.find(code), std::string::npos) << shown;

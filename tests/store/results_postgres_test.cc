@@ -51,14 +51,25 @@ TEST(ResultsPostgres, TwoServersShareOneLeaderboard) {
   EXPECT_EQ(nlohmann::json::parse(other.out), board);
   const CliResult history = Cli(second.target(), {"history", "--suite", "shared_suite", "--json"});
   EXPECT_EQ(nlohmann::json::parse(history.out)["results"].size(), 4u);
-  // Compare across the servers: the two runs have no implementation in common.
+  // Compare across the servers: the two runs have no implementation in common, so each
+  // side's rows are missing from the other, and the gate fails on the dropped ones.
   const std::string run_a = board["entries"][0]["run_id"], run_b = board["entries"][1]["run_id"];
   const CliResult cmp = Cli(first.target(), {"compare", run_a, run_a});
   EXPECT_EQ(cmp.rc, 0) << cmp.err;
   EXPECT_NE(cmp.out.find("0 slower"), std::string::npos) << cmp.out;
   const CliResult none = Cli(first.target(), {"compare", run_a, run_b});
-  EXPECT_EQ(none.rc, client::cli::kExitRpcError);
-  EXPECT_NE(none.err.find("NOT_FOUND"), std::string::npos) << none.err;
+  EXPECT_EQ(none.rc, client::cli::kExitRegression) << none.err;
+  EXPECT_NE(none.out.find("MISSING from the candidate: "), std::string::npos) << none.out;
+  EXPECT_NE(none.out.find("new in the candidate (no baseline): "), std::string::npos) << none.out;
+  // The newest complete run before the second server's (cpu_unfused, benched last) of the
+  // same suite content and protocol, found in PostgreSQL's runs: the first server's.
+  const bool a_is_fused = board["entries"][0]["implementation"] == "cpu_fused";
+  const std::string fused_run = a_is_fused ? run_a : run_b;
+  const std::string unfused_run = a_is_fused ? run_b : run_a;
+  const CliResult previous =
+      Cli(first.target(), {"compare", "previous", unfused_run, "--json", "--fail-on", "none"});
+  ASSERT_EQ(previous.rc, 0) << previous.err;
+  EXPECT_EQ(nlohmann::json::parse(previous.out)["baseline_run"], fused_run) << previous.out;
 }
 
 // A third server on the same database finds the schema current and applies nothing.
@@ -76,9 +87,9 @@ TEST(ResultsPostgres, MigrationsApplyOnce) {
   auto rows = (*db)->Query("SELECT COUNT(*), MAX(version) FROM schema_version");
   ASSERT_TRUE(rows.ok()) << rows.status();
   // Each of server/store/migrations once: 0001_results, 0002_result_owner, 0003_sol_peak,
-  // 0004_retention_index, 0005_submissions.
-  EXPECT_EQ(rows->at(0).at(0), "5");
-  EXPECT_EQ(rows->at(0).at(1), "5");
+  // 0004_retention_index, 0005_submissions, 0006_run_order.
+  EXPECT_EQ(rows->at(0).at(0), "6");
+  EXPECT_EQ(rows->at(0).at(1), "6");
 }
 
 // The peak columns of migration 0003 on PostgreSQL: written with each result, filled at start

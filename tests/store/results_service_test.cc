@@ -79,7 +79,8 @@ TEST(ResultsStore, CompareCallsAPlantedFivePercentSlowdownAndNotIdenticalRuns) {
     noise = *(*store)->RecordNow(SyntheticReport(2, 10e-6, 0.02, 1000), 4000);
   }
   TestServer t = StartServer(StoreOptions(dir));
-  const nlohmann::json slower = Json(Cli(t.target(), {"compare", base, slow, "--json"}));
+  const nlohmann::json slower =
+      Json(Cli(t.target(), {"compare", base, slow, "--json", "--fail-on", "none"}));
   ASSERT_EQ(slower["comparisons"].size(), 2u) << slower.dump();
   EXPECT_EQ(slower["slower"], 2);
   for (const auto& c : slower["comparisons"]) {
@@ -89,15 +90,16 @@ TEST(ResultsStore, CompareCallsAPlantedFivePercentSlowdownAndNotIdenticalRuns) {
     EXPECT_LT(c["p_value"].get<double>(), 0.001);
   }
   for (const std::string& candidate : {same, noise}) {
-    const nlohmann::json unchanged = Json(Cli(t.target(), {"compare", base, candidate, "--json"}));
+    const nlohmann::json unchanged =
+        Json(Cli(t.target(), {"compare", base, candidate, "--json", "--fail-on", "none"}));
     EXPECT_EQ(unchanged["same"], 2) << unchanged.dump();
     EXPECT_EQ(unchanged.value("slower", 0), 0) << unchanged.dump();
   }
   // Windows: the implementation before and after t = 2500.
-  const nlohmann::json windows =
-      Json(Cli(t.target(), {"compare", "--impl", "fused", "--suite", "synthetic",
-                            "--baseline-since", "1", "--baseline-until", "2500",
-                            "--candidate-since", "2500", "--candidate-until", "3500", "--json"}));
+  const nlohmann::json windows = Json(
+      Cli(t.target(), {"compare", "--impl", "fused", "--suite", "synthetic", "--baseline-since",
+                       "1", "--baseline-until", "2500", "--candidate-since", "2500",
+                       "--candidate-until", "3500", "--json", "--fail-on", "none"}));
   EXPECT_EQ(windows["slower"], 2) << windows.dump();
   const CliResult table = Cli(t.target(), {"compare", base, slow});
   EXPECT_NE(table.out.find("SLOWER"), std::string::npos) << table.out;
@@ -168,7 +170,8 @@ TEST(ResultsStore, RealRunsCompareAndReproduce) {
   const std::string newer = history["results"][0]["run_id"];
   const std::string older = history["results"][3]["run_id"];
   ASSERT_NE(newer, older);
-  const nlohmann::json cmp = Json(Cli(t.target(), {"compare", older, newer, "--json"}));
+  const nlohmann::json cmp =
+      Json(Cli(t.target(), {"compare", older, newer, "--json", "--fail-on", "none"}));
   ASSERT_EQ(cmp["comparisons"].size(), 2u) << cmp.dump();
   for (const auto& c : cmp["comparisons"]) {
     EXPECT_EQ(c["baseline_samples"], 20);
@@ -378,7 +381,8 @@ TEST(ResultsStore, CompareRefusesResultsOfAnotherProblemProtocolOrDevice) {
       {hot, {"cache cold vs hot"}},
       {h100, {"device model NVIDIA H200 vs NVIDIA H100 80GB HBM3"}}};
   for (const auto& [candidate, differences] : cases) {
-    const nlohmann::json cmp = Json(Cli(t.target(), {"compare", base, candidate, "--json"}));
+    const nlohmann::json cmp =
+        Json(Cli(t.target(), {"compare", base, candidate, "--json", "--fail-on", "none"}));
     ASSERT_EQ(cmp["comparisons"].size(), 2u) << cmp.dump();
     EXPECT_EQ(cmp["incomparable"], 2) << cmp.dump();
     EXPECT_EQ(cmp.value("faster", 0), 0) << cmp.dump();
@@ -390,8 +394,10 @@ TEST(ResultsStore, CompareRefusesResultsOfAnotherProblemProtocolOrDevice) {
       }
     }
   }
+  // Not comparable fails a gate by default; --fail-on none only prints.
   const CliResult table = Cli(t.target(), {"compare", base, other_problem});
-  EXPECT_EQ(table.rc, 0) << table.err;
+  EXPECT_EQ(table.rc, client::kExitRegression) << table.err;
+  EXPECT_EQ(Cli(t.target(), {"compare", base, other_problem, "--fail-on", "none"}).rc, 0);
   EXPECT_NE(table.out.find("not comparable: dtype fp32 vs bf16"), std::string::npos) << table.out;
   EXPECT_EQ(table.out.find("FASTER"), std::string::npos) << table.out;
   const CliResult strict =
@@ -423,7 +429,8 @@ TEST(ResultsStore, CompareShowsSpreadSaysInconclusiveAndFailsOnSlower) {
         *(*store)->RecordNow(WithSamples(report, {13.5e-6, 14.5e-6, 10.5e-6, 12.5e-6}), 4000);
   }
   TestServer t = StartServer(StoreOptions(dir));
-  const nlohmann::json slower = Json(Cli(t.target(), {"compare", base, slow, "--json"}));
+  const nlohmann::json slower =
+      Json(Cli(t.target(), {"compare", base, slow, "--json", "--fail-on", "none"}));
   for (const auto& c : slower["comparisons"]) {
     EXPECT_EQ(c["baseline_samples"], 100);
     EXPECT_EQ(c["candidate_samples"], 100);
@@ -433,7 +440,11 @@ TEST(ResultsStore, CompareShowsSpreadSaysInconclusiveAndFailsOnSlower) {
         0.008);
     EXPECT_NEAR(c["candidate_iqr_seconds"].get<double>() / c["baseline_iqr_seconds"].get<double>(),
                 1.05, 1e-9);
-    EXPECT_DOUBLE_EQ(c["threshold"].get<double>(), 0.01);
+    // The threshold used is the larger of t and the noise (k = 1 x the larger relative IQR,
+    // the candidate's here: 1.05 x the baseline's IQR over 1.05 x its median).
+    const double noise = c["noise"].get<double>();
+    EXPECT_NEAR(noise, 0.027, 0.008);
+    EXPECT_DOUBLE_EQ(c["threshold"].get<double>(), std::max(0.01, noise));
   }
   const CliResult table = Cli(t.target(), {"compare", base, slow});
   EXPECT_NE(table.out.find("IQR"), std::string::npos) << table.out;
@@ -448,7 +459,8 @@ TEST(ResultsStore, CompareShowsSpreadSaysInconclusiveAndFailsOnSlower) {
   EXPECT_EQ(Cli(t.target(), {"compare", slow, base, "--fail-on", "slower"}).rc, 0);  // faster
   EXPECT_EQ(Cli(t.target(), {"compare", base, slow, "--fail-on", "slower", "--json"}).rc, 1);
 
-  const nlohmann::json few = Json(Cli(t.target(), {"compare", few_base, few_cand, "--json"}));
+  const nlohmann::json few =
+      Json(Cli(t.target(), {"compare", few_base, few_cand, "--json", "--fail-on", "none"}));
   ASSERT_EQ(few["comparisons"].size(), 2u) << few.dump();
   EXPECT_EQ(few["inconclusive"], 2) << few.dump();
   EXPECT_EQ(few.value("same", 0), 0) << few.dump();

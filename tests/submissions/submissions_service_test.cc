@@ -470,7 +470,7 @@ TEST(SubmitCli, RegistersListsAndDeletes) {
   ASSERT_EQ(Cli({"submissions", "delete", "naive", "--target", f.server.target()}, &out, &err), 0);
   EXPECT_THAT(out, HasSubstr("deleted sub-"));
   EXPECT_EQ(Cli({"submissions", "get", "naive", "--target", f.server.target()}, &out, &err),
-            client::cli::kExitRpcError);
+            client::cli::kExitInfrastructure);
   EXPECT_THAT(err, HasSubstr("NOT_FOUND"));
   // A plan of two kernels needs one --block, or one per --entry.
   EXPECT_EQ(Cli({"submit", "--target", f.server.target(), "--source", source, "--entry", "a",
@@ -484,7 +484,7 @@ TEST(SubmitCli, RegistersListsAndDeletes) {
       Cli({"submit", "--target", f.server.target(), "--source", source, "--entry",
            "naive_block_per_row", "--block", "2048", "--rows-per-block", "1", "--name", "big"},
           &out, &err),
-      client::cli::kExitRpcError);
+      client::cli::kExitInfrastructure);
   EXPECT_THAT(err, HasSubstr("INVALID_ARGUMENT: submission.launch_plan.kernels[0].block_size"));
 }
 

@@ -326,6 +326,7 @@ class Client:
         page_token: str = "",
         runs: bool = False,
         include_samples: bool = False,
+        complete: bool = False,
         timeout: Optional[float] = None,
     ) -> pd.DataFrame:
         """Stored results, newest first, as `kerneleval history`: one row per result, or
@@ -334,6 +335,8 @@ class Client:
         Filters: `suite`, `workload`, `implementation` (or a submission id), `device_model`
         (a substring: "H200"), `run_id` (a unique prefix is enough), `since` / `until`
         (Unix seconds, "YYYY-MM-DD", RFC 3339 text or datetime; until is exclusive).
+        `complete=True` (with runs): only runs that measured everything, as
+        `history --runs --complete`; each run row carries its suite_hash and protocol.
         `limit` rows per page (max 1000); the DataFrame's attrs["next_page_token"] is the
         `page_token` of the next page ("" on the last). `include_samples` adds each result's
         raw samples as a `samples_seconds` column.
@@ -346,6 +349,7 @@ class Client:
             page_token=page_token,
             include_samples=include_samples,
             runs=runs,
+            complete_only=complete,
         )
         response: rpb.HistoryResponse = self._call(self._results.History, request, timeout)
         if runs:
@@ -396,11 +400,13 @@ class Client:
         """Two runs, or one implementation of a suite across two time windows, workload by
         workload, as `kerneleval compare`.
 
-        Give `baseline_run` and `candidate_run` (ids or unique prefixes), or
+        Give `baseline_run` and `candidate_run` (ids or unique prefixes; `baseline_run`
+        "previous": the newest complete run before the candidate of the same suite content
+        and protocol, the nightly gate's baseline), or
         `implementation` and `suite` (and `device_model`) with the windows. A change is
         called when Mann-Whitney U is significant at `alpha` and the 95 % interval of the
-        ratio of medians lies beyond 1 +- `threshold`. `Comparison.fails()` is
-        `--fail-on slower` for a CI job.
+        ratio of medians lies beyond 1 +- max(`threshold`, the measured noise).
+        `Comparison.fails()` is the CLI's gate: a row slower, not comparable or missing.
         """
         if bool(baseline_run) != bool(candidate_run):
             raise ValueError("compare: give both baseline_run and candidate_run, or neither")
@@ -410,8 +416,10 @@ class Client:
             raise ValueError(
                 "compare: give two run ids, or implementation and suite with the two windows"
             )
+        previous = baseline_run == "previous"
         request = rpb.CompareRequest(
-            baseline_run=baseline_run,
+            baseline_run="" if previous else baseline_run,
+            baseline_previous=previous,
             candidate_run=candidate_run,
             implementation=implementation,
             suite=suite,

@@ -22,7 +22,9 @@ from kerneleval.v1 import results_pb2 as rpb
 When = Union[None, int, float, str, datetime.datetime, datetime.date]
 
 # The --fail-on words of the CLI and the verdicts they fail on.
-FAIL_ON = ("slower", "inconclusive", "incomparable")
+FAIL_ON = ("slower", "inconclusive", "incomparable", "missing", "noisy")
+# What `kerneleval compare` fails on when --fail-on is not given.
+DEFAULT_FAIL_ON = ("slower", "incomparable", "missing")
 
 
 def unix_seconds(value: When, what: str) -> int:
@@ -105,6 +107,13 @@ def run_row(r: rpb.RunSummary) -> Row:
         "device_model": r.device_model,
         "peak_source": names.name(pb.PeakSource, r.peak_source),
         "peak_gb_per_s": r.peak_bytes_per_second / 1e9,
+        # The protocol is part of what the run measured: runs compare only where it matches.
+        "suite_hash": r.suite_hash,
+        "cache": names.name(pb.CacheMode, r.protocol.cache),
+        "warmup": r.protocol.warmup,
+        "repetitions": r.protocol.repetitions,
+        "timer": names.name(pb.Timer, r.protocol.timer),
+        "seed": r.protocol.seed,
     }
 
 
@@ -168,7 +177,9 @@ def _check_fail_on(fail_on: Sequence[str]) -> None:
 class Comparison:
     """What `Client.compare` answered: one row per workload x implementation.
 
-    `faster`, `slower`, `same`, `inconclusive` and `incomparable` count the verdicts;
+    `faster`, `slower`, `same`, `inconclusive`, `noisy` and `incomparable` count the
+    verdicts; `missing` lists the (workload, implementation) pairs the candidate dropped;
+    `baseline_run` is the run compared with (the one `compare("previous", run)` picked);
     `proto` is the kerneleval.v1.CompareResponse.
     """
 
@@ -200,16 +211,37 @@ class Comparison:
     def incomparable(self) -> int:
         return self.proto.incomparable
 
-    def fails(self, fail_on: Sequence[str] = ("slower",)) -> bool:
+    @property
+    def noisy(self) -> int:
+        return self.proto.noisy
+
+    @property
+    def missing(self) -> List[tuple]:
+        return [
+            (m.workload, m.implementation)
+            for m in self.proto.missing
+            if m.missing_from == "candidate"
+        ]
+
+    @property
+    def baseline_run(self) -> str:
+        return self.proto.baseline_run
+
+    def fails(self, fail_on: Sequence[str] = DEFAULT_FAIL_ON) -> bool:
         """True when a verdict is one of `fail_on`, as `kerneleval compare --fail-on`
-        exits 1: "slower", "inconclusive", "incomparable"."""
+        exits 1 (regression): "slower", "inconclusive", "incomparable", "noisy", and
+        "missing" for a row the candidate dropped. The default is the CLI's:
+        slower, incomparable, missing."""
         _check_fail_on(fail_on)
+        if "missing" in fail_on and self.missing:
+            return True
         return any(row["verdict"] in fail_on for row in self.rows())
 
     def __repr__(self) -> str:
         return (
             f"Comparison(faster={self.faster}, slower={self.slower}, same={self.same}, "
-            f"inconclusive={self.inconclusive}, incomparable={self.incomparable})"
+            f"inconclusive={self.inconclusive}, noisy={self.noisy}, "
+            f"incomparable={self.incomparable}, missing={len(self.missing)})"
         )
 
 
