@@ -30,7 +30,8 @@ DeclaredBytes DeclaredReadWrite(const Problem& problem);
 //    95% of the declared writes minus the L2 size (writes still dirty in L2 when the call
 //    ends are written back after it: 20 MB of 66 MB at B = 16254 on an H200);
 //  - the median below declared bytes / attribute peak, where the working set cannot be
-//    served from L2 (cold, or larger than L2);
+//    served from L2 (cold, or larger than L2); cold, the writes that may stay dirty in L2
+//    (up to its size) are left out of those bytes, as they are of the DRAM writes;
 //  - a throttle reason other than kNonThrottlingReasons seen while timing.
 // Returns true when a flag says the result is better than its bytes allow (DRAM traffic or
 // the analytic floor, not throttling): the engine does not rank such a result.

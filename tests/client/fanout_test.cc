@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "client/exit_codes.h"
 #include "client/push.h"
 
 namespace kerneleval::client {
@@ -206,12 +207,12 @@ TEST(FormatFanOut, TableAndCsv) {
 
 TEST(FanOutExitCode, RpcErrorThenIncorrectThenOk) {
   std::vector<TargetResult> results = SampleResults();
-  EXPECT_EQ(FanOutExitCode(results), 1);
+  EXPECT_EQ(FanOutExitCode(results), kExitInfrastructure);
   results[1].status = grpc::Status::OK;
   results[1].report = SampleReport("cpu", false);
-  EXPECT_EQ(FanOutExitCode(results), 3);
+  EXPECT_EQ(FanOutExitCode(results), kExitIncorrect);
   results[1].report = SampleReport("cpu", true);
-  EXPECT_EQ(FanOutExitCode(results), 0);
+  EXPECT_EQ(FanOutExitCode(results), kExitOk);
 }
 
 TEST(Pushgateway, Url) {

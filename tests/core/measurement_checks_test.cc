@@ -104,6 +104,35 @@ TEST(MeasurementChecks, HalfTheRowsIsFlaggedAndSoIsATimeBelowTheFloor) {
   EXPECT_TRUE(HasFlag(r, "below the analytic floor")) << r.DebugString();
 }
 
+// The fused kernel on an H100 at B = 12383, cold (the cheat matrix's examples, 2026-12-05):
+// 44.4 us for 152 MB is 3.43 TB/s, above the 3.35 TB/s attribute peak, because its 50.7 MB
+// of writes fit the 50 MiB L2 and are written back by the flush after the call. Reads alone
+// set the floor there; writing nothing at all is still caught by the DRAM and L2 checks.
+TEST(MeasurementChecks, ColdWritesThatFitInL2AreNotPartOfTheFloor) {
+  v1::Device h100;
+  h100.set_l2_cache_bytes(52'428'800);
+  h100.set_peak_bytes_per_second(3.352e12);
+  const Problem p = H2048(12383);
+  const DeclaredBytes d = DeclaredReadWrite(p);
+  v1::WorkloadResult r;
+  v1::Environment env;
+  EXPECT_FALSE(AnnotateMeasurement(WithDram(d.read, 0.5e6), p, h100, Cold(), 44.385e-6, &r, &env));
+  EXPECT_EQ(r.integrity_flags_size(), 0) << r.DebugString();
+  // Faster than its reads alone allow: below the floor.
+  v1::WorkloadResult fast;
+  EXPECT_TRUE(AnnotateMeasurement(WithDram(d.read, 0.5e6), p, h100, Cold(),
+                                  0.9 * static_cast<double>(d.read) / 3.352e12, &fast, &env));
+  EXPECT_TRUE(HasFlag(fast, "below the analytic floor")) << fast.DebugString();
+  // Hot, back to back, each call pays for the last one's write-backs: every byte counts.
+  MeasureOptions hot;
+  hot.cold = false;
+  Measurement m;
+  m.timer = v1::TIMER_CUPTI;
+  v1::WorkloadResult back_to_back;
+  EXPECT_TRUE(AnnotateMeasurement(m, p, h100, hot, 44.385e-6, &back_to_back, &env));
+  EXPECT_TRUE(HasFlag(back_to_back, "below the analytic floor")) << back_to_back.DebugString();
+}
+
 TEST(MeasurementChecks, SmallBatchesMayLeaveEveryWriteInL2) {
   const Problem p = H2048(79);
   const DeclaredBytes d = DeclaredReadWrite(p);

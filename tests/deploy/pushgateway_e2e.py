@@ -45,6 +45,8 @@ STARTUP_SECONDS = 60
 BENCH_SECONDS = 120
 SKIP = 77
 INSTALL_HINT = "apt-get install prometheus-pushgateway"
+# The CLI's exit code for a server or gateway it could not reach (client/exit_codes.h).
+EXIT_INFRASTRUCTURE = 5
 
 
 class CheckFailed(Exception):
@@ -342,11 +344,11 @@ def main(argv):
                     str(instances))
         print(f"fan-out: groups {sorted(instances)} under job={FANOUT_JOB}")
 
-        # 3. No gateway there: reported, exit 1, the report still printed.
+        # 3. No gateway there: reported, exit 5 (infrastructure), the report still printed.
         result, command = run_client(args.client, "--target", target_a, "--deadline",
                                      str(BENCH_SECONDS), *bench, "--pushgateway",
                                      f"http://127.0.0.1:{free_port()}")
-        checks.true("failed push: exit code 1", result.returncode == 1,
+        checks.true("failed push: exit code 5", result.returncode == EXIT_INFRASTRUCTURE,
                     f"{result.returncode}: {result.stderr}")
         checks.true("failed push: error on stderr", "error: pushgateway" in result.stderr,
                     result.stderr)
@@ -355,7 +357,7 @@ def main(argv):
                         json.loads(result.stdout).get("suite") == SUITE)
         except ValueError:
             checks.true("failed push: the report is still printed", False, result.stdout[:500])
-        print("failed push: reported, exit code 1, report printed")
+        print("failed push: reported, exit code 5, report printed")
     except CheckFailed as error:
         checks.true("run", False, str(error))
     finally:

@@ -45,6 +45,9 @@ std::vector<std::unique_ptr<server::Backend>> TwiceAsSlowCpuFused() {
   return backends;
 }
 
+// The gate's practical threshold for CPU timings in these tests (the most --threshold takes).
+constexpr char kCpuGateThreshold[] = "0.5";
+
 std::vector<std::string> Bench(const TestServer& t, const std::string& suite,
                                std::vector<std::string> more) {
   std::vector<std::string> args = {"--target", t.target(),      "bench", "--suite-file",
@@ -180,8 +183,12 @@ TEST(NightlyGate, ComparesToThePreviousRunPassesAnAAPairAndFailsA2xSlowdown) {
     ASSERT_EQ(cold.rc, client::kExitOk) << cold.err;
     const std::string cold_run = StoredRun(cold);
 
-    const Process again =
-        RunCli(dir, Bench(t, suite, {"--hot", "--impl", "cpu_fused", "--compare-to", "previous"}));
+    // Two runs of one build on a shared 2-core machine drift apart by more than either run's
+    // own noise (+15% seen at 1 us, IQR 3%, with other tests beside it), so the A/A gate
+    // runs with the widest threshold; a 2x slowdown is far past it.
+    const Process again = RunCli(dir, Bench(t, suite,
+                                            {"--hot", "--impl", "cpu_fused", "--compare-to",
+                                             "previous", "--threshold", kCpuGateThreshold}));
     EXPECT_EQ(again.rc, client::kExitOk) << again.out << again.err;
     EXPECT_NE(again.out.find("compared with the previous run " + first), std::string::npos)
         << again.out;
@@ -203,8 +210,9 @@ TEST(NightlyGate, ComparesToThePreviousRunPassesAnAAPairAndFailsA2xSlowdown) {
     t.server.reset();
   }
   TestServer slow = StartServer(StoreOptions(dir + "/data"), TwiceAsSlowCpuFused());
-  const Process b =
-      RunCli(dir, Bench(slow, suite, {"--hot", "--impl", "cpu_fused", "--compare-to", "previous"}));
+  const Process b = RunCli(dir, Bench(slow, suite,
+                                      {"--hot", "--impl", "cpu_fused", "--compare-to", "previous",
+                                       "--threshold", kCpuGateThreshold}));
   EXPECT_EQ(b.rc, client::kExitRegression) << b.out << b.err;
   EXPECT_NE(b.out.find("compared with the previous run " + second), std::string::npos) << b.out;
   EXPECT_EQ(Matches(b.out, R"((SLOWER))").size(), 2u) << b.out;
