@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "client/cli.h"
 #include "client/report_format.h"
@@ -238,6 +239,7 @@ int Leaderboard(const ResultsClient& client, const CliConfig& config, const Resu
   v1::LeaderboardRequest request;
   request.set_suite(f.suite);
   request.set_device_model(f.gpu);
+  request.set_protocol(f.protocol);
   v1::LeaderboardResponse response;
   if (grpc::Status s = client.Leaderboard(request, &response); !s.ok()) return RpcError(err, s);
   if (config.global.json) return PrintJson(config.global, out, err, response);
@@ -251,11 +253,16 @@ int Leaderboard(const ResultsClient& client, const CliConfig& config, const Resu
                   std::to_string(e.workloads()), e.run_id(), e.server(),
                   When(e.created_unix_seconds())});
   }
-  out << "leaderboard " << f.suite << (f.gpu.empty() ? "" : " on " + f.gpu)
+  out << "leaderboard " << f.suite << (f.gpu.empty() ? "" : " on " + f.gpu) << ", protocol "
+      << (response.protocol().empty() ? "-" : response.protocol())
       << (response.ranked_by_latency() ? ", ranked by mean latency" : ", ranked by geomean SOL")
       << "\n"
       << table.Render();
   if (!response.peak_note().empty()) out << response.peak_note() << "\n";
+  if (response.other_protocols_size() > 0) {
+    out << "also measured with other protocols (a board each, --protocol): "
+        << absl::StrJoin(response.other_protocols(), ", ") << "\n";
+  }
   return kExitOk;
 }
 
@@ -440,6 +447,9 @@ void AddResultsCommands(CLI::App* app, ResultsFlags* f) {
       app->add_subcommand("leaderboard", "The best passing run per implementation of a suite");
   leaderboard->add_option("--suite", f->suite, "Suite name")->required();
   leaderboard->add_option("--gpu", f->gpu, "Device model, a substring: H200");
+  leaderboard->add_option("--protocol", f->protocol,
+                          "The protocol to rank, as labelled: cold, hot, hot_graph, "
+                          "cold_rotate, ..._custom (default: that of the newest complete run)");
 
   CLI::App* compare = app->add_subcommand(
       "compare", "Two runs (or an implementation across two time windows), workload by workload");

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "common/conversions.h"
 
 namespace kerneleval::metrics {
@@ -56,6 +57,17 @@ std::string ProtocolLabel(const v1::Protocol& p) {
                       p.has_adaptive() || p.seed() != kDefaultSeed;
   if (custom) label += "_custom";
   return label;
+}
+
+bool IsProtocolLabel(std::string_view label) {
+  absl::string_view text(label.data(), label.size());
+  if (!absl::ConsumePrefix(&text, "hot")) {
+    if (!absl::ConsumePrefix(&text, "cold")) return false;
+  }
+  absl::ConsumePrefix(&text, "_graph");
+  absl::ConsumePrefix(&text, "_rotate");
+  absl::ConsumePrefix(&text, "_custom");
+  return text.empty();
 }
 
 std::string ReportSuite(const v1::BenchmarkReport& report) {

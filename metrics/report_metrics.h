@@ -29,6 +29,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "kerneleval/v1/kerneleval.pb.h"
 #include "prometheus/family.h"
@@ -45,6 +46,9 @@ namespace v1 = ::kerneleval::v1;
 // fixed, 200). An ad-hoc 3-repetition run therefore never overwrites the scheduled series,
 // and the label takes at most 16 values.
 std::string ProtocolLabel(const v1::Protocol& protocol);
+
+// Whether `text` is a label ProtocolLabel can return.
+bool IsProtocolLabel(std::string_view text);
 
 // The suite a report belongs to: its named suite, else its definition's name.
 std::string ReportSuite(const v1::BenchmarkReport& report);

@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/bounded_text.h"
 #include "common/status_macros.h"
+#include "metrics/report_metrics.h"
 #include "server/store/comparability.h"
 #include "server/store/compare_results.h"
 #include "server/store/result_rows.h"
@@ -25,7 +27,16 @@ namespace {
 // status, SOL, median, time, server, workload, peak source, peak) as one entry per run,
 // implementation and model, for the runs in which every workload of the suite passed (a
 // partial re-run does not count).
-std::vector<v1::LeaderboardEntry> CompleteRuns(const std::vector<SqlRow>& rows) {
+// What the board needs of a run beyond its results: its protocol label, and when it was
+// stored (seconds, then microseconds: two runs of one second are still ordered).
+struct RunHeader {
+  std::string protocol;
+  std::int64_t created_at = 0, created_at_us = 0;
+};
+using RunHeaders = std::map<std::string, RunHeader>;
+
+std::vector<v1::LeaderboardEntry> CompleteRuns(const std::vector<SqlRow>& rows,
+                                               const RunHeaders& runs) {
   struct Group {
     v1::LeaderboardEntry entry;
     std::size_t passed = 0, total = 0;
@@ -42,6 +53,9 @@ std::vector<v1::LeaderboardEntry> CompleteRuns(const std::vector<SqlRow>& rows) 
     g.entry.set_device_model(row[3].value_or(""));
     g.entry.set_created_unix_seconds(Int(row[7]));
     g.entry.set_server(row[8].value_or(""));
+    if (const auto run = runs.find(row[0].value_or("")); run != runs.end()) {
+      g.entry.set_protocol(run->second.protocol);
+    }
     ++g.total;
     double sol = 0, median = 0;
     (void)absl::SimpleAtod(row[5].value_or("0"), &sol);
@@ -68,6 +82,40 @@ std::vector<v1::LeaderboardEntry> CompleteRuns(const std::vector<SqlRow>& rows) 
     complete.push_back(g.entry);
   }
   return complete;
+}
+
+// One board per protocol: the entries of `wanted` (else of the newest complete run's
+// protocol), the response naming it and the others.
+std::vector<v1::LeaderboardEntry> OneProtocol(const std::vector<v1::LeaderboardEntry>& complete,
+                                              const RunHeaders& runs, const std::string& wanted,
+                                              v1::LeaderboardResponse* response) {
+  std::string protocol = wanted;
+  if (protocol.empty()) {
+    auto stored = [&runs](const v1::LeaderboardEntry& e) {
+      // A run retention removed between the two queries sorts oldest.
+      const auto h = runs.find(e.run_id());
+      return h == runs.end()
+                 ? std::make_tuple(std::int64_t{0}, std::int64_t{0}, e.run_id())
+                 : std::make_tuple(h->second.created_at, h->second.created_at_us, e.run_id());
+    };
+    const v1::LeaderboardEntry* newest = nullptr;
+    for (const v1::LeaderboardEntry& e : complete) {
+      if (newest == nullptr || stored(e) > stored(*newest)) newest = &e;
+    }
+    if (newest != nullptr) protocol = newest->protocol();
+  }
+  response->set_protocol(protocol);
+  std::set<std::string> others;
+  std::vector<v1::LeaderboardEntry> board;
+  for (const v1::LeaderboardEntry& e : complete) {
+    if (e.protocol() == protocol) {
+      board.push_back(e);
+    } else {
+      others.insert(e.protocol());
+    }
+  }
+  for (const std::string& o : others) response->add_other_protocols(o);
+  return board;
 }
 
 // SOL % ranks only on one scale: one peak per device model (models differ in peak by
@@ -131,12 +179,15 @@ absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
     const v1::LeaderboardRequest& request, const Viewer& viewer) {
   if (absl::Status connected = CheckConnected(); !connected.ok()) return connected;
   RETURN_IF_ERROR(CheckSuiteKnown(request.suite(), "suite", viewer));
+  if (!request.protocol().empty() && !metrics::IsProtocolLabel(request.protocol())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "protocol: ", Quote(request.protocol()),
+        " is not a protocol label: hot or cold, then _graph, _rotate, _custom as measured "
+        "(\"cold\", \"hot_graph\", \"cold_rotate_custom\")"));
+  }
   std::vector<SqlValue> params = {request.suite()};
-  std::string sql =
-      "SELECT r.run_id, r.implementation, r.submission_hash, r.device_model, r.status, "
-      "r.sol_ratio, r.median_seconds, r.created_at, runs.server, r.workload, r.sol_peak_source, "
-      "r.sol_peak_bytes_per_second FROM results r JOIN runs ON runs.id = r.run_id WHERE "
-      "r.suite = $1";
+  // The board's results: FROM results r JOIN runs, then this condition.
+  std::string sql = " WHERE r.suite = $1";
   // One leaderboard, one suite content: a custom suite that took the name ranks elsewhere.
   if (const auto official = options_.official_suite_hashes.find(request.suite());
       official != options_.official_suite_hashes.end()) {
@@ -162,12 +213,32 @@ absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
   if (std::string visible = VisibleTo(viewer, &params); !visible.empty()) {
     sql += absl::StrCat(" AND ", visible);
   }
-  auto rows = db_->Query(sql, params);
+  constexpr char kJoin[] = " FROM results r JOIN runs ON runs.id = r.run_id";
+  auto rows = db_->Query(
+      absl::StrCat("SELECT r.run_id, r.implementation, r.submission_hash, r.device_model, "
+                   "r.status, r.sol_ratio, r.median_seconds, r.created_at, runs.server, "
+                   "r.workload, r.sol_peak_source, r.sol_peak_bytes_per_second",
+                   kJoin, sql),
+      params);
   if (!rows.ok()) return rows.status();
-  const std::vector<v1::LeaderboardEntry> complete = CompleteRuns(*rows);
+  // Each run's protocol, from its stored report (one row per run, not per result).
+  auto runs = db_->Query(absl::StrCat("SELECT id, report_json, created_at, created_at_us FROM runs "
+                                      "WHERE id IN (SELECT r.run_id",
+                                      kJoin, sql, ")"),
+                         params);
+  if (!runs.ok()) return runs.status();
+  RunHeaders headers;
+  for (const SqlRow& run : *runs) {
+    v1::BenchmarkReport report;
+    RETURN_IF_ERROR(FromJson(run[1].value_or("{}"), &report));
+    headers[run[0].value_or("")] = {metrics::ProtocolLabel(report.protocol()), Int(run[2]),
+                                    Int(run[3])};
+  }
   v1::LeaderboardResponse response;
-  NotePeaks(complete, &response);
-  Rank(complete, &response);
+  const std::vector<v1::LeaderboardEntry> board =
+      OneProtocol(CompleteRuns(*rows, headers), headers, request.protocol(), &response);
+  NotePeaks(board, &response);
+  Rank(board, &response);
   return response;
 }
 

@@ -364,14 +364,23 @@ class Client:
         return table
 
     def leaderboard(
-        self, suite: str, device_model: str = "", timeout: Optional[float] = None
+        self,
+        suite: str,
+        device_model: str = "",
+        protocol: str = "",
+        timeout: Optional[float] = None,
     ) -> pd.DataFrame:
         """The best passing run per implementation of `suite`, as `kerneleval leaderboard`.
 
-        Ranked by geomean SOL, or by mean latency when the runs' peaks differ within a
-        device model: attrs["ranked_by_latency"] and attrs["peak_note"] say so.
+        One protocol per board: `protocol` is its label ("cold", "hot_graph", ...; default
+        that of the newest complete run); attrs["protocol"] names the one ranked and
+        attrs["other_protocols"] the others this suite has boards for. Ranked by geomean
+        SOL, or by mean latency when the runs' peaks differ within a device model:
+        attrs["ranked_by_latency"] and attrs["peak_note"] say so.
         """
-        request = rpb.LeaderboardRequest(suite=suite, device_model=device_model)
+        request = rpb.LeaderboardRequest(
+            suite=suite, device_model=device_model, protocol=protocol
+        )
         response: rpb.LeaderboardResponse = self._call(
             self._results.Leaderboard, request, timeout
         )
@@ -380,6 +389,8 @@ class Client:
         )
         table.attrs["ranked_by_latency"] = response.ranked_by_latency
         table.attrs["peak_note"] = response.peak_note
+        table.attrs["protocol"] = response.protocol
+        table.attrs["other_protocols"] = list(response.other_protocols)
         return table
 
     def compare(

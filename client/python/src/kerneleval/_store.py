@@ -133,6 +133,7 @@ def leaderboard_row(e: rpb.LeaderboardEntry) -> Row:
         "time": _time(e.created_unix_seconds),
         "peak_source": names.name(pb.PeakSource, e.peak_source),
         "peak_gb_per_s": e.peak_bytes_per_second / 1e9,
+        "protocol": e.protocol,
     }
 
 
