@@ -139,23 +139,26 @@ absl::StatusOr<internal::StoredSubmission> Registry::Find(const std::string& own
   return by_id_.at({owner, *id});
 }
 
+bool SubmissionPage::Add(v1::Submission s, std::size_t max_count, std::size_t max_bytes) {
+  s.mutable_spec()->clear_source();
+  s.mutable_diagnostics()->clear_log();
+  bytes_ += s.ByteSizeLong();
+  if (!submissions.empty() && (submissions.size() >= max_count || bytes_ > max_bytes)) {
+    more = true;
+    return false;
+  }
+  submissions.push_back(std::move(s));
+  return true;
+}
+
 SubmissionPage Registry::List(const std::string& owner, const std::string& after,
                               std::size_t max_count, std::size_t max_bytes) const {
   if (options_.shared != nullptr) return ListShared(owner, after, max_count, max_bytes);
   std::lock_guard<std::mutex> lock(mu_);
   SubmissionPage page;
-  std::size_t bytes = 0;
   for (auto it = by_name_.upper_bound({owner, after});
        it != by_name_.end() && it->first.first == owner; ++it) {
-    v1::Submission s = by_id_.at({owner, it->second}).submission();
-    s.mutable_spec()->clear_source();
-    s.mutable_diagnostics()->clear_log();
-    bytes += s.ByteSizeLong();
-    if (!page.submissions.empty() && (page.submissions.size() >= max_count || bytes > max_bytes)) {
-      page.more = true;
-      break;
-    }
-    page.submissions.push_back(std::move(s));
+    if (!page.Add(by_id_.at({owner, it->second}).submission(), max_count, max_bytes)) break;
   }
   return page;
 }

@@ -23,6 +23,14 @@ namespace kerneleval::server::submissions {
 struct SubmissionPage {
   std::vector<v1::Submission> submissions;
   bool more = false;  // submissions after the last one remain
+
+  // Adds `s` as listed (without its source and log) unless the page already holds
+  // `max_count` or would pass `max_bytes` (one submission always fits); false, with `more`
+  // set, when it is full.
+  bool Add(v1::Submission s, std::size_t max_count, std::size_t max_bytes);
+
+ private:
+  std::size_t bytes_ = 0;
 };
 
 struct RegistryOptions {

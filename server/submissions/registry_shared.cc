@@ -65,17 +65,8 @@ SubmissionPage Registry::ListShared(const std::string& owner, const std::string&
   SubmissionPage page;
   auto rows = options_.shared->ListAfter(owner, after, max_count + 1);
   if (!rows.ok()) return page;  // a database that does not answer lists nothing
-  std::size_t bytes = 0;
   for (internal::StoredSubmission& row : *rows) {
-    v1::Submission s = std::move(*row.mutable_submission());
-    s.mutable_spec()->clear_source();
-    s.mutable_diagnostics()->clear_log();
-    bytes += s.ByteSizeLong();
-    if (!page.submissions.empty() && (page.submissions.size() >= max_count || bytes > max_bytes)) {
-      page.more = true;
-      break;
-    }
-    page.submissions.push_back(std::move(s));
+    if (!page.Add(std::move(*row.mutable_submission()), max_count, max_bytes)) break;
   }
   return page;
 }
