@@ -151,8 +151,8 @@ bool SubmissionPage::Add(v1::Submission s, std::size_t max_count, std::size_t ma
   return true;
 }
 
-SubmissionPage Registry::List(const std::string& owner, const std::string& after,
-                              std::size_t max_count, std::size_t max_bytes) const {
+absl::StatusOr<SubmissionPage> Registry::List(const std::string& owner, const std::string& after,
+                                              std::size_t max_count, std::size_t max_bytes) const {
   if (options_.shared != nullptr) return ListShared(owner, after, max_count, max_bytes);
   std::lock_guard<std::mutex> lock(mu_);
   SubmissionPage page;

@@ -64,9 +64,10 @@ class Registry {
   // The owner's submissions by name after the name `after` ("" from the first), sources and
   // compile logs left out (GetSubmission has both): at most `max_count`, and no more than
   // `max_bytes` serialized unless one alone is larger, so that no number of registrations
-  // makes an answer larger than a client takes.
-  SubmissionPage List(const std::string& owner, const std::string& after, std::size_t max_count,
-                      std::size_t max_bytes) const;
+  // makes an answer larger than a client takes. With a shared table, the database's error
+  // (UNAVAILABLE while it is down): an empty page would say the owner has none.
+  absl::StatusOr<SubmissionPage> List(const std::string& owner, const std::string& after,
+                                      std::size_t max_count, std::size_t max_bytes) const;
 
   // Removes one (and its file); returns its id. NOT_FOUND when the owner has none such.
   absl::StatusOr<std::string> Delete(const std::string& owner, const std::string& id_or_name);
@@ -81,8 +82,8 @@ class Registry {
   const std::string* IdOf(const std::string& owner, const std::string& id_or_name) const;
   // The same methods on options_.shared.
   absl::StatusOr<bool> AddShared(const internal::StoredSubmission& s);
-  SubmissionPage ListShared(const std::string& owner, const std::string& after,
-                            std::size_t max_count, std::size_t max_bytes) const;
+  absl::StatusOr<SubmissionPage> ListShared(const std::string& owner, const std::string& after,
+                                            std::size_t max_count, std::size_t max_bytes) const;
   absl::StatusOr<std::string> DeleteShared(const std::string& owner, const std::string& id_or_name);
 
   const RegistryOptions options_;

@@ -60,11 +60,12 @@ absl::StatusOr<bool> Registry::AddShared(const internal::StoredSubmission& s) {
   return true;
 }
 
-SubmissionPage Registry::ListShared(const std::string& owner, const std::string& after,
-                                    std::size_t max_count, std::size_t max_bytes) const {
+absl::StatusOr<SubmissionPage> Registry::ListShared(const std::string& owner,
+                                                    const std::string& after, std::size_t max_count,
+                                                    std::size_t max_bytes) const {
   SubmissionPage page;
   auto rows = options_.shared->ListAfter(owner, after, max_count + 1);
-  if (!rows.ok()) return page;  // a database that does not answer lists nothing
+  if (!rows.ok()) return rows.status();
   for (internal::StoredSubmission& row : *rows) {
     if (!page.Add(std::move(*row.mutable_submission()), max_count, max_bytes)) break;
   }

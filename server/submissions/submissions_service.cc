@@ -394,11 +394,12 @@ grpc::ServerUnaryReactor* SubmissionsService::ListSubmissions(grpc::CallbackServ
         }
         // The token is the last name of the page before: names are unique per owner and
         // ordered, so a submission deleted or added between pages moves no other one.
-        SubmissionPage page = registry_->List(OwnerOf(*c), r.page_token(),
-                                              r.page_size() == 0 ? kDefaultListPage : r.page_size(),
-                                              kMaxListPageBytes);
-        for (v1::Submission& s : page.submissions) *out->add_submissions() = std::move(s);
-        if (page.more) out->set_next_page_token(out->submissions().rbegin()->spec().name());
+        absl::StatusOr<SubmissionPage> page = registry_->List(
+            OwnerOf(*c), r.page_token(), r.page_size() == 0 ? kDefaultListPage : r.page_size(),
+            kMaxListPageBytes);
+        if (!page.ok()) return ToGrpc(page.status());
+        for (v1::Submission& s : page->submissions) *out->add_submissions() = std::move(s);
+        if (page->more) out->set_next_page_token(out->submissions().rbegin()->spec().name());
         return grpc::Status::OK;
       });
 }

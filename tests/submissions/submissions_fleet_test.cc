@@ -1,7 +1,10 @@
 // Submissions a fleet shares: two real servers on loopback (CPU devices; NVRTC compiles need no
 // GPU) on one real PostgreSQL (with_postgres.sh; skipped without it). Registered through A,
 // found through B; deleted through A, gone on B; one owner never sees another's, on either.
+// While the database is down, a list is UNAVAILABLE, never an empty answer.
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include <gmock/gmock.h>
 
@@ -111,6 +114,51 @@ TEST(SubmissionsFleet, RegisteredThroughOneServerFoundAndDeletedThroughAnother) 
   EXPECT_NE(renamed.submission().id(), id);
   ASSERT_TRUE(a.submissions->Get("mine", &got).ok());
   EXPECT_EQ(got.submission().id(), renamed.submission().id());
+}
+
+// The cluster stopped under a running server (with_postgres.sh's KERNELEVAL_TEST_POSTGRES_STOP
+// / _START): the owner's list and lookups say the database is unavailable, as a caller can
+// retry, instead of an empty list or NOT_FOUND; once it is back they answer as before.
+TEST(SubmissionsFleet, WhileTheDatabaseIsDownAListIsUnavailableNotEmpty) {
+  const char* url = std::getenv("KERNELEVAL_TEST_POSTGRES");
+  const char* stop = std::getenv("KERNELEVAL_TEST_POSTGRES_STOP");
+  const char* start = std::getenv("KERNELEVAL_TEST_POSTGRES_START");
+  if (url == nullptr || stop == nullptr || start == nullptr) {
+    GTEST_SKIP() << "run by with_postgres.sh";
+  }
+  const SubmissionsServer a =
+      StartSubmissionsServer(FleetOptions(url, "server-a"), As("alice-token-5b1e"));
+  ASSERT_NE(a.server.server, nullptr);
+  v1::RegisterSubmissionResponse registered;
+  const grpc::Status r = a.submissions->Register(Tiny("kept"), &registered);
+  ASSERT_TRUE(r.ok()) << r.error_message();
+
+  ASSERT_EQ(std::system(stop), 0);
+  v1::ListSubmissionsResponse listed;
+  const grpc::Status down = a.submissions->List(&listed);
+  EXPECT_EQ(down.error_code(), grpc::StatusCode::UNAVAILABLE) << down.error_message();
+  EXPECT_EQ(listed.submissions_size(), 0);
+  v1::GetSubmissionResponse got;
+  const grpc::Status lookup = a.submissions->Get("kept", &got);
+  EXPECT_EQ(lookup.error_code(), grpc::StatusCode::UNAVAILABLE) << lookup.error_message();
+
+  ASSERT_EQ(std::system(start), 0);
+  grpc::Status back;
+  for (int i = 0; i < 300; ++i) {  // the pool reconnects on its next use
+    listed.Clear();
+    back = a.submissions->List(&listed);
+    if (back.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(back.ok()) << back.error_message();
+  // The database is the whole test binary's: the other test's submission may be there too.
+  bool found = false;
+  for (const v1::Submission& listed_one : listed.submissions()) {
+    found |= listed_one.id() == registered.submission().id();
+  }
+  EXPECT_TRUE(found) << listed.DebugString();
+  v1::DeleteSubmissionResponse deleted;
+  EXPECT_TRUE(a.submissions->Delete("kept", &deleted).ok());
 }
 
 }  // namespace
