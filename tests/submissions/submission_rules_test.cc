@@ -350,10 +350,11 @@ TEST(Registry, OwnersSeeOnlyTheirOwn) {
   ASSERT_TRUE(r->Delete("bob", "sub-1").ok());
   EXPECT_TRUE(r->Find("alice", "sub-1").ok());
   EXPECT_EQ(r->Delete("bob", "k").status().code(), absl::StatusCode::kNotFound);
-  const SubmissionPage page = r->List("alice", "", 10, 1 << 20);
-  ASSERT_EQ(page.submissions.size(), 1u);
-  EXPECT_FALSE(page.more);
-  EXPECT_TRUE(page.submissions[0].spec().source().empty());  // lists leave sources out
+  const absl::StatusOr<SubmissionPage> page = r->List("alice", "", 10, 1 << 20);
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->submissions.size(), 1u);
+  EXPECT_FALSE(page->more);
+  EXPECT_TRUE(page->submissions[0].spec().source().empty());  // lists leave sources out
 }
 
 TEST(Registry, NamesContentAndLimits) {
