@@ -47,8 +47,8 @@ namespace v1 = ::kerneleval::v1;
 // and the label takes at most 16 values.
 std::string ProtocolLabel(const v1::Protocol& protocol);
 
-// Whether `text` is a label ProtocolLabel can return.
-bool IsProtocolLabel(std::string_view text);
+// Whether `label` is one ProtocolLabel can return ("cold", "hot_graph_rotate_custom", ...).
+bool IsProtocolLabel(std::string_view label);
 
 // The suite a report belongs to: its named suite, else its definition's name.
 std::string ReportSuite(const v1::BenchmarkReport& report);

@@ -23,10 +23,6 @@ namespace kerneleval::server::store {
 
 namespace {
 
-// The leaderboard's rows (one per result: run, implementation, submission hash, model,
-// status, SOL, median, time, server, workload, peak source, peak) as one entry per run,
-// implementation and model, for the runs in which every workload of the suite passed (a
-// partial re-run does not count).
 // What the board needs of a run beyond its results: its protocol label, and when it was
 // stored (seconds, then microseconds: two runs of one second are still ordered).
 struct RunHeader {
@@ -35,6 +31,10 @@ struct RunHeader {
 };
 using RunHeaders = std::map<std::string, RunHeader>;
 
+// The leaderboard's rows (one per result: run, implementation, submission hash, model,
+// status, SOL, median, time, server, workload, peak source, peak) as one entry per run,
+// implementation and model, for the runs in which every workload of the suite passed (a
+// partial re-run does not count), each with its run's protocol.
 std::vector<v1::LeaderboardEntry> CompleteRuns(const std::vector<SqlRow>& rows,
                                                const RunHeaders& runs) {
   struct Group {
