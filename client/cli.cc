@@ -196,6 +196,15 @@ void AddBenchCommand(CLI::App* app, BenchFlags* b) {
       ->check(CLI::Range(0.0001, 0.5))
       ->capture_default_str()
       ->needs(compare_to);
+  // Queued for any server of the fleet to run; the command returns at once with the run id.
+  auto* detach = bench->add_flag("--detach", b->detach,
+                                 "Queue the benchmark (any server sharing the results database "
+                                 "may run it) and exit with its run id; see watch, cancel, queue");
+  detach->excludes(compare_to)->excludes(push);
+  bench->add_option("--priority", b->priority, "With --detach: the job's class in the queue")
+      ->check(CLI::IsMember(PrioritySpellings()))
+      ->capture_default_str()
+      ->needs(detach);
 }
 
 // Every command's --help ends with the exit codes (client/exit_codes.h).
@@ -241,6 +250,10 @@ std::string UnknownCommandMessage(const CLI::App& app, const std::string& word) 
 
 absl::Status ValidateBenchFanOut(const CliConfig& config) {
   const BenchFlags& b = config.bench;
+  if (config.global.targets.size() > 1 && b.detach) {
+    return absl::InvalidArgumentError(
+        "--detach queues one job through one server: give one --target (any server of the fleet)");
+  }
   if (config.global.targets.size() > 1 && !b.compare_to.empty()) {
     return absl::InvalidArgumentError("--compare-to: one target only");
   }
@@ -322,6 +335,7 @@ std::unique_ptr<CLI::App> BuildCliApp(CliConfig* config) {
   AddBenchCommand(app.get(), &config->bench);
   AddSubmitCommands(app.get(), &config->submit);
   AddResultsCommands(app.get(), ProcessResultsFlags());
+  AddQueueCommands(app.get(), &config->queue);
   app->set_version_flag("--version", std::string("kerneleval ") + KERNELEVAL_VERSION,
                         "Print the client's version and exit");
   AddExitCodesFooter(app.get());
@@ -387,6 +401,7 @@ int Main(int argc, char** argv) {
   if (IsResultsCommand(config.command)) {
     return RunResultsCommand(config, *ProcessResultsFlags(), std::cout, std::cerr);
   }
+  if (IsQueueCommand(config.command)) return RunQueueCommand(config, std::cout, std::cerr);
   return RunCommand(config, std::cout, std::cerr);
 }
 

@@ -18,6 +18,7 @@
 
 #include "client/exit_codes.h"
 #include "client/kerneleval_client.h"
+#include "client/queue_command.h"
 #include "client/submit_command.h"
 
 #include "absl/status/status.h"
@@ -103,6 +104,10 @@ struct BenchFlags {
   std::vector<std::string> fail_on;  // empty: slower,incomparable,missing
   double threshold = 0.01;
   double alpha = 0.05;
+  // --detach: queued (client/queue_command.h) instead of run on this connection, at
+  // --priority (a PrioritySpellings() name).
+  bool detach = false;
+  std::string priority = "waited_for";
 };
 
 struct CliConfig {
@@ -115,6 +120,7 @@ struct CliConfig {
   RunFlags run;
   BenchFlags bench;
   SubmitFlags submit;  // submit, submissions (client/submit_command.h)
+  QueueFlags queue;    // watch, cancel, queue (client/queue_command.h)
 };
 
 // Builds the parser; parsing writes into `*config`, which must outlive the app.

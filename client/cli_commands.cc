@@ -299,6 +299,7 @@ int RunBench(const CliConfig& config, const KernelEvalClient& client, std::ostre
   if (absl::Status status = BuildBenchRequest(flags, &request); !status.ok()) {
     return LocalError(err, status, kExitUsage);
   }
+  if (flags.detach) return RunBenchDetached(config, request, out, err);
   const std::string format_name = !flags.format.empty() ? flags.format
                                   : config.global.jsonl ? "jsonl"
                                   : config.global.json  ? "json"

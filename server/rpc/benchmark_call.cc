@@ -50,7 +50,11 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
     RETURN_IF_ERROR(StillWanted(caller_, "before it was queued"));
     // Reserved now, sent first and with every progress event: a client that cancels, even
     // during the first workload, still learns which partial run the store keeps.
-    if (state_.results != nullptr) run_id_ = store::ResultStore::NewRunId();
+    if (!callbacks_.run_id.empty()) {
+      run_id_ = callbacks_.run_id;
+    } else if (state_.results != nullptr) {
+      run_id_ = store::ResultStore::NewRunId();
+    }
     if (callbacks_.on_started) callbacks_.on_started(StartedEvent(devices));
 
     runs_.resize(devices.size());
@@ -209,7 +213,10 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
     report.set_complete(complete);
     report.set_wall_seconds(SecondsSince(t0_));
     // Queued for the store's writer thread: the device worker does not wait for the disk.
-    if (state_.results != nullptr) {
+    if (callbacks_.record) {
+      report.set_run_id(run_id_);
+      callbacks_.record(report);
+    } else if (state_.results != nullptr) {
       report.set_run_id(run_id_);
       report.set_run_id(state_.results->Record(report, caller_.owner));
     }

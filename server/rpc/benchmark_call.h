@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "kerneleval/v1/kerneleval.pb.h"
@@ -24,6 +25,11 @@ struct BenchmarkCallbacks {
   // Exactly once, after every queued job has ended: the report, or why there is none
   // (DEADLINE_EXCEEDED or CANCELLED once it ran; a device that refused the job).
   std::function<void(absl::StatusOr<v1::BenchmarkReport>)> done;
+  // A queued job's (server/queue/queue_runner.h): the run id reserved when it was enqueued,
+  // and how its report is stored (under the job's lease, on the worker's thread) in place of
+  // the store's writer queue. Empty: a fresh run id, and the writer queue.
+  std::string run_id;
+  std::function<void(const v1::BenchmarkReport&)> record;
 };
 
 // A benchmark in flight. Device jobs hold it; so may its front, to cancel it.

@@ -21,6 +21,7 @@
 #include "server/identity/auth.h"
 #include "server/identity/caller_identity.h"
 #include "server/oip/oip_service.h"
+#include "server/queue/queue_service.h"
 #include "server/rpc/data_dir_lock.h"
 #include "server/rpc/kerneleval_service.h"
 #include "server/rpc/metrics_gate.h"
@@ -80,6 +81,9 @@ struct KernelEvalServer::Impl {
   // Before the services: destroyed after them, writing what they queued last.
   std::unique_ptr<store::ResultStore> results;
   std::unique_ptr<store::ResultsService> results_service;
+  std::unique_ptr<store::JobQueue> job_queue;
+  std::unique_ptr<QueueRunner> queue_runner;  // stopped first in Shutdown
+  std::unique_ptr<QueueService> queue_service;
   std::unique_ptr<KernelEvalService> service;
   std::unique_ptr<oip::OipService> oip;  // the Open Inference Protocol front
   UnservedMethods unserved;  // every other method: UNIMPLEMENTED with what to use instead
@@ -380,6 +384,16 @@ absl::Status AddResultsService(Impl* s, grpc::ServerBuilder& builder) {
   s->results_service =
       std::make_unique<store::ResultsService>(s->results.get(), s->identities.get());
   builder.RegisterService(s->results_service.get());
+  // The verdict queue lives in the same database: one server alone, or a fleet sharing it.
+  QueueOptions queue_options = options.queue;
+  if (queue_options.worker_name.empty()) {
+    queue_options.worker_name = QueueWorkerName(store_options.server_name);
+  }
+  s->job_queue = std::make_unique<store::JobQueue>(s->results->database());
+  s->queue_runner = std::make_unique<QueueRunner>(s->state, *s->job_queue, queue_options);
+  s->queue_service =
+      std::make_unique<QueueService>(&s->state, s->job_queue.get(), s->queue_runner.get());
+  builder.RegisterService(s->queue_service.get());
   return absl::OkStatus();
 }
 
@@ -549,6 +563,8 @@ void KernelEvalServer::Shutdown(absl::Duration grace) {
     impl_->state.draining.store(true);
   }
   impl_->cv.notify_all();
+  // Queued jobs this server runs go back to the queue at once, for another server to run.
+  if (impl_->queue_runner != nullptr) impl_->queue_runner->Stop();
   // Waits for RPCs in flight up to the grace period, then cancels what is left; queued
   // jobs still run (cancelled benchmarks stop between samples) and answer their RPCs.
   impl_->grpc_server->Shutdown(std::chrono::system_clock::now() + absl::ToChronoNanoseconds(grace));

@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "server/device/backend.h"
 #include "server/device/device_factory.h"
+#include "server/queue/queue_runner.h"
 #include "server/rpc/request_validation.h"
 #include "server/store/result_store.h"
 #include "server/submissions/submissions_service.h"
@@ -76,6 +77,8 @@ struct ServerOptions {
   // The results store (kerneleval.v1.Results): SQLite in `results.data_dir` (default: the
   // submissions' --data-dir; neither: in memory), or PostgreSQL with `results.results_db`.
   store::StoreOptions results;
+  // The verdict queue this server takes part in (through the results database).
+  QueueOptions queue;
 };
 
 class KernelEvalServer {

@@ -232,6 +232,32 @@ void AddResultsFlags(CLI::App& app, store::StoreOptions& results, RawFlags& raw)
       ->capture_default_str();
 }
 
+// The verdict queue (server/queue/): how many jobs this server runs, and its leases.
+void AddQueueFlags(CLI::App& app, QueueOptions& queue) {
+  app.add_option("--queue-workers", queue.workers,
+                 "Queued Benchmark jobs this server runs at once (-1: one per device; 0: it "
+                 "runs none, and still takes Enqueue, Watch, Cancel and List)")
+      ->check(CLI::Range(-1, 1024))
+      ->capture_default_str();
+  app.add_option("--queue-lease-seconds", queue.lease_seconds,
+                 "A claimed job's lease, renewed every third of it; a server that stops "
+                 "renewing gives the job back to the queue when it runs out")
+      ->check(CLI::Range(1.0, 3600.0))
+      ->capture_default_str();
+  app.add_option("--queue-poll-seconds", queue.poll_seconds,
+                 "How often the queue is read for jobs enqueued through other servers")
+      ->check(CLI::Range(0.05, 60.0))
+      ->capture_default_str();
+  app.add_option("--queue-max-attempts", queue.max_attempts,
+                 "Claims of one job before a lease that runs out fails it")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  app.add_option("--queue-max-per-owner", queue.max_queued_per_owner,
+                 "Queued jobs one owner may have at once (0: no limit)")
+      ->check(CLI::Range(0, 1000000))
+      ->capture_default_str();
+}
+
 // Submissions' compiles (the tool, its limits, its jail) and what one owner may register.
 void AddCompileFlags(CLI::App& app, submissions::SubmissionsOptions& sub, RawFlags& raw) {
   app.add_option("--compile-tool", sub.compiler.tool_path, "The kerneleval-compile executable")
@@ -356,6 +382,7 @@ std::optional<int> ParseServerCommandLine(int argc, char** argv, ServerCommandLi
   AddSubmissionsFlags(app, c.options.submissions);
   AddResultsFlags(app, c.options.results, raw);
   AddCompileFlags(app, c.options.submissions, raw);
+  AddQueueFlags(app, c.options.queue);
   app.add_option("--port-file", c.port_file,
                  "Write {\"grpc_port\":N,\"metrics_port\":M} here once listening");
   try {

@@ -194,8 +194,19 @@ absl::StatusOr<std::string> ResultStore::RecordNow(const v1::BenchmarkReport& re
   return run_id;
 }
 
-absl::StatusOr<std::string> ResultStore::InsertRun(const v1::BenchmarkReport& report,
-                                                   std::int64_t now, const std::string& owner) {
+absl::StatusOr<std::string> ResultStore::RecordFenced(
+    const v1::BenchmarkReport& report, const std::string& owner,
+    const std::function<absl::Status(Database& tx)>& fence) {
+  RETURN_IF_ERROR(CheckConnected());
+  auto run_id = InsertRun(report, 0, owner, fence);
+  if (!run_id.ok()) return run_id.status();
+  RETURN_IF_ERROR(DetectRegressions(*run_id, static_cast<std::int64_t>(std::time(nullptr))));
+  return run_id;
+}
+
+absl::StatusOr<std::string> ResultStore::InsertRun(
+    const v1::BenchmarkReport& report, std::int64_t now, const std::string& owner,
+    const std::function<absl::Status(Database& tx)>& fence) {
   // One clock read for both columns: time() is the coarse clock, up to a tick behind, and
   // read apart from the micros it could put a run before the one stored just earlier.
   const absl::Time wall = absl::Now();
@@ -211,6 +222,7 @@ absl::StatusOr<std::string> ResultStore::InsertRun(const v1::BenchmarkReport& re
   // order they were stored in (created_at_us, migration 0006).
   const std::int64_t created_at_us = now * 1000000 + absl::ToUnixMicros(wall) % 1000000;
   absl::Status inserted = db_->Transaction([&](Database& tx) -> absl::Status {
+    if (fence) RETURN_IF_ERROR(fence(tx));
     auto run = tx.Query(
         "INSERT INTO runs (id, created_at, suite, suite_hash, server, server_version, "
         "git_revision, complete, report_json, created_at_us) VALUES ($1, $2, $3, $4, $5, $6, "

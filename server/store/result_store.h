@@ -87,6 +87,12 @@ class ResultStore {
   absl::StatusOr<std::string> RecordNow(const v1::BenchmarkReport& report,
                                         std::int64_t now_unix_seconds = 0,
                                         const std::string& owner = "");
+  // Writes now on the calling thread, in one transaction with `fence` (run first on it): when
+  // the fence fails (a queued job whose lease ran out, job_queue.h), nothing is stored and its
+  // status is returned. Returns the run id.
+  absl::StatusOr<std::string> RecordFenced(const v1::BenchmarkReport& report,
+                                           const std::string& owner,
+                                           const std::function<absl::Status(Database& tx)>& fence);
   // Waits until every queued report is written (at once while the database is waited for).
   void Flush();
   // Whether the database answers and is migrated; else what the store waits for.
@@ -129,8 +135,9 @@ class ResultStore {
   absl::Status CheckConnected() const;
   // Writes a report's run and results in one transaction; a database that cannot be reached
   // is retried with backoff until it answers or the store closes.
-  absl::StatusOr<std::string> InsertRun(const v1::BenchmarkReport& report, std::int64_t now,
-                                        const std::string& owner);
+  absl::StatusOr<std::string> InsertRun(
+      const v1::BenchmarkReport& report, std::int64_t now, const std::string& owner,
+      const std::function<absl::Status(Database& tx)>& fence = nullptr);
   absl::StatusOr<std::string> InsertRunRetrying(const v1::BenchmarkReport& report,
                                                 const std::string& owner);
   absl::Status DetectRegressions(const std::string& run_id, std::int64_t now);

@@ -235,3 +235,31 @@ def test_stubs_are_built_outside_the_source_tree():
     source = ROOT / "client" / "python" / "src"
     assert not (source / "kerneleval" / "v1").exists(), "pip install wrote into the checkout"
     assert source not in pathlib.Path(generated.__file__).resolve().parents
+
+
+def test_a_queued_benchmark_is_watched_to_its_end_and_stored(client):
+    """enqueue / watch / queue / cancel: the Queue RPCs with the CLI verbs' names."""
+    from kerneleval.v1 import queue_pb2 as qpb
+
+    suite = kerneleval.custom_suite("py_queue", [1, 33], 64, dtype="fp32")
+    job = client.enqueue(
+        suite, implementations=["cpu_fused"], device="cpu", warmup=1, repetitions=4,
+        priority="scheduled",
+    )
+    assert len(job.run_id) == 32
+    assert job.state in (qpb.JOB_STATE_QUEUED, qpb.JOB_STATE_RUNNING)
+    seen = []
+    last = client.watch(job.run_id[:10], on_job=seen.append)
+    assert last.state == qpb.JOB_STATE_DONE, last
+    assert seen[-1] == last
+    table = stored(client, job.run_id, 2)
+    assert set(table["implementation"]) == {"cpu_fused"}
+    jobs = client.queue()
+    row = jobs[jobs["run_id"] == job.run_id].iloc[0]
+    assert row["state"] == "done" and row["priority"] == "scheduled"
+    assert row["attempts"] == 1
+    with pytest.raises(kerneleval.KernelEvalError) as ended:
+        client.cancel(job.run_id)
+    assert ended.value.code == grpc.StatusCode.FAILED_PRECONDITION
+    with pytest.raises(ValueError, match="priority: 'urgent'"):
+        client.enqueue(suite, priority="urgent")

@@ -4,6 +4,7 @@
 // server answers a valid call after each. And methods no service registers: UNIMPLEMENTED
 // with what to use instead. Bounded echoes, field names and literal filters have their tests
 // in results_service_test and run_ids_test.
+#include "kerneleval/v1/queue.pb.h"
 #include "kerneleval/v1/results.pb.h"
 #include "raw_call.h"
 #include "store_test_helpers.h"
@@ -50,6 +51,48 @@ TEST(ResultsHostileInput, BodiesThatDoNotParseAreInvalidArgumentNamingTheMethod)
     expect_serves();
   }
   EXPECT_EQ(cases, 25);
+}
+
+// The Queue service the same way: each method (Watch streams) names itself; a request that
+// parses but asks for what is not there names its field.
+TEST(ResultsHostileInput, QueueBodiesThatDoNotParseAreInvalidArgumentNamingTheMethod) {
+  TestServer t = StartServer();
+  std::vector<std::string> payloads = MalformedBodies();
+  payloads.push_back(BadUtf8InField1());
+  for (const char* method : {"Enqueue", "Watch", "Cancel", "List"}) {
+    for (const std::string& bytes : payloads) {
+      SCOPED_TRACE(std::string(method) + ", " + std::to_string(bytes.size()) + " bytes");
+      std::string reply;
+      const grpc::Status status =
+          RawCall(t.target(), std::string("/kerneleval.v1.Queue/") + method, bytes, &reply);
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << status.error_message();
+      EXPECT_NE(status.error_message().find(std::string(method) + ": the request body does not "
+                                                                  "parse"),
+                std::string::npos)
+          << status.error_message();
+      EXPECT_LT(status.error_message().size(), 300u);
+    }
+  }
+  v1::EnqueueRequest bad_priority;
+  bad_priority.mutable_benchmark()->set_suite("store_small");
+  bad_priority.set_priority(static_cast<v1::JobPriority>(7));
+  std::string reply;
+  grpc::Status s =
+      RawCall(t.target(), "/kerneleval.v1.Queue/Enqueue", bad_priority.SerializeAsString(), &reply);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("priority: 7"), std::string::npos) << s.error_message();
+  v1::EnqueueRequest unknown_suite;
+  unknown_suite.mutable_benchmark()->set_suite(std::string(5000, 'x'));
+  s = RawCall(t.target(), "/kerneleval.v1.Queue/Enqueue", unknown_suite.SerializeAsString(),
+              &reply);
+  EXPECT_NE(s.error_code(), grpc::StatusCode::OK);
+  EXPECT_NE(s.error_message().find("suite"), std::string::npos) << s.error_message();
+  EXPECT_LT(s.error_message().size(), 1000u);
+  v1::WatchJobRequest no_such;
+  no_such.set_run_id(std::string(5000, 'a'));
+  s = RawCall(t.target(), "/kerneleval.v1.Queue/Watch", no_such.SerializeAsString(), &reply);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_LT(s.error_message().size(), 300u);
 }
 
 // Methods no service registers (tritonclient's beyond the Open Inference Protocol's six, a

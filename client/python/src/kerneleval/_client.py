@@ -17,6 +17,8 @@ from kerneleval._store import Comparison, Reproduction, When
 from kerneleval._tensors import ArrayLike, like, to_numpy, to_proto
 from kerneleval.v1 import kerneleval_pb2 as pb
 from kerneleval.v1 import kerneleval_pb2_grpc as pb_grpc
+from kerneleval.v1 import queue_pb2 as qpb
+from kerneleval.v1 import queue_pb2_grpc as qpb_grpc
 from kerneleval.v1 import results_pb2 as rpb
 from kerneleval.v1 import results_pb2_grpc as rpb_grpc
 from kerneleval.v1 import submissions_pb2 as spb
@@ -24,6 +26,11 @@ from kerneleval.v1 import submissions_pb2_grpc as spb_grpc
 
 # The server's default --max-message-bytes: three 66 MB tensors and their answer fit.
 MAX_MESSAGE_BYTES = 512 * 1024 * 1024
+# The columns of `Client.queue()`.
+QUEUE_COLUMNS = (
+    "run_id", "state", "position", "estimated_start_seconds", "suite", "device_kind",
+    "priority", "worker", "attempts", "max_attempts", "message",
+)
 
 
 def custom_suite(
@@ -51,6 +58,61 @@ def custom_suite(
     for b in batch_sizes:
         suite.workloads.add(name=f"batch_size={b}", axes={"batch_size": b})
     return suite
+
+
+
+def _priority(text: str) -> int:
+    """A JobPriority by the name `kerneleval bench --priority` takes (its first value,
+    waited_for, is the default rather than 'unspecified')."""
+    table = {
+        qpb.JobPriority.Name(v).removeprefix("JOB_PRIORITY_").lower(): v
+        for v in qpb.JobPriority.values()
+    }
+    if text not in table:
+        raise ValueError(f"priority: {text!r} is not one of {', '.join(table)}")
+    return table[text]
+
+
+def _bench_request(
+    suite: Union[str, pb.SuiteDefinition],
+    implementations: Iterable[str],
+    device: str,
+    all_devices: bool,
+    warmup: Optional[int],
+    repetitions: Optional[int],
+    cache: str,
+    cuda_graph: bool,
+    rotate_inputs: bool,
+    timer: Optional[str],
+    seed: Optional[int],
+    max_total_seconds: float,
+) -> pb.BenchmarkRequest:
+    """The BenchmarkRequest of `Client.bench` and `Client.enqueue` (the same arguments)."""
+    protocol = pb.Protocol(
+        cache=names.parse(pb.CacheMode, cache, "cache"),
+        cuda_graph=cuda_graph,
+        rotate_inputs=rotate_inputs,
+        max_total_seconds=max_total_seconds,
+    )
+    if warmup is not None:
+        protocol.warmup = warmup
+    if repetitions is not None:
+        protocol.repetitions = repetitions
+    if timer is not None:
+        protocol.timer = names.parse(pb.Timer, timer, "timer")
+    if seed is not None:
+        protocol.seed = seed
+    request = pb.BenchmarkRequest(
+        implementations=list(implementations),
+        device=device,
+        all_devices=all_devices,
+        protocol=protocol,
+    )
+    if isinstance(suite, str):
+        request.suite = suite
+    else:
+        request.custom_suite.CopyFrom(suite)
+    return request
 
 
 class Client:
@@ -92,6 +154,7 @@ class Client:
         self._stub = pb_grpc.KernelEvalStub(self._channel)
         self._submissions = spb_grpc.SubmissionsStub(self._channel)
         self._results = rpb_grpc.ResultsStub(self._channel)
+        self._queue = qpb_grpc.QueueStub(self._channel)
         self._metadata: Tuple[Tuple[str, str], ...] = ()
         if token:
             self._metadata = (("authorization", f"Bearer {token}"),)
@@ -229,30 +292,10 @@ class Client:
             the server, which keeps the partial run; its `run_id` and `partial` report say
             which, even when no workload had finished.
         """
-        protocol = pb.Protocol(
-            cache=names.parse(pb.CacheMode, cache, "cache"),
-            cuda_graph=cuda_graph,
-            rotate_inputs=rotate_inputs,
-            max_total_seconds=max_total_seconds,
+        request = _bench_request(
+            suite, implementations, device, all_devices, warmup, repetitions, cache,
+            cuda_graph, rotate_inputs, timer, seed, max_total_seconds,
         )
-        if warmup is not None:
-            protocol.warmup = warmup
-        if repetitions is not None:
-            protocol.repetitions = repetitions
-        if timer is not None:
-            protocol.timer = names.parse(pb.Timer, timer, "timer")
-        if seed is not None:
-            protocol.seed = seed
-        request = pb.BenchmarkRequest(
-            implementations=list(implementations),
-            device=device,
-            all_devices=all_devices,
-            protocol=protocol,
-        )
-        if isinstance(suite, str):
-            request.suite = suite
-        else:
-            request.custom_suite.CopyFrom(suite)
         stream = self._stub.Benchmark(
             request, timeout=timeout or self._timeout, metadata=self._metadata
         )
@@ -507,4 +550,95 @@ class Client:
         table = store.parse_export(response.data, format)
         if isinstance(table, pd.DataFrame):
             table.attrs["truncated"] = response.truncated
+        return table
+
+    def enqueue(
+        self,
+        suite: Union[str, pb.SuiteDefinition],
+        implementations: Iterable[str] = (),
+        device: str = "",
+        all_devices: bool = False,
+        warmup: Optional[int] = None,
+        repetitions: Optional[int] = None,
+        cache: str = "cold",
+        cuda_graph: bool = False,
+        rotate_inputs: bool = False,
+        timer: Optional[str] = None,
+        seed: Optional[int] = None,
+        max_total_seconds: float = 0.0,
+        priority: str = "waited_for",
+        timeout: Optional[float] = None,
+    ) -> qpb.Job:
+        """Queues a benchmark for any server of the fleet to run, as `kerneleval bench
+        --detach`, and returns at once: the kerneleval.v1.Job with its `run_id` and
+        `position`. The arguments are `bench`'s; `priority` is "waited_for", "scheduled" or
+        "reproduction"."""
+        request = qpb.EnqueueRequest(
+            benchmark=_bench_request(
+                suite, implementations, device, all_devices, warmup, repetitions, cache,
+                cuda_graph, rotate_inputs, timer, seed, max_total_seconds,
+            ),
+            priority=_priority(priority),
+        )
+        return self._call(self._queue.Enqueue, request, timeout)
+
+    def watch(
+        self,
+        run_id: str,
+        on_job: Optional[Callable[[qpb.Job], None]] = None,
+        timeout: Optional[float] = None,
+    ) -> qpb.Job:
+        """Follows a queued job until it ends, as `kerneleval watch`: `on_job` is called with
+        each state the server sends; returns the last (DONE, FAILED or CANCELLED). Its results
+        are then in `history(run_id=...)`."""
+        last = qpb.Job()
+        try:
+            for job in self._queue.Watch(
+                qpb.WatchJobRequest(run_id=run_id),
+                timeout=timeout or self._timeout,
+                metadata=self._metadata,
+            ):
+                last = job
+                if on_job is not None:
+                    on_job(job)
+        except grpc.RpcError as error:
+            raise KernelEvalError.from_rpc_error(error) from None
+        return last
+
+    def cancel(self, run_id: str, timeout: Optional[float] = None) -> qpb.Job:
+        """Cancels a queued or running job of the caller's, as `kerneleval cancel`."""
+        return self._call(self._queue.Cancel, qpb.CancelJobRequest(run_id=run_id), timeout)
+
+    def queue(
+        self,
+        ended_within_seconds: int = 3600,
+        limit: int = 100,
+        timeout: Optional[float] = None,
+    ) -> pd.DataFrame:
+        """The caller's queued and running jobs (and those that ended within
+        `ended_within_seconds`), one row per job, as `kerneleval queue`; attrs
+        "queued_total" and "running_total" count every owner's."""
+        request = qpb.ListJobsRequest(ended_within_seconds=ended_within_seconds, limit=limit)
+        response: qpb.ListJobsResponse = self._call(self._queue.List, request, timeout)
+        rows = [
+            {
+                "run_id": job.run_id,
+                "state": names.name(qpb.JobState, job.state),
+                "position": job.position,
+                "estimated_start_seconds": job.estimated_start_seconds,
+                "suite": job.suite,
+                "device_kind": job.device_kind,
+                "priority": qpb.JobPriority.Name(job.priority)
+                .removeprefix("JOB_PRIORITY_")
+                .lower(),
+                "worker": job.worker,
+                "attempts": job.attempts,
+                "max_attempts": job.max_attempts,
+                "message": job.message,
+            }
+            for job in response.jobs
+        ]
+        table = pd.DataFrame(rows, columns=QUEUE_COLUMNS)
+        table.attrs["queued_total"] = response.queued_total
+        table.attrs["running_total"] = response.running_total
         return table

@@ -1,0 +1,222 @@
+// The verdict queue across a fleet: real kerneleval-server processes (CPU devices) on one real
+// PostgreSQL (with_postgres.sh; skipped without it), driven by the real `kerneleval` binary.
+// A benchmark queued through one server is run by another and watched through a third; a
+// server SIGKILLed mid-job leaves it to another once its lease runs out, the results stored
+// once; a server SIGTERMed mid-job gives it back at once (no attempt spent); a queued job
+// cancelled through any server never runs.
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_process.h"
+#include "server/store/database.h"
+#include "server_process.h"
+
+namespace kerneleval::testing {
+namespace {
+
+using json = nlohmann::json;
+
+// A job long enough on a CPU (several seconds) to be caught running, and short enough for CI.
+constexpr int kLongWorkloads = 6;
+constexpr int kLongHidden = 32768;
+constexpr char kLongRepetitions[] = "40";
+constexpr char kLease[] = "3";
+
+class QueueFleet : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* url = std::getenv("KERNELEVAL_TEST_POSTGRES");
+    if (url == nullptr || *url == '\0') GTEST_SKIP() << "KERNELEVAL_TEST_POSTGRES is not set";
+    url_ = url;
+    // Every test starts from an empty queue: no job of an earlier test is left to claim.
+    auto db = server::store::OpenPostgres(url_);
+    ASSERT_TRUE(db.ok()) << db.status();
+    (void)(*db)->Query("DELETE FROM jobs");  // absent before the first server migrates
+    dir_ = fs::temp_directory_path() /
+           ("kerneleval-queue-fleet-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    long_suite_ = SuiteFile(dir_.string(), "long", kLongWorkloads, kLongHidden);
+    short_suite_ = SuiteFile(dir_.string(), "short", 2, 1024);
+  }
+  void TearDown() override {
+    servers_.clear();
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  // A server named `name` on the shared database; `workers` jobs at once (0: a front only).
+  ServerProcess* Start(const std::string& name, const std::string& workers = "-1") {
+    const fs::path port_file = dir_ / (name + ".port");
+    auto p = std::make_unique<ServerProcess>(
+        dir_, name,
+        std::vector<std::string>{"--device", "cpu", "--listen", "127.0.0.1:0", "--port-file",
+                                 port_file.string(), "--metrics-listen", "", "--results-db", url_,
+                                 "--node-name", name, "--queue-workers", workers,
+                                 "--queue-lease-seconds", kLease, "--queue-poll-seconds", "0.2"});
+    const int port = WaitForPort(p.get(), port_file);
+    EXPECT_GT(port, 0) << p->err();
+    targets_[name] = "127.0.0.1:" + std::to_string(port);
+    servers_[name] = std::move(p);
+    return servers_[name].get();
+  }
+
+  Process Cli(const std::string& server, std::vector<std::string> args) {
+    args.insert(args.begin(), {"--target", targets_.at(server), "--deadline", "300"});
+    return RunCli(dir_.string(), args);
+  }
+
+  // Queues `suite_file` through `server`; the run id.
+  std::string Enqueue(const std::string& server, const std::string& suite_file,
+                      const std::string& repetitions) {
+    const Process p = Cli(server, {"bench", "--suite-file", suite_file, "--impl", "cpu_fused",
+                                   "--repetitions", repetitions, "--detach", "--json"});
+    EXPECT_EQ(p.rc, 0) << p.err;
+    const json job = json::parse(p.out, nullptr, false);
+    EXPECT_FALSE(job.is_discarded()) << p.out;
+    EXPECT_EQ(job.value("state", ""), "queued") << p.out;
+    return job.value("run_id", "");
+  }
+
+  // The job as `server` lists it (its owner's list).
+  json Job(const std::string& server, const std::string& run_id) {
+    const Process p = Cli(server, {"queue", "--json"});
+    EXPECT_EQ(p.rc, 0) << p.err;
+    const json list = json::parse(p.out, nullptr, false);
+    if (list.is_discarded() || !list.contains("jobs")) return json();
+    for (const json& job : list["jobs"]) {
+      if (job.value("run_id", "") == run_id) return job;
+    }
+    return json();
+  }
+
+  // Waits until the job runs; the server process that runs it (by the pid in its worker name).
+  std::string WaitUntilRunning(const std::string& server, const std::string& run_id) {
+    for (int i = 0; i < 600; ++i) {
+      const json job = Job(server, run_id);
+      if (job.value("state", "") == "running") {
+        const std::string worker = job.value("worker", "");
+        for (const auto& [name, process] : servers_) {
+          if (worker.find(":" + std::to_string(process->pid()) + ":") != std::string::npos) {
+            return name;
+          }
+        }
+        ADD_FAILURE() << "no server here runs it: " << worker;
+        return "";
+      }
+      EXPECT_EQ(job.value("state", "queued"), "queued") << job.dump();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    ADD_FAILURE() << "job " << run_id << " never ran";
+    return "";
+  }
+
+  // The stored results of `run_id`, as `server` sees them.
+  int StoredResults(const std::string& server, const std::string& run_id) {
+    const Process p = Cli(server, {"history", "--runs", "--run", run_id, "--json"});
+    EXPECT_EQ(p.rc, 0) << p.err;
+    const json history = json::parse(p.out, nullptr, false);
+    if (history.is_discarded() || !history.contains("runs") || history["runs"].size() != 1) {
+      ADD_FAILURE() << p.out;
+      return -1;
+    }
+    return history["runs"][0].value("results", -1);
+  }
+
+  std::string url_;
+  fs::path dir_;
+  std::string long_suite_, short_suite_;
+  std::map<std::string, std::unique_ptr<ServerProcess>> servers_;
+  std::map<std::string, std::string> targets_;
+};
+
+TEST_F(QueueFleet, QueuedThroughOneServerRunByAnotherWatchedThroughAThird) {
+  Start("front", "0");
+  Start("worker");
+  Start("watcher", "0");
+  const std::string id = Enqueue("front", short_suite_, "5");
+  ASSERT_FALSE(id.empty());
+
+  const Process watched = Cli("watcher", {"watch", id.substr(0, 10)});
+  EXPECT_EQ(watched.rc, 0) << watched.out << watched.err;
+  EXPECT_NE(watched.out.find("run " + id + ": done"), std::string::npos) << watched.out;
+  const json job = Job("front", id);
+  EXPECT_EQ(job.value("state", ""), "done") << job.dump();
+  EXPECT_EQ(job.value("attempts", 0), 1);
+  EXPECT_NE(job.value("worker", "").find(std::to_string(servers_["worker"]->pid())),
+            std::string::npos)
+      << job.dump();
+  EXPECT_EQ(StoredResults("watcher", id), 2);
+}
+
+TEST_F(QueueFleet, AServerKilledMidJobLeavesItToAnotherAndItsResultsAreStoredOnce) {
+  Start("front", "0");
+  Start("a");
+  Start("b");
+  const std::string id = Enqueue("front", long_suite_, kLongRepetitions);
+  const std::string runner = WaitUntilRunning("front", id);
+  ASSERT_FALSE(runner.empty());
+  servers_[runner]->Signal(SIGKILL);
+  servers_[runner]->Wait(std::chrono::seconds(60));
+  ASSERT_FALSE(servers_[runner]->running());
+
+  const Process watched = Cli("front", {"watch", id});
+  EXPECT_EQ(watched.rc, 0) << watched.out << watched.err;
+  const json job = Job("front", id);
+  EXPECT_EQ(job.value("state", ""), "done") << job.dump();
+  EXPECT_EQ(job.value("attempts", 0), 2) << job.dump();
+  const std::string survivor = runner == "a" ? "b" : "a";
+  EXPECT_NE(job.value("worker", "").find(std::to_string(servers_[survivor]->pid())),
+            std::string::npos)
+      << job.dump();
+  EXPECT_EQ(StoredResults("front", id), kLongWorkloads);
+}
+
+TEST_F(QueueFleet, AServerStoppedMidJobGivesItBackAtOnce) {
+  Start("front", "0");
+  Start("a");
+  Start("b");
+  const std::string id = Enqueue("front", long_suite_, kLongRepetitions);
+  const std::string runner = WaitUntilRunning("front", id);
+  ASSERT_FALSE(runner.empty());
+  servers_[runner]->Signal(SIGTERM);
+  EXPECT_EQ(servers_[runner]->Wait(std::chrono::seconds(120)), 0) << servers_[runner]->err();
+
+  const Process watched = Cli("front", {"watch", id});
+  EXPECT_EQ(watched.rc, 0) << watched.out << watched.err;
+  const json job = Job("front", id);
+  EXPECT_EQ(job.value("state", ""), "done") << job.dump();
+  // Released, not left to its lease: the attempt it spent was given back.
+  EXPECT_EQ(job.value("attempts", 0), 1) << job.dump();
+  EXPECT_EQ(StoredResults("front", id), kLongWorkloads);
+}
+
+TEST_F(QueueFleet, ACancelledQueuedJobNeverRunsAndAnUnknownOneIsNotFound) {
+  Start("front", "0");  // no server runs jobs: the job stays queued
+  const std::string id = Enqueue("front", short_suite_, "5");
+  EXPECT_EQ(Job("front", id).value("position", 0), 1);
+  Start("other", "0");
+  const Process cancelled = Cli("other", {"cancel", id});
+  EXPECT_EQ(cancelled.rc, 0) << cancelled.err;
+  EXPECT_NE(cancelled.out.find("cancelled"), std::string::npos) << cancelled.out;
+  const Process watched = Cli("front", {"watch", id});
+  EXPECT_EQ(watched.rc, 4) << watched.out << watched.err;  // incomplete: cancelled
+  const Process again = Cli("front", {"cancel", id});
+  EXPECT_EQ(again.rc, 5);
+  EXPECT_NE(again.err.find("FAILED_PRECONDITION"), std::string::npos) << again.err;
+  const Process unknown = Cli("front", {"watch", "0123456789abcdef"});
+  EXPECT_EQ(unknown.rc, 5);
+  EXPECT_NE(unknown.err.find("NOT_FOUND"), std::string::npos) << unknown.err;
+}
+
+}  // namespace
+}  // namespace kerneleval::testing
