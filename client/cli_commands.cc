@@ -330,6 +330,7 @@ int RunBench(const CliConfig& config, const KernelEvalClient& client, std::ostre
             const v1::BenchmarkStarted& started = event.started();
             if (!started.run_id().empty()) partial.set_run_id(started.run_id());
             if (!started.suite().empty()) partial.set_suite(started.suite());
+            if (started.has_protocol()) *partial.mutable_protocol() = started.protocol();
             err << FormatStarted(started) << "\n" << std::flush;
           }
           // Anything else (a report, or an event newer than this client) carries no results.

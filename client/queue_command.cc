@@ -10,36 +10,18 @@
 #include "client/queue_client.h"
 #include "client/report_format.h"
 #include "client/text_table.h"
+#include "common/enum_names.h"
 
 namespace kerneleval::client::cli {
 namespace {
 
-const char* StateName(v1::JobState state) {
-  switch (state) {
-    case v1::JOB_STATE_QUEUED:
-      return "queued";
-    case v1::JOB_STATE_RUNNING:
-      return "running";
-    case v1::JOB_STATE_DONE:
-      return "done";
-    case v1::JOB_STATE_FAILED:
-      return "failed";
-    case v1::JOB_STATE_CANCELLED:
-      return "cancelled";
-    default:
-      return "unknown";
-  }
+// As every format prints the contract's enums (common/enum_names.h): "queued", "waited_for".
+std::string StateName(v1::JobState state) {
+  return EnumShortName(*v1::JobState_descriptor(), state);
 }
 
-const char* PriorityName(v1::JobPriority priority) {
-  switch (priority) {
-    case v1::JOB_PRIORITY_SCHEDULED:
-      return "scheduled";
-    case v1::JOB_PRIORITY_REPRODUCTION:
-      return "reproduction";
-    default:
-      return "waited_for";
-  }
+std::string PriorityName(v1::JobPriority priority) {
+  return EnumShortName(*v1::JobPriority_descriptor(), priority);
 }
 
 std::string Estimate(const v1::Job& job) {
@@ -143,7 +125,14 @@ int Watch(const CliConfig& config, const QueueClient& client, std::ostream& out,
 }  // namespace
 
 const std::vector<std::string>& PrioritySpellings() {
-  static const std::vector<std::string> names = {"waited_for", "scheduled", "reproduction"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    const google::protobuf::EnumDescriptor& type = *v1::JobPriority_descriptor();
+    for (int i = 0; i < type.value_count(); ++i) {
+      out.push_back(EnumShortName(type, type.value(i)->number()));
+    }
+    return out;
+  }();
   return names;
 }
 
@@ -196,11 +185,9 @@ int RunBenchDetached(const CliConfig& config, const v1::BenchmarkRequest& reques
   if (client == nullptr) return kExitUsage;
   v1::EnqueueRequest enqueue;
   *enqueue.mutable_benchmark() = request;
-  const std::vector<std::string>& names = PrioritySpellings();
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    if (names[i] == config.bench.priority) {
-      enqueue.set_priority(static_cast<v1::JobPriority>(i));
-    }
+  for (v1::JobPriority p :
+       {v1::JOB_PRIORITY_WAITED_FOR, v1::JOB_PRIORITY_SCHEDULED, v1::JOB_PRIORITY_REPRODUCTION}) {
+    if (PriorityName(p) == config.bench.priority) enqueue.set_priority(p);
   }
   v1::Job job;
   if (grpc::Status s = client->Enqueue(enqueue, &job); !s.ok()) return RpcError(err, s);

@@ -371,6 +371,11 @@ int PrintComparison(const CliConfig& config, const v1::CompareResponse& response
     out << "baseline " << response.baseline_run() << ", candidate " << response.candidate_run()
         << "\n";
   }
+  // Which protocol each side measured: rows of two protocols are not comparable.
+  if (!response.baseline_protocol().empty()) {
+    out << "protocol: baseline " << response.baseline_protocol() << ", candidate "
+        << response.candidate_protocol() << "\n";
+  }
   TextTable table = ComparisonTable();
   std::vector<std::string> peak_notes;
   for (const v1::SampleComparison& c : response.comparisons()) {
@@ -399,9 +404,25 @@ int PrintComparison(const CliConfig& config, const v1::CompareResponse& response
   return FailOn(fail_on, response.comparisons(), response.missing(), err);
 }
 
+namespace {
+
+// The verdict the server reached when the result arrived: "slower x1.23", "same x1.00",
+// "correctness changed"; "-" for a series' first result.
+std::string VersusBaseline(const v1::StoredResult& s) {
+  if (!s.has_regression()) return "-";
+  const v1::RegressionVerdict& g = s.regression();
+  std::string text = g.baseline_results() > 0 && g.ratio() > 0
+                         ? absl::StrCat(g.change(), " x", Fixed(g.ratio(), 2))
+                         : "no baseline";
+  if (g.correctness_changed()) text += ", correctness changed";
+  return text;
+}
+
+}  // namespace
+
 std::string FormatHistory(const v1::HistoryResponse& response) {
   TextTable table({"result", "time (UTC)", "suite", "workload", "implementation", "device",
-                   "status", "median", "SOL %", "samples"});
+                   "status", "median", "SOL %", "samples", "vs baseline"});
   for (const v1::StoredResult& s : response.results()) {
     const v1::WorkloadResult& r = s.result();
     const v1::SolFigure* sol = PreferredSol(r.sol());
@@ -410,7 +431,7 @@ std::string FormatHistory(const v1::HistoryResponse& response) {
          s.environment().device().model().empty() ? r.device() : s.environment().device().model(),
          ResultStatusShortName(r.status()), FormatSeconds(r.latency().median_seconds()),
          sol != nullptr && sol->sol_ratio() > 0 ? Fixed(sol->sol_ratio() * 100, 1) : "-",
-         absl::StrCat(r.latency().samples(), s.downsampled() ? " (q)" : "")});
+         absl::StrCat(r.latency().samples(), s.downsampled() ? " (q)" : ""), VersusBaseline(s)});
   }
   std::string text = table.Render();
   for (const v1::StoredResult& s : response.results()) {

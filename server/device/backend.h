@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/submission_id.h"
 #include "kerneleval/kernels/fused_add_rmsnorm.h"
 #include "kerneleval/v1/kerneleval.pb.h"
 #include "kerneleval/v1/submissions.pb.h"
@@ -109,13 +110,6 @@ struct Measurement {
   // With the CUPTI timer: the timed samples' kernels by their place in the call.
   std::vector<v1::KernelTiming> kernels;
 };
-
-// Every submission id starts with this ("sub-" and a content hash): names of this form
-// belong to the submissions registry, never to a device's own implementations.
-inline constexpr char kSubmissionIdPrefix[] = "sub-";
-inline bool IsSubmissionId(const std::string& name) {
-  return name.compare(0, sizeof(kSubmissionIdPrefix) - 1, kSubmissionIdPrefix) == 0;
-}
 
 // A registered submission ready to load: its record (id, launch plan, dtype, mode) and the
 // cubin compiled for the device's architecture.

@@ -27,6 +27,7 @@ struct QueueRunner::Running {
   std::atomic<bool> released{false};          // given back to the queue as the server stops
   std::atomic<bool> cancel_requested{false};  // by its owner
   std::atomic<bool> finished{false};          // its end is written
+  std::string outcome;                        // set with `finished`, before it
 };
 
 namespace {
@@ -43,7 +44,8 @@ std::string QueueWorkerName(const std::string& node_name) {
                          static_cast<int>(getpid()), random());
 }
 
-QueueRunner::QueueRunner(ServiceState& state, store::JobQueue& queue, QueueOptions options)
+QueueRunner::QueueRunner(ServiceState& state, store::JobQueue& queue, QueueOptions options,
+                         prometheus::Registry* registry)
     : state_(state), queue_(queue), options_(std::move(options)) {
   std::set<std::string> kinds;
   for (const auto& w : state_.devices->workers()) kinds.insert(w->backend().kind());
@@ -78,6 +80,8 @@ void QueueRunner::Stop() {
     if (!released.ok()) {
       LogWarning(absl::StrCat("queue: job ", run_id, " not released (its lease will run out): ",
                               released.status().message()));
+    } else if (*released) {
+      LogInfo(absl::StrCat("queue: job ", run_id, " given back to the queue as the server stops"));
     }
     CancelCall(*job);
   }
@@ -108,9 +112,15 @@ void QueueRunner::Tick() {
   const std::int64_t now = NowMicros();
   Heartbeats(now);
   // Jobs of servers that stopped renewing their leases; one server of the fleet does it.
-  if (absl::StatusOr<bool> s = queue_.RequeueExpired(now); !s.ok()) {
-    LogWarning(absl::StrCat("queue: expired leases not re-queued: ", s.status().message()));
+  if (absl::StatusOr<store::JobQueue::Expired> expired = queue_.RequeueExpired(now);
+      !expired.ok()) {
+    LogWarning(absl::StrCat("queue: expired leases not re-queued: ", expired.status().message()));
+  } else if (expired->requeued + expired->failed > 0) {
+    LogWarning(absl::StrCat("queue: leases ran out: ", expired->requeued, " jobs queued again, ",
+                            expired->failed, " failed out of attempts"));
+    if (metrics_ != nullptr) metrics_->AddExpired(*expired);
   }
+  RefreshDepth(now);
   // Claims only while every device is warm and the server is not draining: a claimed job
   // must be able to start here.
   while (state_.ready.load() && !state_.draining.load()) {
@@ -125,6 +135,11 @@ void QueueRunner::Tick() {
       return;
     }
     if (!claimed->has_value()) return;
+    if (metrics_ != nullptr) {
+      const store::QueuedJob& job = **claimed;
+      metrics_->ObserveClaim(job.device_kind,
+                             static_cast<double>(job.started_at_us - job.enqueued_at_us) / 1e6);
+    }
     StartJob(std::move(**claimed));
   }
 }
@@ -170,6 +185,7 @@ void QueueRunner::StartJob(store::QueuedJob job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     running_[job.run_id] = running;
+    if (metrics_ != nullptr) metrics_->SetRunning(running_.size());
   }
   LogInfo(absl::StrCat("queue: running job ", job.run_id, " of ", job.owner, " (attempt ",
                        job.attempts, " of ", job.max_attempts, ")"));
@@ -195,6 +211,7 @@ void QueueRunner::StartJob(store::QueuedJob job) {
           return store::JobQueue::Finish(tx, running->lease, state, message, NowMicros());
         });
     if (stored.ok()) {
+      running->outcome = cancelled ? "cancelled" : "done";
       running->finished.store(true);
     } else {
       LogWarning(absl::StrCat("queue: results of job ", running->lease.run_id,
@@ -202,7 +219,12 @@ void QueueRunner::StartJob(store::QueuedJob job) {
     }
   };
   callbacks.done = [this, running](absl::StatusOr<v1::BenchmarkReport> report) {
-    if (!running->finished.load() && !running->lost.load() && !running->released.load()) {
+    std::string outcome = running->outcome;
+    if (running->lost.load()) {
+      outcome = "lost";
+    } else if (running->released.load()) {
+      outcome = "released";
+    } else if (!running->finished.load()) {
       // No report was stored: the job was refused or failed before it measured anything.
       const bool cancelled = running->cancel_requested.load();
       const absl::Status why = report.status();
@@ -210,8 +232,9 @@ void QueueRunner::StartJob(store::QueuedJob job) {
           running->lease, cancelled ? v1::JOB_STATE_CANCELLED : v1::JOB_STATE_FAILED,
           cancelled ? "cancelled by its owner" : std::string(why.ToString()), NowMicros());
       if (!s.ok()) LogWarning(absl::StrCat("queue: end of job not written: ", s.message()));
+      outcome = cancelled ? "cancelled" : "failed";
     }
-    Ended(running->lease.run_id);
+    Ended(running->lease.run_id, outcome);
   };
   absl::StatusOr<std::shared_ptr<BenchmarkCall>> call =
       StartBenchmark(state_, caller, std::move(job.request), std::move(callbacks));
@@ -221,7 +244,7 @@ void QueueRunner::StartJob(store::QueuedJob job) {
     absl::Status s =
         queue_.Finish(running->lease, v1::JOB_STATE_FAILED, call.status().ToString(), NowMicros());
     if (!s.ok()) LogWarning(absl::StrCat("queue: end of job not written: ", s.message()));
-    Ended(running->lease.run_id);
+    Ended(running->lease.run_id, "failed");
     return;
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -229,11 +252,25 @@ void QueueRunner::StartJob(store::QueuedJob job) {
   if (running->released.load() || running->lost.load()) running->call->Cancel();
 }
 
-void QueueRunner::Ended(const std::string& run_id) {
+void QueueRunner::Ended(const std::string& run_id, const std::string& outcome) {
   std::lock_guard<std::mutex> lock(mu_);
   running_.erase(run_id);
+  if (metrics_ != nullptr) {
+    metrics_->Ended(outcome);
+    metrics_->SetRunning(running_.size());
+  }
   woken_ = true;
   cv_.notify_all();
+}
+
+void QueueRunner::RefreshDepth(std::int64_t now_us) {
+  // The fleet's figure: one grouped read every few seconds is enough for an alert.
+  constexpr std::int64_t kEveryUs = 5000000;
+  if (metrics_ == nullptr || now_us - depth_read_us_ < kEveryUs) return;
+  absl::StatusOr<std::vector<store::JobQueue::Depth>> depth = queue_.QueuedDepth();
+  if (!depth.ok()) return;  // the next tick tries again
+  depth_read_us_ = now_us;
+  metrics_->SetDepth(*depth, now_us);
 }
 
 }  // namespace kerneleval::server

@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "prometheus/registry.h"
+#include "server/queue/queue_metrics.h"
 #include "server/rpc/service_state.h"
 #include "server/store/job_queue.h"
 
@@ -37,8 +39,9 @@ struct QueueOptions {
 
 class QueueRunner {
  public:
-  // `state` and `queue` must outlive the runner.
-  QueueRunner(ServiceState& state, store::JobQueue& queue, QueueOptions options);
+  // `state` and `queue` must outlive the runner; `registry` (may be null) gets its metrics.
+  QueueRunner(ServiceState& state, store::JobQueue& queue, QueueOptions options,
+              prometheus::Registry* registry = nullptr);
   ~QueueRunner();  // Stop()
 
   const QueueOptions& options() const { return options_; }
@@ -55,7 +58,9 @@ class QueueRunner {
   void Tick();
   void StartJob(store::QueuedJob job);
   void Heartbeats(std::int64_t now_us);
-  void Ended(const std::string& run_id);
+  // The job left this server: `outcome` as QueueMetrics::Ended counts it.
+  void Ended(const std::string& run_id, const std::string& outcome);
+  void RefreshDepth(std::int64_t now_us);
   void CancelCall(Running& job);
 
   ServiceState& state_;
@@ -63,6 +68,8 @@ class QueueRunner {
   const QueueOptions options_;
   std::vector<std::string> kinds_;
   int capacity_ = 0;
+  std::unique_ptr<QueueMetrics> metrics_;  // null without a registry
+  std::int64_t depth_read_us_ = 0;         // when the queue's depth was last read (Tick only)
 
   std::mutex mu_;
   std::condition_variable cv_;

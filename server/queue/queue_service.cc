@@ -11,9 +11,9 @@
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "server/grpc/raw_unary.h"
+#include "server/grpc/status.h"
 #include "server/identity/caller_identity.h"
 #include "server/rpc/admission.h"
-#include "server/rpc/kerneleval_service.h"
 #include "server/rpc/request_validation.h"
 #include "server/store/result_store.h"
 

@@ -99,6 +99,7 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
     started.set_workload_count(static_cast<std::uint32_t>(plan_.workloads.size()));
     for (const DeviceWorker* d : devices) started.add_devices(d->backend().name());
     for (const std::string& impl : request_.implementations()) started.add_implementations(impl);
+    *started.mutable_protocol() = plan_.protocol;
     return started;
   }
 

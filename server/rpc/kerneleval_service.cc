@@ -200,11 +200,6 @@ void FinishUnary(ServiceState* state, grpc::ServerUnaryReactor* reactor, const c
 
 }  // namespace
 
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
-}
-
 grpc::ServerUnaryReactor* KernelEvalService::Run(grpc::CallbackServerContext* context,
                                                  const grpc::ByteBuffer* request,
                                                  grpc::ByteBuffer* response) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
+#include "server/grpc/status.h"
 #include "server/rpc/service_state.h"
 
 namespace kerneleval::server {
@@ -36,8 +37,5 @@ class KernelEvalService final
  private:
   ServiceState* state_;
 };
-
-// absl::Status -> grpc::Status; the codes share their numbering.
-grpc::Status ToGrpcStatus(const absl::Status& status);
 
 }  // namespace kerneleval::server

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "common/submission_id.h"
 #include "common/suites.h"
 #include "server/device/device_factory.h"
 #include "server/device/owner_job_limit.h"
@@ -390,7 +391,8 @@ absl::Status AddResultsService(Impl* s, grpc::ServerBuilder& builder) {
     queue_options.worker_name = QueueWorkerName(store_options.server_name);
   }
   s->job_queue = std::make_unique<store::JobQueue>(s->results->database());
-  s->queue_runner = std::make_unique<QueueRunner>(s->state, *s->job_queue, queue_options);
+  s->queue_runner = std::make_unique<QueueRunner>(s->state, *s->job_queue, queue_options,
+                                                  s->metrics.registry().get());
   s->queue_service =
       std::make_unique<QueueService>(&s->state, s->job_queue.get(), s->queue_runner.get());
   builder.RegisterService(s->queue_service.get());
@@ -446,7 +448,7 @@ absl::Status AddSubmissionsService(Impl* s, grpc::ServerBuilder& builder) {
       if (!r.ok()) {
         // Deleted through another server sharing the database: a module this server loaded
         // for that id leaves its devices before the owner's next job.
-        if (absl::IsNotFound(r.status()) && unload && id_or_name.rfind("sub-", 0) == 0) {
+        if (absl::IsNotFound(r.status()) && unload && IsSubmissionId(id_or_name)) {
           unload(owner, id_or_name);
         }
         return r.status();

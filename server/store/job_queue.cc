@@ -11,6 +11,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/enum_names.h"
 #include "common/status_macros.h"
 #include "server/store/result_store_sql.h"
 
@@ -71,21 +72,8 @@ bool IsRunIdText(const std::string& text) {
 
 }  // namespace
 
-const char* JobStateName(v1::JobState state) {
-  switch (state) {
-    case v1::JOB_STATE_QUEUED:
-      return "queued";
-    case v1::JOB_STATE_RUNNING:
-      return "running";
-    case v1::JOB_STATE_DONE:
-      return "done";
-    case v1::JOB_STATE_FAILED:
-      return "failed";
-    case v1::JOB_STATE_CANCELLED:
-      return "cancelled";
-    default:
-      return "unspecified";
-  }
+std::string JobStateName(v1::JobState state) {
+  return EnumShortName(*v1::JobState_descriptor(), state);
 }
 
 v1::JobState JobStateFromName(const std::string& name) {
@@ -189,34 +177,36 @@ absl::StatusOr<bool> JobQueue::Release(const JobLease& lease) {
   return !rows->empty();
 }
 
-absl::StatusOr<bool> JobQueue::RequeueExpired(std::int64_t now_us) {
+absl::StatusOr<JobQueue::Expired> JobQueue::RequeueExpired(std::int64_t now_us) {
   auto any = db_->Query(
       "SELECT 1 FROM jobs WHERE state = 'running' AND lease_until_us < $1 LIMIT 1", {now_us});
   if (!any.ok()) return any.status();
-  if (any->empty()) return true;
-  bool applied = false;
+  Expired expired;
+  if (any->empty()) return expired;
   absl::Status s = db_->Transaction([&](Database& tx) -> absl::Status {
-    ASSIGN_OR_RETURN(applied, tx.LockUntilCommit(kQueueRequeueLockKey, /*wait=*/false));
-    if (!applied) return absl::OkStatus();
+    ASSIGN_OR_RETURN(expired.applied, tx.LockUntilCommit(kQueueRequeueLockKey, /*wait=*/false));
+    if (!expired.applied) return absl::OkStatus();
     auto failed = tx.Query(
         "UPDATE jobs SET state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'failed' "
         "END, finished_at_us = $1, lease_until_us = NULL, message = 'the lease of ' || worker || "
         "' ran out on attempt ' || attempts || ' of ' || max_attempts || '; no attempts left' "
-        "WHERE state = 'running' AND lease_until_us < $1 AND attempts >= max_attempts",
+        "WHERE state = 'running' AND lease_until_us < $1 AND attempts >= max_attempts "
+        "RETURNING run_id",
         {now_us});
     if (!failed.ok()) return failed.status();
-    return tx
-        .Query(
-            "UPDATE jobs SET state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE "
-            "'queued' END, finished_at_us = CASE WHEN cancel_requested = 1 THEN CAST($1 AS BIGINT) "
-            "ELSE NULL END, lease_until_us = NULL, message = 'the lease of ' || worker || ' ran "
-            "out on "
-            "attempt ' || attempts WHERE state = 'running' AND lease_until_us < $1",
-            {now_us})
-        .status();
+    expired.failed = static_cast<std::int64_t>(failed->size());
+    auto requeued = tx.Query(
+        "UPDATE jobs SET state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'queued' "
+        "END, finished_at_us = CASE WHEN cancel_requested = 1 THEN CAST($1 AS BIGINT) ELSE NULL "
+        "END, lease_until_us = NULL, message = 'the lease of ' || worker || ' ran out on "
+        "attempt ' || attempts WHERE state = 'running' AND lease_until_us < $1 RETURNING run_id",
+        {now_us});
+    if (!requeued.ok()) return requeued.status();
+    expired.requeued = static_cast<std::int64_t>(requeued->size());
+    return absl::OkStatus();
   });
   if (!s.ok()) return s;
-  return applied;
+  return expired;
 }
 
 absl::StatusOr<QueuedJob> JobQueue::Get(const std::optional<std::string>& owner,
@@ -343,6 +333,19 @@ absl::StatusOr<JobQueue::Counts> JobQueue::Count(const std::optional<std::string
     (row.at(0) == "queued" ? counts.queued : counts.running) = Int(row.at(1));
   }
   return counts;
+}
+
+absl::StatusOr<std::vector<JobQueue::Depth>> JobQueue::QueuedDepth() {
+  auto rows = db_->Query(
+      "SELECT device_kind, priority, COUNT(*), MIN(enqueued_at_us) FROM jobs WHERE state = "
+      "'queued' GROUP BY device_kind, priority");
+  if (!rows.ok()) return rows.status();
+  std::vector<Depth> depth;
+  for (const SqlRow& row : *rows) {
+    depth.push_back({row.at(0).value_or(""), static_cast<v1::JobPriority>(Int(row.at(1))),
+                     Int(row.at(2)), Int(row.at(3))});
+  }
+  return depth;
 }
 
 absl::StatusOr<JobQueue::Throughput> JobQueue::RecentThroughput(std::int64_t now_us, int count) {

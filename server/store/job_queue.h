@@ -80,9 +80,13 @@ class JobQueue {
   // counted. False when the lease no longer held it.
   absl::StatusOr<bool> Release(const JobLease& lease);
   // Running jobs whose lease ran out before `now`: queued again while attempts remain, else
-  // failed saying so. One server of a fleet does it at a time (an advisory lock; false when
-  // another holds it). A fixed number of statements, however many jobs.
-  absl::StatusOr<bool> RequeueExpired(std::int64_t now_us);
+  // failed saying so. One server of a fleet does it at a time (an advisory lock: `applied`
+  // false when another holds it). A fixed number of statements, however many jobs.
+  struct Expired {
+    bool applied = true;
+    std::int64_t requeued = 0, failed = 0;
+  };
+  absl::StatusOr<Expired> RequeueExpired(std::int64_t now_us);
   // `owner`'s job: a queued one is cancelled at once; a running one is asked to stop (its
   // server sees it at the next heartbeat). NOT_FOUND for another owner's job or none;
   // FAILED_PRECONDITION for a job that has already ended.
@@ -103,6 +107,13 @@ class JobQueue {
     std::int64_t queued = 0, running = 0;
   };
   absl::StatusOr<Counts> Count(const std::optional<std::string>& owner);
+  // Queued jobs by kind and class: how many, and when the oldest was enqueued.
+  struct Depth {
+    std::string device_kind;
+    v1::JobPriority priority = v1::JOB_PRIORITY_WAITED_FOR;
+    std::int64_t queued = 0, oldest_enqueued_at_us = 0;
+  };
+  absl::StatusOr<std::vector<Depth>> QueuedDepth();
   // Mean seconds from start to finish of the last `count` finished jobs, and how many servers
   // ran jobs in the last hour: what a queued job's estimated start is made from.
   struct Throughput {
@@ -115,8 +126,9 @@ class JobQueue {
   Database* db_;
 };
 
-// "queued", "running", ... as the jobs table spells states; and back (UNSPECIFIED if unknown).
-const char* JobStateName(v1::JobState state);
+// "queued", "running", ... as the jobs table spells states (the contract's short names,
+// common/enum_names.h); and back (UNSPECIFIED if unknown).
+std::string JobStateName(v1::JobState state);
 v1::JobState JobStateFromName(const std::string& name);
 
 }  // namespace kerneleval::server::store

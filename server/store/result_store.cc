@@ -22,6 +22,7 @@
 #include "common/host_name.h"
 #include "common/private_files.h"
 #include "common/status_macros.h"
+#include "common/submission_id.h"
 #include "metrics/report_metrics.h"
 #include "server/store/comparability.h"
 #include "server/store/compare_results.h"
@@ -238,7 +239,7 @@ absl::StatusOr<std::string> ResultStore::InsertRun(
       const v1::Environment& env = environments[r.device()];
       // Submitted kernels take their content-hash id as the implementation name.
       const std::string submission_hash =
-          r.implementation().rfind("sub-", 0) == 0 ? r.implementation() : "";
+          IsSubmissionId(r.implementation()) ? r.implementation() : "";
       auto row = tx.Query(
           "INSERT INTO results (id, run_id, created_at, suite, workload, implementation, "
           "submission_hash, device, device_model, device_uuid, status, median_seconds, sol_ratio, "

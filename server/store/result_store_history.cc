@@ -9,6 +9,7 @@
 #include "common/bounded_text.h"
 #include "common/did_you_mean.h"
 #include "common/status_macros.h"
+#include "common/submission_id.h"
 #include "server/store/result_rows.h"
 #include "server/store/result_store_sql.h"
 #include "server/store/sample_statistics.h"
@@ -119,12 +120,27 @@ absl::StatusOr<std::vector<v1::StoredResult>> ResultStore::Select(const v1::Resu
     receipt->set_suite_hash(s.suite_hash());
     *receipt->mutable_protocol() = run.protocol();
     receipt->set_implementation(s.result().implementation());
-    if (s.result().implementation().rfind("sub-", 0) == 0) {
+    if (IsSubmissionId(s.result().implementation())) {
       receipt->set_submission_hash(s.result().implementation());
     }
     receipt->set_workload(s.result().workload());
     receipt->set_seed(run.protocol().seed());
     receipt->set_device_model(s.environment().device().model());
+    if (row[12].has_value()) {
+      v1::RegressionVerdict* g = s.mutable_regression();
+      g->set_change(*row[12]);
+      g->set_correctness_changed(Int(row[13]) != 0);
+      const auto number = [&row](int column) {
+        double value = 0;
+        (void)absl::SimpleAtod(row[column].value_or("0"), &value);
+        return value;
+      };
+      g->set_ratio(number(14));
+      g->set_ratio_ci_low(number(15));
+      g->set_ratio_ci_high(number(16));
+      g->set_p_value(number(17));
+      g->set_baseline_results(static_cast<std::uint32_t>(Int(row[18])));
+    }
     out.push_back(std::move(s));
   }
   return out;

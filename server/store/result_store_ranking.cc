@@ -9,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/bounded_text.h"
 #include "common/status_macros.h"
 #include "metrics/report_metrics.h"
@@ -30,6 +31,18 @@ struct RunHeader {
   std::int64_t created_at = 0, created_at_us = 0;
 };
 using RunHeaders = std::map<std::string, RunHeader>;
+
+// The protocol labels of `results`, each once, in order of first appearance.
+std::string ProtocolsOf(const std::vector<v1::StoredResult>& results) {
+  std::vector<std::string> labels;
+  for (const v1::StoredResult& r : results) {
+    std::string label = metrics::ProtocolLabel(r.receipt().protocol());
+    if (std::find(labels.begin(), labels.end(), label) == labels.end()) {
+      labels.push_back(std::move(label));
+    }
+  }
+  return absl::StrJoin(labels, ",");
+}
 
 // The leaderboard's rows (one per result: run, implementation, submission hash, model,
 // status, SOL, median, time, server, workload, peak source, peak) as one entry per run,
@@ -322,6 +335,8 @@ absl::StatusOr<v1::CompareResponse> ResultStore::Compare(const v1::CompareReques
   v1::CompareResponse response;
   response.set_baseline_run(base.run_id());
   response.set_candidate_run(cand.run_id());
+  response.set_baseline_protocol(ProtocolsOf(*b));
+  response.set_candidate_protocol(ProtocolsOf(*c));
   auto add_missing = [&response](const Key& key, const char* missing_from) {
     v1::MissingRow* m = response.add_missing();
     m->set_workload(key.first);

@@ -93,6 +93,11 @@ absl::StatusOr<bool> ResultStore::ApplyRetention(std::int64_t now) {
     applied = true;
     if (options_.max_age_seconds > 0) {
       RETURN_IF_ERROR(DeleteRuns(tx, {"created_at < $1", {now - options_.max_age_seconds}}));
+      // Queued jobs (job_queue.h) that ended as long ago as the runs they stored.
+      auto jobs = tx.Query(
+          "DELETE FROM jobs WHERE state IN ('done', 'failed', 'cancelled') AND finished_at_us < $1",
+          {(now - options_.max_age_seconds) * 1000000});
+      if (!jobs.ok()) return jobs.status();
     }
     if (options_.max_runs > 0) {
       auto beyond = RunsBeyondNewest(tx, options_.max_runs);

@@ -16,11 +16,13 @@ namespace kerneleval::server::store {
 // A column read as an integer (0 when NULL or not a number).
 std::int64_t Int(const std::optional<std::string>& v);
 
-// The columns Select reads, in order (results joined with their run).
+// The columns Select reads, in order (results joined with their run, and the regression
+// verdict each got on arrival where it got one).
 inline constexpr char kSelectColumns[] =
     "SELECT r.id, r.run_id, r.created_at, r.suite, runs.suite_hash, runs.server, r.result_json, "
-    "r.samples, r.quantiles, r.downsampled, runs.report_json, r.owner FROM results r JOIN runs "
-    "ON runs.id = r.run_id";
+    "r.samples, r.quantiles, r.downsampled, runs.report_json, r.owner, g.verdict, "
+    "g.correctness_changed, g.ratio, g.ci_low, g.ci_high, g.p_value, g.baseline_results FROM "
+    "results r JOIN runs ON runs.id = r.run_id LEFT JOIN regressions g ON g.result_id = r.id";
 
 // A LIKE pattern matching `text` literally anywhere: "H200" finds "NVIDIA H200", and the
 // `%` or `_` of a model name match themselves only (both engines honour kLikeEscape).

@@ -6,6 +6,7 @@
 #include "common/bounded_text.h"
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
 #include "server/grpc/raw_unary.h"
+#include "server/grpc/status.h"
 #include "server/store/comparability.h"
 #include "server/store/compare_results.h"
 
@@ -14,31 +15,6 @@ namespace {
 
 // Longer than any suite, workload or implementation name the server accepts.
 constexpr std::size_t kMaxName = 256;
-
-grpc::Status ToGrpc(const absl::Status& s) {
-  if (s.ok()) return grpc::Status::OK;
-  grpc::StatusCode code = grpc::StatusCode::INTERNAL;
-  switch (s.code()) {
-    case absl::StatusCode::kInvalidArgument:
-      code = grpc::StatusCode::INVALID_ARGUMENT;
-      break;
-    case absl::StatusCode::kNotFound:
-      code = grpc::StatusCode::NOT_FOUND;
-      break;
-    case absl::StatusCode::kUnavailable:
-      code = grpc::StatusCode::UNAVAILABLE;
-      break;
-    case absl::StatusCode::kFailedPrecondition:
-      code = grpc::StatusCode::FAILED_PRECONDITION;
-      break;
-    case absl::StatusCode::kDataLoss:
-      code = grpc::StatusCode::DATA_LOSS;
-      break;
-    default:
-      break;
-  }
-  return grpc::Status(code, std::string(s.message()));
-}
 
 grpc::Status Invalid(const std::string& message) {
   return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
@@ -90,7 +66,7 @@ grpc::Status ResultsService::DoHistory(grpc::CallbackServerContext* context,
   }
   if (grpc::Status s = CheckName("page_token", request->page_token()); !s.ok()) return s;
   auto got = store_->History(*request, OwnerOfCall(identities_, *context));
-  if (!got.ok()) return ToGrpc(got.status());
+  if (!got.ok()) return ToGrpcStatus(got.status());
   *response = std::move(*got);
   return grpc::Status::OK;
 }
@@ -102,7 +78,7 @@ grpc::Status ResultsService::DoLeaderboard(grpc::CallbackServerContext* context,
   if (grpc::Status s = CheckName("suite", request->suite()); !s.ok()) return s;
   if (grpc::Status s = CheckName("device_model", request->device_model()); !s.ok()) return s;
   auto got = store_->Leaderboard(*request, OwnerOfCall(identities_, *context));
-  if (!got.ok()) return ToGrpc(got.status());
+  if (!got.ok()) return ToGrpcStatus(got.status());
   *response = std::move(*got);
   return grpc::Status::OK;
 }
@@ -167,7 +143,7 @@ grpc::Status ResultsService::DoCompare(grpc::CallbackServerContext* context,
                        request->baseline_previous() ? "previous" : Quote(request->baseline_run()),
                        ", candidate_run ", Quote(request->candidate_run()), ")"));
     }
-    return ToGrpc(got.status());
+    return ToGrpcStatus(got.status());
   }
   *response = std::move(*got);
   return grpc::Status::OK;
@@ -184,7 +160,7 @@ grpc::Status ResultsService::DoExport(grpc::CallbackServerContext* context,
     return Invalid(absl::StrCat("limit: ", request->limit(), " is above 100000"));
   }
   auto got = store_->Export(*request, OwnerOfCall(identities_, *context));
-  if (!got.ok()) return ToGrpc(got.status());
+  if (!got.ok()) return ToGrpcStatus(got.status());
   *response = std::move(*got);
   return grpc::Status::OK;
 }
@@ -205,7 +181,7 @@ grpc::Status ResultsService::DoReproduce(grpc::CallbackServerContext* context,
       return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("result_id: no stored result ",
                                                                     Quote(request->result_id())));
     }
-    return ToGrpc(original.status());
+    return ToGrpcStatus(original.status());
   }
   if (channel_ == nullptr) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server starting");
   const v1::Receipt& receipt = original->receipt();

@@ -9,7 +9,9 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "common/submission_id.h"
 #include "server/grpc/raw_unary.h"
+#include "server/grpc/status.h"
 #include "server/submissions/source_rules.h"
 
 namespace kerneleval::server::submissions {
@@ -24,15 +26,7 @@ constexpr std::size_t kMaxListPageBytes = std::size_t{1} << 20;
 // The status as the caller gets it, its message at most kMaxStatusMessageBytes. Every echoed
 // value is bounded where it is written (Quote); this holds the whole message to the limit
 // whatever it gathered.
-grpc::Status ToGrpc(const absl::Status& s) {
-  if (s.ok()) return grpc::Status::OK;
-  std::string message(s.message());
-  if (message.size() > kMaxStatusMessageBytes) {
-    const std::string note = absl::StrCat(" ... (message cut: ", message.size(), " bytes)");
-    message = absl::StrCat(message.substr(0, kMaxStatusMessageBytes - note.size()), note);
-  }
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::move(message));
-}
+grpc::Status ToGrpc(const absl::Status& s) { return ToGrpcStatus(s, kMaxStatusMessageBytes); }
 
 // A compile error's message with as many whole lines of the log as fit under
 // kMaxStatusMessageBytes, and where the rest is.
@@ -172,7 +166,8 @@ internal::StoredSubmission StoredRecord(const std::string& owner, const v1::Subm
                                         internal::CompileResponse& compiled) {
   internal::StoredSubmission stored;
   v1::Submission* sub = stored.mutable_submission();
-  sub->set_id(absl::StrCat("sub-", Sha256Hex(ContentKey(compile, spec)).substr(0, 24)));
+  sub->set_id(
+      absl::StrCat(kSubmissionIdPrefix, Sha256Hex(ContentKey(compile, spec)).substr(0, 24)));
   sub->set_owner(owner);
   *sub->mutable_spec() = spec;
   sub->mutable_spec()->clear_device();  // the limits checked are recorded by the arch

@@ -72,6 +72,14 @@ def test_history_rows_are_the_runs_results(client, runs):
     assert all(rid.startswith(runs[0].run_id + "/") for rid in table.result_id)
     # The same rows as the bench report's, plus the store's columns.
     assert set(runs[0].to_pandas().columns) <= set(table.columns)
+    # The server's verdict on arrival: the first run had no baseline, the second has the first.
+    for _ in range(100):  # written just after the run itself
+        second = stored(client, runs[1].run_id, 4)
+        if second.regression.notna().all():
+            break
+        time.sleep(0.1)
+    assert set(second.regression) <= VERDICTS, second.regression
+    assert (second.regression_ratio > 0).all()
 
 
 def test_history_filters_pages_and_runs(client, runs):
@@ -122,6 +130,7 @@ def test_compare_two_runs(client, runs):
     assert counts["inconclusive"] == result.inconclusive
     assert counts["incomparable"] == result.incomparable
     assert result.fails(["slower"]) == (result.slower > 0)
+    assert result.baseline_protocol == result.candidate_protocol == "cold_custom"
     strict = ["slower", "inconclusive", "incomparable"]
     assert result.fails(strict) == any(v in strict for v in table.verdict)
     with pytest.raises(ValueError, match="fail_on"):
@@ -191,6 +200,8 @@ def test_export_formats_agree(client, runs):
     assert set(rows.result_id) == set(csv.result_id)
     assert pd.api.types.is_integer_dtype(rows["created_unix_seconds"])
     assert set(rows.status) == {"passed"}
+    # The protocol is part of every row: warm-up 1 and 8 repetitions are not the defaults.
+    assert set(rows.protocol) == set(csv.protocol) == {"cold_custom"}
     traces = client.export(run_id=runs[0].run_id, format="trace")
     assert isinstance(traces, list) and len(traces) == 4
     text = client.export(run_id=runs[0].run_id, raw=True)

@@ -90,6 +90,14 @@ TEST_P(JobQueueTest, OwnersTakeTurnsAndClaimOrderForetellsTheClaims) {
   const std::string scheduled = Add("carol", 1, 3, v1::JOB_PRIORITY_SCHEDULED);
   const std::string urgent = Add("carol", 20);
 
+  auto depth = queue_->QueuedDepth();
+  ASSERT_TRUE(depth.ok());
+  ASSERT_EQ(depth->size(), 2u);  // cpu: waited_for, scheduled
+  for (const JobQueue::Depth& d : *depth) {
+    const bool waited = d.priority == v1::JOB_PRIORITY_WAITED_FOR;
+    EXPECT_EQ(d.queued, waited ? 6 : 1);
+    EXPECT_EQ(d.oldest_enqueued_at_us, kT0 + (waited ? 0 : 1));
+  }
   auto order = queue_->ClaimOrder("cpu");
   ASSERT_TRUE(order.ok()) << order.status();
   std::vector<std::string> claimed;
@@ -124,7 +132,9 @@ TEST_P(JobQueueTest, ALeaseThatRanOutFencesTheServerThatHeldIt) {
   EXPECT_FALSE(ClaimAs("other", 2).has_value());
   auto requeued = queue_->RequeueExpired(kT0 + 3 * kSecond);
   ASSERT_TRUE(requeued.ok());
-  EXPECT_TRUE(*requeued);
+  EXPECT_TRUE(requeued->applied);
+  EXPECT_EQ(requeued->requeued, 1);
+  EXPECT_EQ(requeued->failed, 0);
   auto got = queue_->Get("alice", id);
   ASSERT_TRUE(got.ok());
   EXPECT_EQ(got->state, v1::JOB_STATE_QUEUED);
@@ -164,7 +174,9 @@ TEST_P(JobQueueTest, AJobOutOfAttemptsFailsSayingSo) {
   for (int attempt = 1; attempt <= 2; ++attempt) {
     std::optional<QueuedJob> job = ClaimAs("w", attempt * 10 * kSecond, kSecond);
     ASSERT_TRUE(job.has_value()) << attempt;
-    ASSERT_TRUE(queue_->RequeueExpired(kT0 + (attempt * 10 + 5) * kSecond).ok());
+    auto expired = queue_->RequeueExpired(kT0 + (attempt * 10 + 5) * kSecond);
+    ASSERT_TRUE(expired.ok());
+    EXPECT_EQ(expired->failed, attempt == 2 ? 1 : 0);
   }
   auto got = queue_->Get("alice", id);
   ASSERT_TRUE(got.ok());

@@ -7,6 +7,7 @@
 // implementation and a row that cannot be compared.
 #include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -111,9 +112,17 @@ TEST(NightlyGate, AnIncompleteBenchExitsIncompleteAndNamesItsRun) {
 
   // Cold on the CPU reads twice the last-level cache before every call: 30 workloads take far
   // longer than 3 s.
-  const Process late = RunCli(dir, {"--target", t.target(), "--deadline", "3", "bench",
-                                    "--suite-file", suite, "--device", "cpu", "--cold"});
+  const Process late =
+      RunCli(dir, {"--target", t.target(), "--deadline", "3", "bench", "--suite-file", suite,
+                   "--device", "cpu", "--cold", "--format", "json"});
   EXPECT_EQ(late.rc, client::kExitIncomplete) << late.err;
+  // The partial report carries the protocol the server resolved (its defaults: warm-up 10,
+  // 50 repetitions, seed 200), not zeros.
+  const nlohmann::json partial = nlohmann::json::parse(late.out, nullptr, false);
+  ASSERT_FALSE(partial.is_discarded()) << late.out;
+  EXPECT_EQ(partial["protocol"].value("warmup", 0), 10) << late.out;
+  EXPECT_EQ(partial["protocol"].value("repetitions", 0), 50) << late.out;
+  EXPECT_EQ(partial["protocol"].value("seed", 0), 200) << late.out;
   EXPECT_NE(late.err.find("incomplete: --deadline 3 s passed after"), std::string::npos)
       << late.err;
   const std::vector<std::string> late_run =
@@ -200,6 +209,10 @@ TEST(NightlyGate, ComparesToThePreviousRunPassesAnAAPairAndFailsA2xSlowdown) {
     const Process mixed = RunCli(dir, {"--target", t.target(), "compare", first, cold_run});
     EXPECT_EQ(mixed.rc, client::kExitRegression) << mixed.out << mixed.err;
     EXPECT_NE(mixed.out.find("not comparable: cache hot vs cold"), std::string::npos) << mixed.out;
+    // Each side's protocol is named above the table.
+    EXPECT_NE(mixed.out.find("protocol: baseline hot_custom, candidate cold_custom"),
+              std::string::npos)
+        << mixed.out;
     EXPECT_NE(mixed.err.find("--fail-on incomparable: 2 comparisons not comparable"),
               std::string::npos)
         << mixed.err;
@@ -217,6 +230,20 @@ TEST(NightlyGate, ComparesToThePreviousRunPassesAnAAPairAndFailsA2xSlowdown) {
   EXPECT_NE(b.out.find("compared with the previous run " + second), std::string::npos) << b.out;
   EXPECT_EQ(Matches(b.out, R"((SLOWER))").size(), 2u) << b.out;
   EXPECT_NE(b.err.find("--fail-on slower: 2 comparisons slower"), std::string::npos) << b.err;
+  // The server's own verdict on arrival (against the series' pooled baseline) is kept with
+  // each result: history shows it, as text and as JSON. It is written just after the run.
+  const std::string slow_run = StoredRun(b);
+  std::size_t slower = 0;
+  for (int i = 0; i < 100 && slower < 2; ++i) {
+    const Process h =
+        RunCli(dir, {"--target", slow.target(), "--json", "history", "--run", slow_run});
+    ASSERT_EQ(h.rc, client::kExitOk) << h.err;
+    slower = Matches(h.out, R"re("change":\s*"(slower)")re").size();
+    if (slower < 2) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(slower, 2u);
+  const Process table = RunCli(dir, {"--target", slow.target(), "history", "--run", slow_run});
+  EXPECT_EQ(Matches(table.out, R"((slower x[0-9.]+))").size(), 2u) << table.out;
   std::filesystem::remove_all(dir);
 }
 

@@ -54,15 +54,17 @@ class QueueFleet : public ::testing::Test {
     if (!dir_.empty()) fs::remove_all(dir_);
   }
 
-  // A server named `name` on the shared database; `workers` jobs at once (0: a front only).
-  ServerProcess* Start(const std::string& name, const std::string& workers = "-1") {
+  // A server named `name` on the shared database; `workers` jobs at once (0: a front only),
+  // each claim under a lease of `lease` seconds.
+  ServerProcess* Start(const std::string& name, const std::string& workers = "-1",
+                       const std::string& lease = kLease) {
     const fs::path port_file = dir_ / (name + ".port");
     auto p = std::make_unique<ServerProcess>(
         dir_, name,
         std::vector<std::string>{"--device", "cpu", "--listen", "127.0.0.1:0", "--port-file",
                                  port_file.string(), "--metrics-listen", "", "--results-db", url_,
                                  "--node-name", name, "--queue-workers", workers,
-                                 "--queue-lease-seconds", kLease, "--queue-poll-seconds", "0.2"});
+                                 "--queue-lease-seconds", lease, "--queue-poll-seconds", "0.2"});
     const int port = WaitForPort(p.get(), port_file);
     EXPECT_GT(port, 0) << p->err();
     targets_[name] = "127.0.0.1:" + std::to_string(port);
@@ -173,7 +175,9 @@ TEST_F(QueueFleet, AServerKilledMidJobLeavesItToAnotherAndItsResultsAreStoredOnc
   EXPECT_EQ(watched.rc, 0) << watched.out << watched.err;
   const json job = Job("front", id);
   EXPECT_EQ(job.value("state", ""), "done") << job.dump();
-  EXPECT_EQ(job.value("attempts", 0), 2) << job.dump();
+  // At least the killed server's claim and the survivor's (a starved machine may let a short
+  // lease run out once more); the results are stored once whatever the attempts.
+  EXPECT_GE(job.value("attempts", 0), 2) << job.dump();
   const std::string survivor = runner == "a" ? "b" : "a";
   EXPECT_NE(job.value("worker", "").find(std::to_string(servers_[survivor]->pid())),
             std::string::npos)
@@ -182,9 +186,11 @@ TEST_F(QueueFleet, AServerKilledMidJobLeavesItToAnotherAndItsResultsAreStoredOnc
 }
 
 TEST_F(QueueFleet, AServerStoppedMidJobGivesItBackAtOnce) {
-  Start("front", "0");
-  Start("a");
-  Start("b");
+  // A lease far longer than the job: only a release, never the lease running out (as it may
+  // on a starved machine with a 3 s lease), lets the other server take the job.
+  Start("front", "0", "600");
+  Start("a", "-1", "600");
+  Start("b", "-1", "600");
   const std::string id = Enqueue("front", long_suite_, kLongRepetitions);
   const std::string runner = WaitUntilRunning("front", id);
   ASSERT_FALSE(runner.empty());

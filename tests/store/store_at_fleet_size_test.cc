@@ -107,13 +107,27 @@ TEST(StoreAtFleetSize, StatementsPerWriteStayFlatAsStoredRunsGrow) {
   o.max_runs = 100;
   store = server::store::ResultStore::Open(o, nullptr);
   ASSERT_TRUE(store.ok()) << store.status();
+  // Queued jobs: one that ended before the age bound goes with the runs; one that ended since,
+  // and one still queued, stay.
+  ASSERT_TRUE((*db)->Query("DELETE FROM jobs").ok());
+  ASSERT_TRUE((*db)
+                  ->Query("INSERT INTO jobs (run_id, owner, device_kind, priority, suite, request, "
+                          "state, enqueued_at_us, finished_at_us, max_attempts) VALUES ('0ld', "
+                          "'o', 'cpu', 0, 's', '', 'done', 0, $1, 3), ('0e1', 'o', 'cpu', 0, "
+                          "'s', '', 'failed', 0, $2, 3), ('0e2', 'o', 'cpu', 0, 's', '', "
+                          "'queued', 0, NULL, 3)",
+                          {(now - 400 * 86400) * 1000000, now * 1000000})
+                  .ok());
   const std::int64_t before = (*store)->statements();
   auto applied = (*store)->ApplyRetention(now + 2);
   ASSERT_TRUE(applied.ok()) << applied.status();
-  EXPECT_LE((*store)->statements() - before, 12);
+  // The runs' statements and one for the queued jobs that ended as long ago.
+  EXPECT_LE((*store)->statements() - before, 13);
   EXPECT_EQ(Count(**db, "SELECT COUNT(*) FROM runs"), 100);
   EXPECT_EQ(Count(**db, "SELECT COUNT(*) FROM results WHERE run_id NOT IN (SELECT id FROM runs)"),
             0);
+  EXPECT_EQ(Count(**db, "SELECT COUNT(*) FROM jobs WHERE run_id IN ('0e1', '0e2')"), 2);
+  EXPECT_EQ(Count(**db, "SELECT COUNT(*) FROM jobs"), 2);
 }
 
 TEST(StoreAtFleetSize, OnlyTheServerHoldingTheRetentionLockAppliesIt) {

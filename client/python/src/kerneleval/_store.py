@@ -92,6 +92,9 @@ def stored_row(s: rpb.StoredResult) -> Row:
         "device_model": s.environment.device.model,
         **result_row(s.result),
         "downsampled": s.downsampled,
+        # The server's verdict on arrival against the series' baseline (None: its first).
+        "regression": s.regression.change if s.HasField("regression") else None,
+        "regression_ratio": s.regression.ratio if s.HasField("regression") else None,
     }
 
 
@@ -181,7 +184,9 @@ class Comparison:
     `faster`, `slower`, `same`, `inconclusive`, `noisy` and `incomparable` count the
     verdicts; `missing` lists the (workload, implementation) pairs the candidate dropped;
     `baseline_run` is the run compared with (the one `compare("previous", run)` picked);
-    `proto` is the kerneleval.v1.CompareResponse.
+    `baseline_protocol` and `candidate_protocol` label what each side measured ("cold",
+    "hot_graph"; comma-separated where a window holds several); `proto` is the
+    kerneleval.v1.CompareResponse.
     """
 
     proto: rpb.CompareResponse
@@ -223,6 +228,14 @@ class Comparison:
             for m in self.proto.missing
             if m.missing_from == "candidate"
         ]
+
+    @property
+    def baseline_protocol(self) -> str:
+        return self.proto.baseline_protocol
+
+    @property
+    def candidate_protocol(self) -> str:
+        return self.proto.candidate_protocol
 
     @property
     def baseline_run(self) -> str:
