@@ -113,6 +113,12 @@ int RunRun(const CliConfig& config, const KernelEvalClient& client, std::ostream
   if (response.has_residual_out()) response.mutable_residual_out()->clear_data();
   const int printed = Print(config, out, err, response, FormatRunResponse);
   if (printed != kExitOk) return printed;
+  // `run` checks an answer; its default of one timed call is no measurement, and says so.
+  if (config.run.repetitions == 1) {
+    err << "note: one timed call (--repetitions 1) after " << config.run.warmup
+        << " warm-up calls: its latency is a single sample; for a stable figure use "
+           "--warmup 10 --repetitions 50, or `kerneleval bench`\n";
+  }
   // A wrong answer, or one an anti-cheat check caught, is not a result a script may use.
   const v1::Correctness& c = response.correctness();
   const bool failed = (c.checked() && !c.passed()) ||

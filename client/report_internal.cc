@@ -196,6 +196,19 @@ std::string ClockSummaryText(const v1::ClockSummary& c) {
   return text;
 }
 
+std::string ColdFlushText(const v1::Device& device) {
+  if (device.cold_flush_bytes() == 0) return "";
+  std::string text =
+      absl::StrCat("reads ", FormatBytes(static_cast<double>(device.cold_flush_bytes())),
+                   " (twice the ", FormatBytes(static_cast<double>(device.l2_cache_bytes())),
+                   device.kind() == "cpu" ? " last-level cache" : " L2",
+                   ") before each timed call, outside the timed window");
+  if (device.cold_flush_seconds() > 0) {
+    absl::StrAppend(&text, "; one read took ", FormatSeconds(device.cold_flush_seconds()));
+  }
+  return text;
+}
+
 std::string HostWaitText(const v1::Environment& env) {
   if (env.host_wait_seconds_size() == 0) return "-";
   double total = 0;

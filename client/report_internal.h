@@ -62,5 +62,9 @@ std::string ClockSummaryText(const v1::ClockSummary& clocks);
 // "2.514 s for 4 workloads (0.001 s after the first), 3 prepared ahead": how long the device
 // waited for the host's inputs and references; "-" from servers that do not report it.
 std::string HostWaitText(const v1::Environment& env);
+// What the cold protocol reads between timed calls on `device`: "reads 64.0 MiB (twice the
+// 32.0 MiB last-level cache) before each timed call, outside the timed window; one read took
+// 3.10 ms"; empty where the device does not say.
+std::string ColdFlushText(const v1::Device& device);
 
 }  // namespace kerneleval::client::report_internal

@@ -66,6 +66,9 @@ std::string EnvironmentText(const v1::Environment& env) {
   table.AddRow({"timestamp", env.timestamp()});
   table.AddRow({"cupti", env.cupti_status().empty() ? "-" : env.cupti_status()});
   table.AddRow({"host wait", HostWaitText(env)});
+  if (const std::string flush = ColdFlushText(d); !flush.empty()) {
+    table.AddRow({"cold flush", flush});
+  }
   return table.Render("  ");
 }
 
@@ -100,6 +103,14 @@ std::string ReportHeading(const v1::BenchmarkReport& report) {
     absl::StrAppend(&out, ": ", report.definition().description());
   }
   absl::StrAppend(&out, "\nProtocol: ", ProtocolText(report.protocol()), "\n");
+  // What "cold" costs where it ran: the read between calls, outside the timed window.
+  if (report.protocol().cache() != v1::CACHE_MODE_HOT) {
+    for (const v1::Environment& env : report.environments()) {
+      if (const std::string flush = ColdFlushText(env.device()); !flush.empty()) {
+        absl::StrAppend(&out, "Cold on ", env.device().name(), ": ", flush, "\n");
+      }
+    }
+  }
   if (!report.complete()) out += "INCOMPLETE: the run was cut short; missing results are absent\n";
   return out;
 }

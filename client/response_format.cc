@@ -123,7 +123,7 @@ std::string FormatRunResponse(const v1::RunResponse& response) {
 
 std::string FormatDevices(const v1::ListDevicesResponse& response) {
   TextTable table({"device", "kind", "model", "SMs", "memory", "L2", "peak", "datasheet", "cc",
-                   "healthy", "queue"});
+                   "healthy", "queue", "cold flush"});
   for (const v1::Device& d : response.devices()) {
     table.AddRow({d.name(), d.kind(), d.model(), d.sm_count() ? std::to_string(d.sm_count()) : "-",
                   d.memory_bytes() ? FormatBytes(static_cast<double>(d.memory_bytes())) : "-",
@@ -132,7 +132,13 @@ std::string FormatDevices(const v1::ListDevicesResponse& response) {
                   FormatBandwidth(d.datasheet_bytes_per_second()),
                   d.compute_capability().empty() ? "-" : d.compute_capability(),
                   d.healthy() ? "yes" : "NO",
-                  absl::StrCat(d.queue_depth(), "/", d.queue_capacity())});
+                  absl::StrCat(d.queue_depth(), "/", d.queue_capacity()),
+                  d.cold_flush_bytes() == 0
+                      ? "-"
+                      : absl::StrCat(FormatBytes(static_cast<double>(d.cold_flush_bytes())),
+                                     d.cold_flush_seconds() > 0
+                                         ? ", " + FormatSeconds(d.cold_flush_seconds())
+                                         : "")});
   }
   return table.Render();
 }

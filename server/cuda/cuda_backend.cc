@@ -61,6 +61,7 @@ CudaBackend::CudaBackend(int ordinal, std::vector<CudaImplementation> impls)
 v1::Device CudaBackend::Describe() const {
   v1::Device d = device_.info();
   d.set_measured_copy_bytes_per_second(copy_bandwidth_.load());
+  d.set_cold_flush_bytes(2 * d.l2_cache_bytes());  // the flush buffer (cuda_device.h)
   d.set_healthy(healthy_.load());
   return d;
 }

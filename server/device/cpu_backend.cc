@@ -141,6 +141,8 @@ v1::Device CpuBackend::Describe() const {
   d.set_memory_bytes(memory_bytes_);
   d.set_l2_cache_bytes(last_level_cache_bytes_);
   d.set_measured_copy_bytes_per_second(copy_bandwidth_.load());
+  d.set_cold_flush_bytes(2 * last_level_cache_bytes_);
+  d.set_cold_flush_seconds(flush_seconds_.load());
   d.set_healthy(true);
   return d;
 }
@@ -184,7 +186,26 @@ absl::Status CpuBackend::WarmUp() {
     if (s > 0) best = std::max(best, 2.0 * static_cast<double>(copy_buffer_bytes_) / s);
   }
   copy_bandwidth_.store(best);
+  // What a cold protocol adds between calls (outside the timed window), said with every
+  // report: one read of twice the last-level cache, timed once warm. The buffer is freed:
+  // the cold protocol allocates its own when first asked.
+  const std::vector<std::uint64_t> flush(2 * last_level_cache_bytes_ / sizeof(std::uint64_t), 1);
+  ReadOnEveryThread(flush.data(), flush.size());
+  const auto t0 = std::chrono::steady_clock::now();
+  ReadOnEveryThread(flush.data(), flush.size());
+  flush_seconds_.store(Seconds(std::chrono::steady_clock::now() - t0));
   return absl::OkStatus();
+}
+
+void CpuBackend::ReadOnEveryThread(const std::uint64_t* words, std::size_t count) {
+  const auto slices = static_cast<std::size_t>(threads_.size());
+  const std::size_t per_slice = (count + slices - 1) / slices;
+  threads_.ParallelFor(slices, [&](std::size_t slice) {
+    const std::size_t end = std::min(count, (slice + 1) * per_slice);
+    std::uint64_t sum = 0;
+    for (std::size_t i = slice * per_slice; i < end; ++i) sum += words[i];
+    flush_sink_.fetch_add(sum, std::memory_order_relaxed);  // the reads cannot be elided
+  });
 }
 
 void CpuBackend::FlushCaches() {
@@ -199,14 +220,7 @@ void CpuBackend::FlushCaches() {
   // lands inside the timed call (see kernels/include/kerneleval/kernels/l2_flush_cuda.h for
   // the same effect on a GPU). One slice per thread, so each core's private caches (1 MiB L2
   // on the results machine, 32 MiB slices) are evicted as well as the shared level.
-  const auto slices = static_cast<std::size_t>(threads_.size());
-  const std::size_t per_slice = (flush_words_ + slices - 1) / slices;
-  threads_.ParallelFor(slices, [&](std::size_t slice) {
-    const std::size_t end = std::min(flush_words_, (slice + 1) * per_slice);
-    std::uint64_t sum = 0;
-    for (std::size_t i = slice * per_slice; i < end; ++i) sum += flush_buffer_[i];
-    flush_sink_.fetch_add(sum, std::memory_order_relaxed);  // the reads cannot be elided
-  });
+  ReadOnEveryThread(flush_buffer_.get(), flush_words_);
 }
 
 // The timed calls after the result call, on working sets of their own: inputs are only

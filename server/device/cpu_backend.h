@@ -76,7 +76,11 @@ class CpuBackend final : public Backend {
   std::uint64_t memory_bytes_;  // likewise (a sysinfo call each time it is read)
   std::atomic<double> copy_bandwidth_{0};
   CpuThreadPool threads_;
+  // Reads `words` on every thread of the device, one slice each: what evicts every core's
+  // caches.
+  void ReadOnEveryThread(const std::uint64_t* words, std::size_t count);
   std::unique_ptr<std::uint64_t[]> flush_buffer_;  // 2x the last-level cache; null until used
+  std::atomic<double> flush_seconds_{0};           // one flush, measured at warm-up
   std::size_t flush_words_ = 0;
   std::atomic<std::uint64_t> flush_sink_{0};
 };

@@ -119,6 +119,9 @@ Metrics::Metrics()
                                "Memory bandwidth peaks SOL is measured against, by source")),
       device_healthy_(GaugeFamily(*registry_, "kerneleval_device_healthy",
                                   "1 while a device serves, 0 after a fault until it recovers")),
+      device_given_up_(GaugeFamily(*registry_, "kerneleval_device_given_up",
+                                   "1 once five rebuilds of a device after a fault failed: it "
+                                   "is out of service, retried once a minute; 0 once rebuilt")),
       gpu_sm_clock_(
           GaugeFamily(*registry_, "kerneleval_gpu_sm_clock_hertz", "Current SM clock (NVML)")),
       gpu_mem_clock_(GaugeFamily(*registry_, "kerneleval_gpu_memory_clock_hertz",
@@ -218,8 +221,8 @@ void Metrics::SetDevice(const v1::Device& d) {
     };
     for (auto* f :
          {&queue_depth_, &queue_capacity_, &device_info_, &device_sm_count_, &device_memory_,
-          &device_peak_, &device_healthy_, &gpu_sm_clock_, &gpu_mem_clock_, &gpu_temperature_,
-          &gpu_power_, &gpu_memory_used_, &gpu_throttle_}) {
+          &device_peak_, &device_healthy_, &device_given_up_, &gpu_sm_clock_, &gpu_mem_clock_,
+          &gpu_temperature_, &gpu_power_, &gpu_memory_used_, &gpu_throttle_}) {
       drop(*f);
     }
     for (auto* f : {&benchmark_runs_, &device_restarts_}) drop(*f);
@@ -250,6 +253,7 @@ void Metrics::SetDevice(const v1::Device& d) {
     if (value > 0) device_peak_.Add(With(labels, "source", PeakSourceShortName(source))).Set(value);
   }
   device_healthy_.Add(labels).Set(d.healthy() ? 1 : 0);
+  device_given_up_.Add(labels);  // 0 from the first sight of a device
   queue_capacity_.Add(labels).Set(d.queue_capacity());
   queue_depth_.Add(labels);
   // From the first sight of a device, so that increase() sees its first restart.
@@ -259,6 +263,11 @@ void Metrics::SetDevice(const v1::Device& d) {
 void Metrics::SetDeviceHealthy(const std::string& device, bool healthy) {
   std::lock_guard<std::mutex> lock(mu_);
   device_healthy_.Add(DeviceLabelsLocked(device)).Set(healthy ? 1 : 0);
+}
+
+void Metrics::SetDeviceGivenUp(const std::string& device, bool given_up) {
+  std::lock_guard<std::mutex> lock(mu_);
+  device_given_up_.Add(DeviceLabelsLocked(device)).Set(given_up ? 1 : 0);
 }
 
 void Metrics::DeviceRestarted(const std::string& device) {

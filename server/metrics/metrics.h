@@ -68,6 +68,9 @@ class Metrics {
   // under another UUID (before warm-up) are removed.
   void SetDevice(const v1::Device& device);
   void SetDeviceHealthy(const std::string& device, bool healthy);
+  // The device's recovery gave up (DeviceWorker::RecoverDevice): out of service, retried once
+  // a minute; a restart of the server would take the node's other devices down with it.
+  void SetDeviceGivenUp(const std::string& device, bool given_up);
   // A device rebuilt after a fault, a crash or a hang (its device host replaced).
   void DeviceRestarted(const std::string& device);
   void SetQueueDepth(const std::string& device, std::size_t depth);
@@ -114,6 +117,7 @@ class Metrics {
   prometheus::Family<prometheus::Gauge>& device_memory_;
   prometheus::Family<prometheus::Gauge>& device_peak_;
   prometheus::Family<prometheus::Gauge>& device_healthy_;
+  prometheus::Family<prometheus::Gauge>& device_given_up_;
   prometheus::Family<prometheus::Gauge>& gpu_sm_clock_;
   prometheus::Family<prometheus::Gauge>& gpu_mem_clock_;
   prometheus::Family<prometheus::Gauge>& gpu_temperature_;

@@ -52,6 +52,7 @@ QueueRunner::QueueRunner(ServiceState& state, store::JobQueue& queue, QueueOptio
   kinds_.assign(kinds.begin(), kinds.end());
   capacity_ =
       options_.workers >= 0 ? options_.workers : static_cast<int>(state_.devices->workers().size());
+  if (registry != nullptr) metrics_ = std::make_unique<QueueMetrics>(*registry, kinds_);
   loop_ = std::thread([this] { Loop(); });
 }
 

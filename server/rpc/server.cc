@@ -167,7 +167,10 @@ struct KernelEvalServer::Impl {
   void OnHealth(const std::string& device, bool healthy) {
     metrics.SetDeviceHealthy(device, healthy);
     // The worker reports healthy only after a rebuild.
-    if (healthy) metrics.DeviceRestarted(device);
+    if (healthy) {
+      metrics.DeviceRestarted(device);
+      metrics.SetDeviceGivenUp(device, false);
+    }
     std::lock_guard<std::mutex> lock(mu);
     DeviceHealth& h = device_health[device];
     h.serving = healthy;
@@ -179,6 +182,8 @@ struct KernelEvalServer::Impl {
   // The device's recovery gave up (DeviceWorker::RecoverDevice).
   void OnGaveUp(const std::string& device) {
     metrics.SetDeviceHealthy(device, false);
+    // Where on-call sees it: KernelevalDeviceGivenUp (deploy/prometheus/rules/alerts.yml).
+    metrics.SetDeviceGivenUp(device, true);
     std::lock_guard<std::mutex> lock(mu);
     DeviceHealth& h = device_health[device];
     h.serving = false;

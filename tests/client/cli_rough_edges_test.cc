@@ -105,6 +105,22 @@ TEST(CliRoughEdges, TooLargeAMessageNamesBothFlags) {
   EXPECT_NE(o.err.find("--max-message-mib"), std::string::npos) << o.err;
 }
 
+// `run` checks an answer; with its default single timed call it says that one sample is no
+// measurement, and with repetitions it says nothing.
+TEST(CliRoughEdges, RunOfOneTimedCallSaysItIsASingleSample) {
+  TestServer t = StartServer();
+  const Outcome one = Cli({"--target", t.target(), "run", "--batch", "2", "--hidden", "8"});
+  EXPECT_EQ(one.rc, 0) << one.err;
+  EXPECT_NE(one.err.find("note: one timed call (--repetitions 1) after 0 warm-up calls: its "
+                         "latency is a single sample"),
+            std::string::npos)
+      << one.err;
+  const Outcome many = Cli({"--target", t.target(), "run", "--batch", "2", "--hidden", "8",
+                            "--warmup", "2", "--repetitions", "5"});
+  EXPECT_EQ(many.rc, 0) << many.err;
+  EXPECT_EQ(many.err.find("single sample"), std::string::npos) << many.err;
+}
+
 TEST(CliRoughEdges, HealthChecksReadinessByDefault) {
   client::cli::CliConfig config;
   ASSERT_TRUE(client::cli::ParseArgs({"health"}, &config).ok());

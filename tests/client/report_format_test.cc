@@ -130,6 +130,25 @@ TEST(ReportTable, ShowsEveryWorkloadImplementationAndEnvironment) {
   EXPECT_NE(table.find("4.04 us"), std::string::npos) << "batch 1 median in microseconds";
 }
 
+// A cold report says what the protocol read between calls on each device, and how long one
+// read took; a hot one does not.
+TEST(ReportTable, SaysWhatTheColdProtocolReadsBetweenCalls) {
+  v1::BenchmarkReport report = MakeReport();
+  v1::Device* cpu = report.add_environments()->mutable_device();
+  cpu->set_name("cpu");
+  cpu->set_kind("cpu");
+  cpu->set_l2_cache_bytes(32ull << 20);
+  cpu->set_cold_flush_bytes(64ull << 20);
+  cpu->set_cold_flush_seconds(0.0031);
+  const std::string cold = FormatReportTable(report);
+  EXPECT_NE(cold.find("Cold on cpu: reads 64.0 MiB (twice the 32.0 MiB last-level cache) "
+                      "before each timed call, outside the timed window; one read took 3.10 ms"),
+            std::string::npos)
+      << cold;
+  report.mutable_protocol()->set_cache(v1::CACHE_MODE_HOT);
+  EXPECT_EQ(FormatReportTable(report).find("Cold on cpu"), std::string::npos);
+}
+
 TEST(ReportTable, SaysHowManyCallsOfASubmissionWereChecked) {
   v1::BenchmarkReport report = MakeReport();
   report.mutable_results(0)->set_calls_checked(60);  // fused at batch 1

@@ -531,6 +531,15 @@ class Checker:
                       f"{sorted(PRODUCTS.values())} (the binaries carry sm_90a / sm_100a only)")
         if expressions.get("kubernetes.io/arch", {}).get("values") != ["amd64"]:
             self.fail("fleet-validation Jobs must require kubernetes.io/arch amd64")
+        # Its results reach the results store, and its server runs no job of the fleet's queue.
+        script = " ".join(job_pod["containers"][0].get("args", []))
+        for flag in ("--results-db", "--queue-workers 0"):
+            if flag not in script:
+                self.fail(f"fleet-validation Jobs' server needs {flag}")
+        job_env = {e["name"]: e for e in job_pod["containers"][0].get("env", [])}
+        secret = job_env.get("KERNELEVAL_RESULTS_DB", {}).get("valueFrom", {}).get("secretKeyRef", {})
+        if secret.get("name") != "kerneleval-results-db":
+            self.fail("fleet-validation Jobs take KERNELEVAL_RESULTS_DB from Secret kerneleval-results-db")
 
     # --- NetworkPolicies and images ------------------------------------------
     def check_network(self, workload):

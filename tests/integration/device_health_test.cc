@@ -79,6 +79,11 @@ double DeviceHealthy(const TestServer& t, const std::string& device) {
                      {{"device", device}});
 }
 
+double DeviceGivenUp(const TestServer& t, const std::string& device) {
+  return MetricValue(ScrapeMetrics(t.server->metrics_port()), "kerneleval_device_given_up",
+                     {{"device", device}});
+}
+
 grpc::Status RunOn(const client::KernelEvalClient& client, const std::string& device,
                    const std::string& impl = "") {
   v1::RunRequest run = SmallRun(2, 8);
@@ -177,6 +182,9 @@ TEST(DeviceHealth, ABrokenDeviceIsOutAloneAndLivenessFailsOnlyWhenEveryDeviceIs)
   EXPECT_EQ(Health(c, ""), 1);  // liveness: a restart would take cpu:1 down with it
   EXPECT_TRUE(Eventually([&] { return DeviceHealthy(t, "cpu:0") == 0; }));
   EXPECT_EQ(DeviceHealthy(t, "cpu:1"), 1);
+  // Given up, where the alert reads it (KernelevalDeviceGivenUp); the other device is not.
+  EXPECT_TRUE(Eventually([&] { return DeviceGivenUp(t, "cpu:0") == 1; }));
+  EXPECT_EQ(DeviceGivenUp(t, "cpu:1"), 0);
   const grpc::Status refused = RunOn(c, "cpu:0");
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE) << refused.error_message();
   EXPECT_NE(refused.error_message().find("out of service"), std::string::npos)

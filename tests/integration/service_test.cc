@@ -311,6 +311,10 @@ TEST_F(ServiceTest, DiscoveryListsDevicesSuitesAndImplementations) {
   EXPECT_EQ(devices.devices(0).name(), "cpu");
   EXPECT_GT(devices.devices(0).measured_copy_bytes_per_second(), 0);
   EXPECT_EQ(devices.devices(0).queue_capacity(), 64u);
+  // What the cold protocol reads between calls, and how long one read took at warm-up.
+  EXPECT_EQ(devices.devices(0).cold_flush_bytes(), 2 * devices.devices(0).l2_cache_bytes());
+  EXPECT_GT(devices.devices(0).cold_flush_bytes(), 0u);
+  EXPECT_GT(devices.devices(0).cold_flush_seconds(), 0);
   v1::ListSuitesResponse suites;
   ASSERT_TRUE(client().ListSuites(&suites).ok());
   std::vector<std::string> names;

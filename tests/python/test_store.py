@@ -274,3 +274,24 @@ def test_a_queued_benchmark_is_watched_to_its_end_and_stored(client):
     assert ended.value.code == grpc.StatusCode.FAILED_PRECONDITION
     with pytest.raises(ValueError, match="priority: 'urgent'"):
         client.enqueue(suite, priority="urgent")
+
+
+def test_bench_compare_to_previous_is_the_nightly_gate(client, runs):
+    """bench(compare_to="previous") as `kerneleval bench --compare-to previous`: the new run
+    against the newest complete run of the same suite content and protocol."""
+    suite = kerneleval.custom_suite(SUITE, [1, 257], 64, dtype="fp32")
+    report = client.bench(
+        suite, implementations=["cpu_fused", "cpu_unfused"], device="cpu", warmup=1,
+        repetitions=8, compare_to="previous", threshold=0.5,
+    )
+    comparison = report.comparison
+    assert isinstance(comparison, kerneleval.Comparison)
+    # An earlier run of the same content and protocol, against this one.
+    assert comparison.baseline_run and comparison.baseline_run != report.run_id
+    assert comparison.proto.candidate_run == report.run_id
+    assert comparison.baseline_protocol == comparison.candidate_protocol == "cold_custom"
+    # Every row the baseline had is compared (an earlier test's run may hold one implementation
+    # only; rows new in this run have nothing to compare with).
+    table = comparison.to_pandas()
+    assert len(table) >= 2 and set(table.implementation) <= {"cpu_fused", "cpu_unfused"}
+    assert not comparison.missing

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import warnings
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
@@ -268,6 +269,8 @@ class Client:
         on_progress: Optional[ProgressCallback] = None,
         timeout: Optional[float] = None,
         on_started: Optional[Callable[[pb.BenchmarkStarted], None]] = None,
+        compare_to: str = "",
+        threshold: float = 0.01,
     ) -> BenchReport:
         """Runs a benchmark suite, calling `on_progress` once per workload as results stream in.
 
@@ -283,6 +286,10 @@ class Client:
             timeout: the whole run's deadline in seconds (default: the client's).
             on_started: called once with the kerneleval.v1.BenchmarkStarted event (the run
                 id, the workload count, the devices) before any workload is measured.
+            compare_to: after the run, compare it with this run id, or with "previous" (the
+                newest complete run of the same suite content and protocol), as `kerneleval
+                bench --compare-to`: the report's `comparison` (a `Comparison`; its
+                `fails()` is the nightly gate) at `threshold`. "": no comparison.
 
         Returns:
             The report: `rows()`, `summaries()`, `to_pandas()`, and `proto`.
@@ -299,7 +306,26 @@ class Client:
         stream = self._stub.Benchmark(
             request, timeout=timeout or self._timeout, metadata=self._metadata
         )
-        return read_report(stream, request, on_started, on_progress)
+        report = read_report(stream, request, on_started, on_progress)
+        if compare_to:
+            if not report.run_id:
+                raise ValueError("compare_to: the server keeps no results store; nothing to compare")
+            self._wait_until_stored(report.run_id)
+            report.comparison = self.compare(
+                compare_to, report.run_id, threshold=threshold, timeout=timeout
+            )
+        return report
+
+    def _wait_until_stored(self, run_id: str, seconds: float = 30.0) -> None:
+        """The store writes a report on its own thread after the Benchmark answer: waits until
+        history lists the run, as `kerneleval bench --compare-to` does."""
+        give_up = time.monotonic() + seconds
+        while len(self.history(runs=True, run_id=run_id)) == 0:
+            if time.monotonic() > give_up:
+                raise KernelEvalError(
+                    grpc.StatusCode.DEADLINE_EXCEEDED, f"run {run_id} was not stored within 30 s"
+                )
+            time.sleep(0.1)
 
     def devices(self, timeout: Optional[float] = None) -> List[pb.Device]:
         """The server's devices (kerneleval.v1.Device: name, kind, model, peak bandwidth, ...)."""

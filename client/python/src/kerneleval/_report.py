@@ -113,6 +113,8 @@ class BenchReport:
 
     def __init__(self, proto: pb.BenchmarkReport) -> None:
         self.proto = proto
+        # Set by `Client.bench(compare_to=...)`: the run against its baseline (a Comparison).
+        self.comparison: Optional[Any] = None
 
     @property
     def suite(self) -> str:
