@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "client/param_args.h"
 #include "client/text_table.h"
 #include "common/enum_names.h"
 
@@ -123,6 +124,18 @@ absl::StatusOr<v1::SubmissionSpec> BuildSubmissionSpec(const SubmitSpec& f) {
     if (f.cluster_x > 1) k->mutable_cluster()->set_x(f.cluster_x);
     k->set_pdl(f.pdl);
   }
+  for (const std::string& text : f.args) {
+    absl::StatusOr<ParsedParamArg> arg = ParseParamArg(text);
+    if (!arg.ok()) return arg.status();
+    if (arg->kernel >= plan->kernels_size()) {
+      return absl::InvalidArgumentError(absl::StrCat("--arg '", text.substr(0, 48), "': kernel ",
+                                                     arg->kernel, " of a plan of ",
+                                                     plan->kernels_size()));
+    }
+    for (int i = 0; i < plan->kernels_size(); ++i) {
+      if (arg->kernel < 0 || arg->kernel == i) *plan->mutable_kernels(i)->add_params() = arg->param;
+    }
+  }
   const std::optional<v1::DType> dtype = ParseDTypeName(f.dtype);
   if (!dtype) return absl::InvalidArgumentError("--dtype: bf16, fp16 or fp32");
   spec.set_dtype(*dtype);
@@ -162,6 +175,10 @@ std::string FormatSubmission(const v1::Submission& s, bool with_log) {
                   absl::StrCat(k.stack_frame_bytes()), l.pdl() ? "yes" : "no"});
   }
   absl::StrAppend(&out, table.Render());
+  for (const v1::KernelLaunch& l : s.spec().launch_plan().kernels()) {
+    if (l.params().empty()) continue;
+    absl::StrAppend(&out, "  ", l.entry(), " takes ", FormatParamBinding(l), "\n");
+  }
   if (with_log && !d.log().empty()) absl::StrAppend(&out, "\nNVRTC log:\n", d.log());
   return out;
 }

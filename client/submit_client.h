@@ -58,6 +58,8 @@ struct SubmitSpec {
   std::string device;
   bool fast_math = false;
   std::vector<std::string> defines;  // NAME or NAME=VALUE
+  // The kernels' own parameter lists, in order: [K:]NAME=VALUE (client/param_args.h).
+  std::vector<std::string> args;
 };
 
 // Reads the source and builds the request's spec. INVALID_ARGUMENT naming the flag for

@@ -95,6 +95,11 @@ void AddSubmitCommands(CLI::App* app, SubmitFlags* f) {
   submit->add_flag("--fast-math", s->fast_math, "--use_fast_math");
   submit->add_option("--define", s->defines, "-D NAME[=VALUE] (repeatable)")
       ->allow_extra_args(false);
+  submit->add_option("--arg", s->args,
+                     "A parameter of the kernel's own list, in order: [K:]NAME=VALUE, VALUE one "
+                     "of hidden_states, residual, weight, output, residual_out, *_stride, batch, "
+                     "hidden, eps, inv_hidden, sm_count, plan_scratch, null, abi_params, int:N, "
+                     "float:X, scratch:BYTES (repeatable; none: the struct ABI)");
   submit->add_option("--description", s->description, "Free text");
   submit->add_flag("--log", f->show_log, "Print the NVRTC log on success too");
   submit->add_option("--suite", f->suite, "Then benchmark this suite with the submission ranked");

@@ -49,6 +49,13 @@ if [ -n "$cupti" ]; then
     if [ -f "$cupti_dir/$lib" ]; then cp -L "$cupti_dir/$lib" "$bundle/lib/"; fi
   done
 fi
+# The Triton example's PTX and its `kerneleval submit` flags (scripts/gpu-cheat-matrix.sh ranks
+# it), compiled here by the Python tests' Triton: the GPU machine's own Triton is another
+# version, and the service takes PTX from any.
+python=${PYTHON:-build/python-venv/bin/python}
+if "$python" -c 'import triton, kerneleval.triton' 2>/dev/null; then
+  "$python" examples/submissions/triton/add_rmsnorm.py --emit "$bundle/triton" 2>/dev/null
+fi
 if [ -n "${FLASHINFER_INCLUDE:-}" ]; then
   nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -gencode arch=compute_90a,code=sm_90a \
     -gencode arch=compute_100a,code=sm_100a -I"$FLASHINFER_INCLUDE" \

@@ -38,6 +38,14 @@ for spec in "naive $ex/naive_block_per_row.cu naive_block_per_row 256 1" \
   say "$name: $("${cli[@]}" submit --source "$src" --name "$name" --entry "$entry" --block "$block" \
     --rows-per-block "$rows" --dtype bf16 $extra 2>&1 | tr '\n' ' ' | cut -c1-160)"
 done
+# The Triton example, registered from its PTX with its own parameter list (gpu-bundle.sh).
+triton=()
+if [ -f "$bundle/triton/add_rmsnorm.flags" ]; then
+  read -ra flags <"$bundle/triton/add_rmsnorm.flags"
+  say "triton_add_rmsnorm: $("${cli[@]}" submit --source "$bundle/triton/add_rmsnorm_sm_90a.ptx" \
+    --name triton_add_rmsnorm --dtype bf16 "${flags[@]}" 2>&1 | tr '\n' ' ' | cut -c1-400)"
+  triton=(triton_add_rmsnorm)
+fi
 say '```'
 
 impls=(--impl cuda_fused)
@@ -104,13 +112,12 @@ say "matrix exit: ${PIPESTATUS[0]}"
 [ "${EXAMPLES:-1}" = 0 ] && { stop_server; exit 0; }
 section "The examples beside the built-in, every call checked: all ranked"
 say '```'
-quiet_bench examples_cold --impl cuda_fused --impl naive --impl warp_per_row \
-  --impl fused_rows_vec16 --cold
-quiet_bench examples_graph --impl cuda_fused --impl naive --impl warp_per_row \
-  --impl fused_rows_vec16 --hot --graph --graph-calls 20
+examples=(cuda_fused naive warp_per_row fused_rows_vec16 "${triton[@]}")
+quiet_bench examples_cold "${examples[@]/#/--impl=}" --cold
+quiet_bench examples_graph "${examples[@]/#/--impl=}" --hot --graph --graph-calls 20
 for r in examples_cold examples_graph; do
-  python3 scripts/check_expectations.py "$out/$r.json" --ranked cuda_fused naive warp_per_row \
-    fused_rows_vec16 | sed "s/^/$r: /" | tee -a "$log"
+  python3 scripts/check_expectations.py "$out/$r.json" --ranked "${examples[@]}" |
+    sed "s/^/$r: /" | tee -a "$log"
 done
 say '```'
 stop_server

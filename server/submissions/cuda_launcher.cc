@@ -4,6 +4,7 @@
 #include "server/cuda/cuda_driver.h"
 #include "server/submissions/abi_flags.h"
 #include "server/submissions/launch_plan.h"
+#include "server/submissions/param_binding.h"
 #include "server/submissions/source_rules.h"
 
 namespace kerneleval::server::submissions {
@@ -61,36 +62,6 @@ CudaModule& CudaModule::operator=(CudaModule&& o) noexcept {
 }
 
 CudaModule::~CudaModule() { Unload(m_); }
-
-kerneleval_params MakeParams(const FusedAddRmsNormArgs& a, void* scratch,
-                             std::int64_t scratch_bytes, int sm_count, int index, int count) {
-  kerneleval_params p = {};
-  p.hidden_states = a.hidden_states;
-  p.residual = a.residual;
-  p.weight = a.weight;
-  p.output = a.output;
-  p.residual_out = WritesResidual(a.mode) ? a.residual_out : nullptr;
-  p.scratch = scratch;
-  p.batch = a.batch;
-  p.hidden = a.hidden;
-  // Tensors are contiguous rows today; the strides let that change without a new ABI.
-  p.hidden_states_stride = a.hidden;
-  p.residual_stride = a.hidden;
-  p.output_stride = a.hidden;
-  p.residual_out_stride = p.residual_out != nullptr ? a.hidden : 0;
-  p.scratch_bytes = scratch != nullptr ? scratch_bytes : 0;
-  p.eps = a.eps;
-  // As the built-in's launcher computes it (kernels/cuda/fused_add_rmsnorm.cu).
-  p.inv_hidden = 1.0f / static_cast<float>(a.hidden);
-  p.dtype = static_cast<int>(a.dtype);  // DType and the ABI share 0, 1, 2
-  p.mode = static_cast<int>(a.mode);
-  p.sm_count = sm_count;
-  p.kernel_index = index;
-  p.num_kernels = count;
-  p.flags = AbiFlags(a, scratch);
-  p.abi_version = KERNELEVAL_ABI_VERSION;
-  return p;
-}
 
 absl::StatusOr<std::unique_ptr<SubmissionLauncher>> SubmissionLauncher::Load(
     const v1::Submission& submission, const std::string& cubin) {
@@ -152,7 +123,9 @@ absl::Status SubmissionLauncher::LoadModule() {
   const CudaDriver& cu = *driver_;
   const v1::LaunchPlan& plan = submission_.spec().launch_plan();
   functions_.clear();
+  param_bytes_.clear();
   module_ = CudaModule();  // the old module goes first: both never hold state at once
+  if (absl::Status s = ZeroScratchParams(); !s.ok()) return s;
   CUmodule module = nullptr;
   KE_CU_RETURN_IF_ERROR(cu.ModuleLoadData(&module, cubin_.data()));
   module_ = CudaModule(module);
@@ -160,18 +133,24 @@ absl::Status SubmissionLauncher::LoadModule() {
     const std::string& lowered = submission_.diagnostics().kernels(i).lowered_name();
     CUfunction f = nullptr;
     KE_CU_RETURN_IF_ERROR(cu.ModuleGetFunction(&f, module, lowered.c_str()));
-    std::size_t offset = 0, size = 0;
-    KE_CU_RETURN_IF_ERROR(cu.FuncGetParamInfo(f, 0, &offset, &size));
-    if (const int old = OldAbiVersion(static_cast<long long>(size)); old != 0) {
+    // The module's own parameter records, checked against the binding as the PTX was at
+    // registration: a record stored by another server or an older build is not trusted.
+    std::vector<long long> sizes;
+    for (std::size_t j = 0;; ++j) {
+      std::size_t offset = 0, size = 0;
+      const CUresult r = cu.FuncGetParamInfo(f, j, &offset, &size);
+      if (r == CUDA_ERROR_INVALID_VALUE) break;
+      KE_CU_RETURN_IF_ERROR(r);
+      sizes.push_back(static_cast<long long>(size));
+      if (sizes.size() > static_cast<std::size_t>(kMaxKernelParams)) break;
+    }
+    const std::string field = absl::StrCat("launch_plan.kernels[", i, "]");
+    if (plan.kernels(i).params().empty() && sizes.size() == 1 && OldAbiVersion(sizes[0]) != 0) {
       return absl::FailedPreconditionError(
-          OldAbiRefusal(absl::StrCat("launch_plan.kernels[", i, "].entry"), lowered, old));
+          OldAbiRefusal(field + ".entry", lowered, OldAbiVersion(sizes[0])));
     }
-    if (size != KERNELEVAL_PARAMS_BYTES ||
-        cu.FuncGetParamInfo(f, 1, &offset, &size) != CUDA_ERROR_INVALID_VALUE) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("launch_plan.kernels[", i, "].entry: ", Quote(lowered),
-                       " does not take exactly one kerneleval_params"));
-    }
+    if (absl::Status s = CheckParamSizes(plan.kernels(i), sizes, field); !s.ok()) return s;
+    param_bytes_.emplace_back(sizes.begin(), sizes.end());
     const std::uint32_t smem = plan.kernels(i).dynamic_smem_bytes();
     if (smem > 48 * 1024) {  // above 48 KiB a kernel must opt in
       KE_CU_RETURN_IF_ERROR(cu.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -188,6 +167,35 @@ absl::Status SubmissionLauncher::LoadModule() {
 
 absl::Status SubmissionLauncher::Reload() { return LoadModule(); }
 
+absl::Status SubmissionLauncher::ZeroScratchParams() {
+  const v1::LaunchPlan& plan = submission_.spec().launch_plan();
+  if (scratch_pointers_.empty()) {  // first load: one buffer per scratch parameter
+    scratch_pointers_.resize(plan.kernels_size());
+    for (int i = 0; i < plan.kernels_size(); ++i) {
+      for (const std::uint64_t bytes : ScratchParamBytes(plan.kernels(i))) {
+        CudaDeviceMemory memory;
+        if (cudaError_t e = CudaDeviceMemory::Allocate(bytes, &memory); e != cudaSuccess) {
+          return absl::ResourceExhaustedError(absl::StrCat("launch_plan.kernels[", i,
+                                                           "].params: a scratch of ", bytes,
+                                                           " bytes: ", cudaGetErrorName(e)));
+        }
+        scratch_pointers_[i].push_back(memory.get());
+        scratch_sizes_.push_back(bytes);
+        scratch_memory_.push_back(std::move(memory));
+      }
+    }
+  }
+  // Zeroed at every load, so that nothing a kernel leaves there outlives its phase.
+  for (std::size_t j = 0; j < scratch_memory_.size(); ++j) {
+    if (cudaError_t e = cudaMemset(scratch_memory_[j].get(), 0, scratch_sizes_[j]);
+        e != cudaSuccess) {
+      return absl::InternalError(
+          absl::StrCat("cudaMemset of a scratch parameter: ", cudaGetErrorName(e)));
+    }
+  }
+  return absl::OkStatus();
+}
+
 cudaError_t SubmissionLauncher::Launch(const FusedAddRmsNormArgs& args, void* scratch,
                                        cudaStream_t stream) const {
   const v1::SubmissionSpec& spec = submission_.spec();
@@ -201,13 +209,21 @@ cudaError_t SubmissionLauncher::Launch(const FusedAddRmsNormArgs& args, void* sc
           ? args.batch * args.hidden * static_cast<std::int64_t>(ElementSize(args.dtype))
           : 0;
   const v1::LaunchPlan& plan = spec.launch_plan();
+  CallValues call;
+  call.args = &args;
+  call.plan_scratch = needs_scratch() ? scratch : nullptr;
+  call.plan_scratch_bytes = scratch_bytes;
+  call.sm_count = sm_count_;
+  call.kernel_count = plan.kernels_size();
   for (int i = 0; i < plan.kernels_size(); ++i) {
     const v1::KernelLaunch& k = plan.kernels(i);
     const absl::StatusOr<std::int64_t> grid = GridFor(k, args.batch, sm_count_);
     if (!grid.ok()) return cudaErrorInvalidConfiguration;
-    kerneleval_params params = MakeParams(args, needs_scratch() ? scratch : nullptr, scratch_bytes,
-                                          sm_count_, i, plan.kernels_size());
-    void* kernel_args[] = {&params};
+    call.kernel_index = i;
+    call.scratch_buffers = &scratch_pointers_[i];
+    ParamBlock params;
+    if (!BindParams(k, param_bytes_[i], call, &params)) return cudaErrorInvalidValue;
+    void** kernel_args = params.pointers();
     CUlaunchAttribute attrs[2] = {};
     unsigned n = 0;
     // Only a kernel that waits for its predecessor may overlap it. ValidateResources refuses

@@ -16,9 +16,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "kerneleval/kernels/cuda_owners.h"
 #include "kerneleval/kernels/fused_add_rmsnorm.h"
 #include "kerneleval/submission_abi.h"
 #include "kerneleval/v1/submissions.pb.h"
+#include "server/submissions/param_binding.h"
 
 namespace kerneleval::server {
 struct CudaDriver;
@@ -43,15 +45,13 @@ class CudaModule {
   CUmodule m_ = nullptr;
 };
 
-// The ABI parameters of one call of a plan's kernel `index`.
-kerneleval_params MakeParams(const FusedAddRmsNormArgs& args, void* scratch,
-                             std::int64_t scratch_bytes, int sm_count, int index, int count);
-
 class SubmissionLauncher {
  public:
   // Loads `cubin` into the current context (the device host's, cudaSetDevice first),
   // resolves every entry by the lowered names in `submission.diagnostics`, checks each
-  // takes one kerneleval_params (cuFuncGetParamInfo), opts in to the plan's dynamic shared
+  // takes what its binding supplies (cuFuncGetParamInfo against param_binding.h's rule: one
+  // kerneleval_params unless the plan lists the kernel's parameters), allocates the binding's
+  // scratch parameters, opts in to the plan's dynamic shared
   // memory and checks the plan against this device. INVALID_ARGUMENT for a plan the device
   // cannot run; INTERNAL for a CUDA error.
   static absl::StatusOr<std::unique_ptr<SubmissionLauncher>> Load(const v1::Submission& submission,
@@ -63,7 +63,8 @@ class SubmissionLauncher {
   cudaError_t Launch(const FusedAddRmsNormArgs& args, void* scratch, cudaStream_t stream) const;
 
   // Unloads the module and loads the kept cubin again (entries re-resolved, attributes set
-  // again): every `__device__` variable starts from its initial value, so that a kernel
+  // again, scratch parameters zeroed): every `__device__` variable starts from its initial
+  // value, so that a kernel
   // cannot carry what it counted or saw from one measurement phase into the next. The
   // caller makes sure no launch of the old module is still queued or captured in a graph.
   absl::Status Reload();
@@ -81,12 +82,18 @@ class SubmissionLauncher {
   SubmissionLauncher() = default;
   // Loads cubin_ into module_ and resolves functions_ (Load and Reload).
   absl::Status LoadModule();
+  // Allocates the binding's scratch parameters at the first load and zeroes them at each.
+  absl::Status ZeroScratchParams();
 
   v1::Submission submission_;  // spec without source
   std::string cubin_;          // kept for Reload
   const CudaDriver* driver_ = nullptr;
   CudaModule module_;
-  std::vector<CUfunction> functions_;  // plan order
+  std::vector<CUfunction> functions_;                  // plan order
+  std::vector<std::vector<std::size_t>> param_bytes_;  // per kernel, from the module
+  std::vector<CudaDeviceMemory> scratch_memory_;       // every scratch parameter's buffer
+  std::vector<std::uint64_t> scratch_sizes_;           // their sizes, same order
+  std::vector<std::vector<void*>> scratch_pointers_;   // per kernel, in parameter order
   int sm_count_ = 0;
 };
 

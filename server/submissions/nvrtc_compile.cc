@@ -10,7 +10,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "kerneleval/submission_abi.h"
 #include "server/submissions/compile_output.h"
 #include "server/submissions/ptx_code.h"
 #include "server/submissions/source_rules.h"
@@ -58,43 +57,20 @@ absl::Status CheckRequest(const internal::CompileRequest& req) {
   return CheckDefines(req.defines(), "submission.options.defines");
 }
 
-// The ABI: one parameter, kerneleval_params by value.
-absl::Status CheckEntryParams(const std::string& ptx, const std::string& lowered,
-                              const std::string& entry, int index) {
-  const std::string field = absl::StrCat("submission.launch_plan.kernels[", index, "].entry");
-  const auto params = PtxEntryParamBytes(ptx, lowered);
-  if (!params.has_value()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": ", Quote(entry), " is not a __global__ function of the source"));
-  }
-  if (params->size() == 1 && OldAbiVersion((*params)[0]) != 0) {
-    return absl::InvalidArgumentError(OldAbiRefusal(field, entry, OldAbiVersion((*params)[0])));
-  }
-  if (params->size() != 1 || (*params)[0] != KERNELEVAL_PARAMS_BYTES) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(field, ": ", Quote(entry), " takes ", params->size(),
-                     " parameter(s); the ABI passes exactly one, kerneleval_params by value (",
-                     KERNELEVAL_PARAMS_BYTES, " bytes)"));
-  }
-  return absl::OkStatus();
-}
-
-// CheckEntryParams for every entry of the plan, in its order.
-absl::Status CheckAllEntryParams(const internal::CompileRequest& req, const std::string& ptx,
-                                 const std::vector<std::string>& lowered) {
-  for (int i = 0; i < req.entries_size(); ++i) {
-    if (absl::Status s = CheckEntryParams(ptx, lowered[i], req.entries(i), i); !s.ok()) return s;
-  }
-  return absl::OkStatus();
-}
-
-// Fills the per-entry figures in plan order from the ptxas lines of `log`, and whether each
-// entry of `ptx` can wait for its grid dependency (a `pdl` launch needs it).
+// Fills the per-entry figures in plan order from the ptxas lines of `log`, the size of each
+// parameter of each entry of `ptx` (the server checks them against the plan's binding), and
+// whether each entry can wait for its grid dependency (a `pdl` launch needs it).
 absl::Status FillResources(const internal::CompileRequest& req,
                            const std::vector<std::string>& lowered, const std::string& log,
                            absl::string_view ptx, v1::CompileDiagnostics* d) {
   const auto figures = ParsePtxasInfo(log);
   for (int i = 0; i < req.entries_size(); ++i) {
+    const auto params = PtxEntryParamBytes(ptx, lowered[i]);
+    if (!params.has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("submission.launch_plan.kernels[", i, "].entry: ", Quote(req.entries(i)),
+                       " is not a __global__ function of the source"));
+    }
     const auto it = figures.find(lowered[i]);
     if (it == figures.end()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -105,6 +81,7 @@ absl::Status FillResources(const internal::CompileRequest& req,
     *k = it->second;
     k->set_entry(req.entries(i));
     k->set_waits_for_grid_dependency(PtxEntryWaitsForGrid(ptx, lowered[i]).value_or(false));
+    for (const long long bytes : *params) k->add_param_bytes(bytes);
   }
   return absl::OkStatus();
 }
@@ -223,7 +200,6 @@ internal::CompileResponse CompileCuda(const internal::CompileRequest& req,
   absl::StatusOr<std::vector<std::string>> lowered = LoweredNames(program->get(), req);
   if (!lowered.ok()) return Fail(lowered.status(), log);
   const std::string ptx = ProgramPtx(program->get());
-  if (absl::Status s = CheckAllEntryParams(req, ptx, *lowered); !s.ok()) return Fail(s, log);
   std::size_t cubin_size = 0;
   if (nvrtcGetCUBINSize(program->get(), &cubin_size) != NVRTC_SUCCESS || cubin_size == 0) {
     return Fail(absl::StatusCode::kInternal, "NVRTC produced no cubin", log);
@@ -259,9 +235,6 @@ internal::CompileResponse CompilePtx(const internal::CompileRequest& req) {
                 "submission.source: PTX assembly failed; the log follows", log);
   }
   const std::vector<std::string> lowered(req.entries().begin(), req.entries().end());
-  if (absl::Status s = CheckAllEntryParams(req, req.source(), lowered); !s.ok()) {
-    return Fail(s, log);
-  }
   std::size_t cubin_size = 0;
   nvJitLinkGetLinkedCubinSize(link.get(), &cubin_size);
   std::string cubin(cubin_size, '\0');

@@ -176,15 +176,17 @@ std::map<std::string, PtxFunction> PtxFunctions(absl::string_view code) {
 
 namespace {
 
-// The element size in bytes of a PTX scalar type (.u32, .b64, .f16, ...).
+// The element size in bytes of a PTX scalar type (.u32, .b64, .f16, ...); 0 for any other
+// word (.param, .ptr, .global, .align).
 long long ScalarBytes(absl::string_view type) {
-  if (type.size() < 3) return 0;
+  if (type.size() < 3 || type[0] != '.' || !absl::StrContains("usbf", type[1])) return 0;
   long long bits = 0;
   if (!absl::SimpleAtoi(type.substr(2), &bits)) return 0;
   return bits / 8;
 }
 
-// The bytes of one parameter: ".param .align 8 .b8 k_param_0[128]" or ".param .u64 k_param_1".
+// The bytes of one parameter: ".param .align 8 .b8 k_param_0[128]", ".param .u64 k_param_1",
+// or with pointer attributes as Triton writes them, ".param .u64 .ptr .global .align 1 k_2".
 long long ParamBytes(absl::string_view param) {
   const std::vector<absl::string_view> words =
       absl::StrSplit(param, absl::ByAnyChar(" \t\r\n"), absl::SkipWhitespace());
@@ -196,7 +198,10 @@ long long ParamBytes(absl::string_view param) {
       count = 0;
     }
   }
-  return ScalarBytes(words[words.size() - 2]) * count;
+  for (std::size_t i = 0; i + 1 < words.size(); ++i) {
+    if (const long long bytes = ScalarBytes(words[i]); bytes > 0) return bytes * count;
+  }
+  return 0;
 }
 
 // The .func names of `module` whose address the code takes: each use of the name that is

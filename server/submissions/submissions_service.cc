@@ -12,6 +12,7 @@
 #include "common/submission_id.h"
 #include "server/grpc/raw_unary.h"
 #include "server/grpc/status.h"
+#include "server/submissions/param_binding.h"
 #include "server/submissions/source_rules.h"
 
 namespace kerneleval::server::submissions {
@@ -126,10 +127,28 @@ absl::Status NormalizeSpec(v1::SubmissionSpec& spec, std::size_t max_source_byte
   return absl::OkStatus();
 }
 
+// Each kernel's binding against the parameter sizes the compile read from its PTX.
+absl::Status CheckBindingAgainstPtx(const v1::LaunchPlan& plan,
+                                    const v1::CompileDiagnostics& diagnostics) {
+  for (int i = 0; i < plan.kernels_size() && i < diagnostics.kernels_size(); ++i) {
+    const auto& bytes = diagnostics.kernels(i).param_bytes();
+    if (absl::Status s = CheckParamSizes(plan.kernels(i), {bytes.begin(), bytes.end()},
+                                         absl::StrCat("submission.launch_plan.kernels[", i, "]"));
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The launch plan against the target's limits, then the defines and includes the language
 // allows.
 absl::Status CheckForTarget(const v1::SubmissionSpec& spec, const DeviceLimits& limits) {
   if (absl::Status s = ValidateLaunchPlan(spec.launch_plan(), limits, "submission.launch_plan");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ValidateParamBinding(spec.launch_plan(), "submission.launch_plan");
       !s.ok()) {
     return s;
   }
@@ -305,6 +324,10 @@ absl::StatusOr<v1::RegisterSubmissionResponse> SubmissionsService::Register(
   if (!compiled.ok()) return compiled.status();
   if (absl::Status s = ValidateResources(spec.launch_plan(), compiled->diagnostics().kernels(),
                                          *limits, "submission.launch_plan");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckBindingAgainstPtx(spec.launch_plan(), compiled->diagnostics());
       !s.ok()) {
     return s;
   }

@@ -27,6 +27,19 @@ TEST(PtxParams, SizesOfTheEntrysParameters) {
   EXPECT_FALSE(PtxEntryParamBytes(ptx, "absent").has_value());
 }
 
+TEST(PtxParams, PointerAttributesAsTritonWritesThem) {
+  // The head of an entry as Triton 3.9 emits it for sm_90a: pointers carry .ptr, a state
+  // space and an alignment before the name.
+  const char* ptx =
+      ".visible .entry add_rmsnorm(\n"
+      "\t.param .u64 .ptr .global .align 1 add_rmsnorm_param_0,\n"
+      "\t.param .u32 add_rmsnorm_param_1,\n"
+      "\t.param .f32 add_rmsnorm_param_2,\n"
+      "\t.param .u64 .ptr .global .align 16 add_rmsnorm_param_3\n"
+      ")\n{ ret; }\n";
+  EXPECT_EQ(PtxEntryParamBytes(ptx, "add_rmsnorm"), std::vector<long long>({8, 4, 4, 8}));
+}
+
 TEST(PtxParams, AnEntryInACommentIsNoEntry) {
   // The red team's module: the ABI's parameter list written in comments before the real
   // entry, which takes two pointers.

@@ -126,6 +126,79 @@ TEST(Submissions, CompileErrorsCarryTheLogWithLineNumbers) {
   EXPECT_THAT(s.error_message(), HasSubstr("undeclared_name"));
 }
 
+// A CUDA kernel that takes plain pointers and sizes, as `kerneleval submit --arg` binds them
+// (the CLI's own spec builder): registered, with the sizes the server read from its PTX.
+constexpr char kPlainParams[] =
+    "#include <cuda_bf16.h>\n"
+    "extern \"C\" __global__ void plain(const __nv_bfloat16* x, const __nv_bfloat16* r,\n"
+    "    const __nv_bfloat16* w, __nv_bfloat16* out, long long n_rows, int n_cols, float eps) {\n"
+    "  const long long row = blockIdx.x;\n"
+    "  if (row >= n_rows) return;\n"
+    "  float ss = 0.f;\n"
+    "  for (int i = threadIdx.x; i < n_cols; i += blockDim.x) {\n"
+    "    const float s = __bfloat162float(x[row * n_cols + i]) + __bfloat162float(r[row * n_cols + "
+    "i]);\n"
+    "    ss += s * s;\n"
+    "  }\n"
+    "  out[row * n_cols + threadIdx.x] = __float2bfloat16(ss * eps * __bfloat162float(w[0]));\n"
+    "}\n";
+
+absl::StatusOr<v1::SubmissionSpec> CliSpec(const std::string& name,
+                                           const std::vector<std::string>& args) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("kerneleval-plain-" + name + ".cu");
+  std::ofstream(path) << kPlainParams;
+  client::SubmitSpec flags;
+  flags.source_path = path.string();
+  flags.name = name;
+  flags.entries = {"plain"};
+  flags.block_sizes = {256};
+  flags.rows_per_block = {1};
+  flags.args = args;
+  absl::StatusOr<v1::SubmissionSpec> spec = client::BuildSubmissionSpec(flags);
+  std::filesystem::remove(path);
+  return spec;
+}
+
+TEST(Submissions, KernelsWithTheirOwnParameters) {
+  const Fixture f = StartSubmissionsServer();
+  absl::StatusOr<v1::SubmissionSpec> spec =
+      CliSpec("plain", {"x=hidden_states", "r=residual", "w=weight", "out=output", "n_rows=batch",
+                        "n_cols=hidden", "eps=eps"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  v1::RegisterSubmissionResponse r;
+  grpc::Status s = Register(f, *spec, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const v1::KernelResources& k = r.submission().diagnostics().kernels(0);
+  EXPECT_THAT(std::vector<long long>(k.param_bytes().begin(), k.param_bytes().end()),
+              ::testing::ElementsAre(8, 8, 8, 8, 8, 4, 4));
+  EXPECT_EQ(r.submission().spec().launch_plan().kernels(0).params(4).source(),
+            v1::PARAM_SOURCE_BATCH);
+  EXPECT_THAT(client::FormatSubmission(r.submission(), false),
+              HasSubstr("plain takes x=hidden_states, r=residual, w=weight, out=output, "
+                        "n_rows=batch, n_cols=hidden, eps=eps"));
+
+  // One parameter short: both counts named.
+  spec = CliSpec("short", {"x=hidden_states", "r=residual", "w=weight", "out=output",
+                           "n_rows=batch", "n_cols=hidden"});
+  ASSERT_TRUE(spec.ok());
+  s = Register(f, *spec);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("submission.launch_plan.kernels[0].params: 6 bound; 'plain' takes 7"));
+  // eps (a 4-byte float) bound to a pointer.
+  spec = CliSpec("ptr", {"x=hidden_states", "r=residual", "w=weight", "out=output", "n_rows=batch",
+                         "n_cols=hidden", "eps=null"});
+  ASSERT_TRUE(spec.ok());
+  s = Register(f, *spec);
+  EXPECT_THAT(s.error_message(), HasSubstr("params[6] ('eps'): bound to null (a pointer, 8 bytes)"
+                                           ", but the entry's parameter 6 has 4 bytes"));
+  // A value the service does not supply is refused by the CLI before any call.
+  spec = CliSpec("bad", {"x=hidden_state"});
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(spec.status().message(), HasSubstr("--arg 'x=hidden_state': unknown value"));
+}
+
 TEST(Submissions, KernelsMustTakeTheAbi) {
   const Fixture f = StartSubmissionsServer();
   const std::string wrong = "extern \"C\" __global__ void k(float* out, int n) { out[n] = 1.f; }\n";

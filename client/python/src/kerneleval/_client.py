@@ -271,6 +271,7 @@ class Client:
         on_started: Optional[Callable[[pb.BenchmarkStarted], None]] = None,
         compare_to: str = "",
         threshold: float = 0.01,
+        check_every_call: bool = False,
     ) -> BenchReport:
         """Runs a benchmark suite, calling `on_progress` once per workload as results stream in.
 
@@ -290,6 +291,8 @@ class Client:
                 newest complete run of the same suite content and protocol), as `kerneleval
                 bench --compare-to`: the report's `comparison` (a `Comparison`; its
                 `fails()` is the nightly gate) at `threshold`. "": no comparison.
+            check_every_call: check every call of the built-ins on the device too, as a
+                submission's always are (Protocol.check_every_call; CUDA devices only).
 
         Returns:
             The report: `rows()`, `summaries()`, `to_pandas()`, and `proto`.
@@ -303,6 +306,7 @@ class Client:
             suite, implementations, device, all_devices, warmup, repetitions, cache,
             cuda_graph, rotate_inputs, timer, seed, max_total_seconds,
         )
+        request.protocol.check_every_call = check_every_call
         stream = self._stub.Benchmark(
             request, timeout=timeout or self._timeout, metadata=self._metadata
         )

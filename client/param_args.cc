@@ -1,0 +1,112 @@
+#include "client/param_args.h"
+
+#include <optional>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/enum_names.h"
+
+namespace kerneleval::client {
+namespace {
+
+const google::protobuf::EnumDescriptor& Sources() { return *v1::ParamSource_descriptor(); }
+
+// A caller's text in a message: at most 48 bytes of it.
+std::string Bounded(const std::string& text) {
+  return text.size() <= 48 ? text : absl::StrCat(text.substr(0, 48), "...");
+}
+
+absl::Status Refuse(const std::string& text, const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat("--arg '", Bounded(text), "': ", why));
+}
+
+// VALUE without the ones that take an argument (int:, float:, scratch:).
+std::optional<v1::ParamSource> SourceNamed(const std::string& name) {
+  for (int i = 0; i < Sources().value_count(); ++i) {
+    const int number = Sources().value(i)->number();
+    if (number != v1::PARAM_SOURCE_UNSPECIFIED && EnumShortName(Sources(), number) == name) {
+      return static_cast<v1::ParamSource>(number);
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<std::string> ParamSourceNames() {
+  std::vector<std::string> names;
+  for (int i = 0; i < Sources().value_count(); ++i) {
+    const int number = Sources().value(i)->number();
+    if (number == v1::PARAM_SOURCE_UNSPECIFIED) continue;
+    std::string name = EnumShortName(Sources(), number);
+    if (number == v1::PARAM_SOURCE_INT) name = "int:N";
+    if (number == v1::PARAM_SOURCE_FLOAT) name = "float:X";
+    if (number == v1::PARAM_SOURCE_SCRATCH) name = "scratch:BYTES";
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
+absl::StatusOr<ParsedParamArg> ParseParamArg(const std::string& text) {
+  ParsedParamArg parsed;
+  std::string rest = text;
+  // K: a kernel index before the first ':' when it is all digits and comes before any '='.
+  if (const std::size_t colon = rest.find(':');
+      colon != std::string::npos && colon < rest.find('=') && colon > 0) {
+    int kernel = 0;
+    if (absl::SimpleAtoi(rest.substr(0, colon), &kernel)) {
+      if (kernel < 0 || kernel > 3) return Refuse(text, "a kernel index is 0 to 3");
+      parsed.kernel = kernel;
+      rest = rest.substr(colon + 1);
+    }
+  }
+  std::string value = rest;
+  if (const std::size_t eq = rest.find('='); eq != std::string::npos) {
+    parsed.param.set_name(rest.substr(0, eq));
+    value = rest.substr(eq + 1);
+  }
+  const std::string accepted =
+      absl::StrCat("give NAME=VALUE, VALUE one of ", absl::StrJoin(ParamSourceNames(), ", "));
+  const std::size_t colon = value.find(':');
+  const std::string head = absl::AsciiStrToLower(value.substr(0, colon));
+  const std::string argument = colon == std::string::npos ? "" : value.substr(colon + 1);
+  v1::KernelParam& p = parsed.param;
+  if (head == "int") {
+    std::int64_t n = 0;
+    if (!absl::SimpleAtoi(argument, &n)) return Refuse(text, "int:N takes a whole number");
+    p.set_source(v1::PARAM_SOURCE_INT);
+    p.set_int_value(n);
+  } else if (head == "float") {
+    double x = 0;
+    if (!absl::SimpleAtod(argument, &x)) return Refuse(text, "float:X takes a number");
+    p.set_source(v1::PARAM_SOURCE_FLOAT);
+    p.set_float_value(x);
+  } else if (head == "scratch") {
+    std::uint64_t bytes = 0;
+    if (!absl::SimpleAtoi(argument, &bytes)) return Refuse(text, "scratch:BYTES takes a size");
+    p.set_source(v1::PARAM_SOURCE_SCRATCH);
+    p.set_scratch_bytes(bytes);
+  } else if (const std::optional<v1::ParamSource> source = SourceNamed(head);
+             source.has_value() && colon == std::string::npos) {
+    p.set_source(*source);
+  } else {
+    return Refuse(text, absl::StrCat("unknown value '", Bounded(value), "'; ", accepted));
+  }
+  return parsed;
+}
+
+std::string FormatParamBinding(const v1::KernelLaunch& kernel) {
+  std::vector<std::string> parts;
+  for (const v1::KernelParam& p : kernel.params()) {
+    std::string value = EnumShortName(Sources(), p.source());
+    if (p.source() == v1::PARAM_SOURCE_INT) absl::StrAppend(&value, ":", p.int_value());
+    if (p.source() == v1::PARAM_SOURCE_FLOAT) absl::StrAppend(&value, ":", p.float_value());
+    if (p.source() == v1::PARAM_SOURCE_SCRATCH) absl::StrAppend(&value, ":", p.scratch_bytes());
+    parts.push_back(p.name().empty() ? value : absl::StrCat(p.name(), "=", value));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+}  // namespace kerneleval::client

@@ -1,0 +1,130 @@
+"""kerneleval.triton on a machine with no GPU: the Triton example compiles for sm_90a and
+sm_100a, its PTX registers through a real server with the parameter list bound by name, and
+wrong bindings are refused naming the parameter (on the client where the client can tell,
+by the server otherwise). A verdict needs a GPU: scripts/gpu-triton.sh."""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+import tempfile
+from typing import Iterator
+
+import grpc
+import pytest
+
+import kerneleval
+import kerneleval.triton as kt
+from kerneleval.v1 import submissions_pb2 as spb
+from server_process import Server, start_server
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "examples" / "submissions" / "triton"))
+import add_rmsnorm as example  # noqa: E402
+
+triton = pytest.importorskip("triton")
+tl = triton.language
+
+CONSTEXPRS = {"BLOCK": 2048, "STORE_RESIDUAL": False}
+
+
+@pytest.fixture(scope="module")
+def submissions_server() -> Iterator[Server]:
+    with tempfile.TemporaryDirectory(prefix="kerneleval-py-triton-") as tmp:
+        s = start_server(pathlib.Path(tmp), extra=["--submissions"])
+        try:
+            yield s
+        finally:
+            s.stop()
+
+
+def _client(server: Server) -> kerneleval.Client:
+    return kerneleval.Client(f"127.0.0.1:{server.grpc_port}", timeout=120)
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_compiles_for_each_arch_without_a_gpu(arch: str) -> None:
+    kernel = kt.compile(example.add_rmsnorm, constexprs=CONSTEXPRS, num_warps=8, arch=arch)
+    assert f".target {arch}" in kernel.ptx
+    assert f".entry {kernel.name}(" in kernel.ptx
+    assert kernel.num_warps == 8
+    sources = [spb.ParamSource.Name(p.source) for p in kernel.params]
+    assert sources == [
+        "PARAM_SOURCE_HIDDEN_STATES", "PARAM_SOURCE_RESIDUAL", "PARAM_SOURCE_WEIGHT",
+        "PARAM_SOURCE_OUTPUT", "PARAM_SOURCE_RESIDUAL_OUT", "PARAM_SOURCE_HIDDEN_STATES_STRIDE",
+        "PARAM_SOURCE_HIDDEN", "PARAM_SOURCE_EPS",
+        # Triton's global and profile scratch pointers, sized 0 by this compile.
+        "PARAM_SOURCE_NULL", "PARAM_SOURCE_NULL",
+    ]
+
+
+def test_registers_with_its_binding(submissions_server: Server) -> None:
+    with _client(submissions_server) as client:
+        verdict = kt.submit(client, example.add_rmsnorm, name="triton_add_rmsnorm",
+                            constexprs=CONSTEXPRS, num_warps=8)
+        sub = verdict.submission
+        assert sub.id.startswith("sub-")
+        assert verdict.report is None  # no suite asked for
+        kernel = sub.diagnostics.kernels[0]
+        # What the server read from the PTX: five pointers, two 32-bit ints, an fp32, and
+        # Triton's two scratch pointers.
+        assert list(kernel.param_bytes) == [8, 8, 8, 8, 8, 4, 4, 4, 8, 8]
+        assert kernel.registers > 0
+        plan = sub.spec.launch_plan.kernels[0]
+        assert plan.block_size == 256 and plan.rows_per_block == 1
+        assert [p.name for p in plan.params][:3] == ["x_ptr", "residual_ptr", "weight_ptr"]
+        assert client.get_submission("triton_add_rmsnorm").id == sub.id
+
+
+def _spec(name: str) -> spb.SubmissionSpec:
+    kernel = kt.compile(example.add_rmsnorm, constexprs=CONSTEXPRS, num_warps=8)
+    return kt.spec(kernel, name)
+
+
+def _refused(client: kerneleval.Client, spec: spb.SubmissionSpec) -> str:
+    with pytest.raises(kerneleval.KernelEvalError) as caught:
+        client.register_submission(spec)
+    assert caught.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    return str(caught.value)
+
+
+def test_wrong_bindings_are_refused_by_name(submissions_server: Server) -> None:
+    with _client(submissions_server) as client:
+        spec = _spec("count")
+        del spec.launch_plan.kernels[0].params[-1]
+        assert "kernels[0].params: 9 bound; 'add_rmsnorm' takes 10 parameter(s)" in _refused(
+            client, spec)
+
+        spec = _spec("size")
+        spec.launch_plan.kernels[0].params[6].source = spb.PARAM_SOURCE_WEIGHT
+        message = _refused(client, spec)
+        assert "params[6] ('n_cols'): bound to weight (a pointer, 8 bytes)" in message
+        assert "parameter 6 has 4 bytes" in message
+
+        spec = _spec("unknown")
+        spec.launch_plan.kernels[0].params[2].source = 99
+        assert "params[2] ('weight_ptr').source: 99 is no value the service supplies" in (
+            _refused(client, spec))
+
+        spec = _spec("scratch")
+        params = spec.launch_plan.kernels[0].params
+        params[8].source = spb.PARAM_SOURCE_SCRATCH
+        params[8].scratch_bytes = 1 << 30
+        assert "params[8] ('global_scratch').scratch_bytes: 1073741824 must be from 1 to" in (
+            _refused(client, spec))
+
+
+def test_unbound_names_are_refused_on_the_client() -> None:
+    @triton.jit
+    def odd(x_ptr, out_ptr, mystery, BLOCK: tl.constexpr):
+        i = tl.arange(0, BLOCK)
+        tl.store(out_ptr + i, tl.load(x_ptr + i) * mystery)
+
+    with pytest.raises(ValueError, match=r"no value for parameter\(s\) \['mystery'\]"):
+        kt.compile(odd, constexprs={"BLOCK": 128})
+    # Named in bindings, it compiles: a float constant.
+    kernel = kt.compile(odd, constexprs={"BLOCK": 128}, bindings={"mystery": "float:0.5"})
+    assert kernel.params[2].source == spb.PARAM_SOURCE_FLOAT
+    assert kernel.params[2].float_value == 0.5
+    with pytest.raises(ValueError, match="'nowhere'"):
+        kt.compile(odd, constexprs={"BLOCK": 128}, bindings={"nowhere": "hidden"})
