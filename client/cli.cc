@@ -87,6 +87,18 @@ void AddRunCommand(CLI::App* app, RunFlags* r) {
       run->add_option("--input", r->input, "safetensors file with hidden_states, residual, weight")
           ->check(CLI::ExistingFile);
   input->excludes(batch)->excludes(hidden)->excludes(dtype)->excludes(seed);
+  // NumPy arrays, one file each (np.save; ml_dtypes.bfloat16 too): all three or none.
+  auto* x = run->add_option("--hidden-states", r->hidden_states_npy, "hidden_states as .npy")
+                ->check(CLI::ExistingFile);
+  auto* res =
+      run->add_option("--residual", r->residual_npy, "residual as .npy")->check(CLI::ExistingFile);
+  auto* w = run->add_option("--weight", r->weight_npy, "weight as .npy")->check(CLI::ExistingFile);
+  for (CLI::Option* npy : {x, res, w}) {
+    npy->excludes(input)->excludes(batch)->excludes(hidden)->excludes(dtype)->excludes(seed);
+  }
+  x->needs(res)->needs(w);
+  res->needs(x)->needs(w);
+  w->needs(x)->needs(res);
   run->add_option("--mode", r->mode, "What the kernel writes")
       ->check(CLI::IsMember(ModeSpellings()))
       ->capture_default_str();
@@ -299,8 +311,11 @@ absl::Status Validate(const CLI::App& app, CliConfig* config) {
   for (std::string& target : config->global.targets) target = WithDefaultPort(target);
   SetRpcErrorTarget(config->global.targets.size() == 1 ? config->global.targets.front() : "");
   if (config->command == "run" && config->run.input.empty() &&
+      config->run.hidden_states_npy.empty() &&
       (config->run.batch == 0 || config->run.hidden == 0)) {
-    return absl::InvalidArgumentError("run: give --input FILE, or --batch and --hidden");
+    return absl::InvalidArgumentError(
+        "run: give --input FILE.safetensors, --hidden-states / --residual / --weight FILE.npy, "
+        "or --batch and --hidden");
   }
   if (config->command == "bench" && config->bench.suite.empty() &&
       config->bench.suite_file.empty()) {

@@ -56,8 +56,10 @@ struct RunFlags {
   int64_t hidden = 0;
   std::string dtype = "bf16";
   uint64_t seed = 200;
-  // ... or tensors hidden_states, residual, weight from a safetensors file.
+  // ... or tensors hidden_states, residual, weight from a safetensors file ...
   std::string input;
+  // ... or from three NumPy .npy files (np.save), all three given.
+  std::string hidden_states_npy, residual_npy, weight_npy;
   std::string mode = "output";
   double eps = 0;  // 0 = the server's default (1e-6).
   std::string device;

@@ -13,6 +13,7 @@
 #include "client/fanout.h"
 #include "client/interrupt_watcher.h"
 #include "client/kerneleval_client.h"
+#include "client/npy.h"
 #include "client/push.h"
 #include "client/report_format.h"
 #include "client/safetensors.h"
@@ -57,7 +58,21 @@ absl::Status BuildRunRequest(const RunFlags& flags, v1::RunRequest* request) {
   const std::optional<v1::Mode> mode = ParseModeName(flags.mode);
   if (!mode) return absl::InvalidArgumentError("--mode: unknown mode " + Quote(flags.mode));
   request->set_mode(*mode);
-  if (!flags.input.empty()) {
+  if (!flags.hidden_states_npy.empty()) {
+    for (const auto& [path, tensor] :
+         {std::pair{&flags.hidden_states_npy, request->mutable_hidden_states()},
+          {&flags.residual_npy, request->mutable_residual()},
+          {&flags.weight_npy, request->mutable_weight()}}) {
+      absl::StatusOr<v1::Tensor> read = ReadNpy(*path);
+      if (!read.ok()) return read.status();
+      *tensor = std::move(*read);
+    }
+  } else if (absl::EndsWith(flags.input, ".npy") || absl::EndsWith(flags.input, ".npz")) {
+    return absl::InvalidArgumentError(
+        flags.input +
+        ": --input takes a safetensors file; give NumPy arrays as --hidden-states, --residual "
+        "and --weight, one .npy file each");
+  } else if (!flags.input.empty()) {
     absl::StatusOr<SafetensorsFile> file = ReadSafetensors(flags.input);
     if (!file.ok()) return file.status();
     for (const char* name : {"hidden_states", "residual", "weight"}) {

@@ -169,6 +169,7 @@ absl::StatusOr<v1::ResultFilter> Filter(const ResultsFlags& f) {
   filter.set_implementation(f.implementation);
   filter.set_device_model(f.gpu);
   filter.set_run_id(f.run);
+  filter.set_protocol(f.protocol);
   auto since = ParseWhen("--since", f.since);
   if (!since.ok()) return since.status();
   auto until = ParseWhen("--until", f.until);
@@ -184,6 +185,9 @@ void AddFilterFlags(CLI::App* command, ResultsFlags* f) {
   command->add_option("--impl", f->implementation, "Implementation (or submission id)");
   command->add_option("--gpu", f->gpu, "Device model, a substring: H200");
   command->add_option("--run", f->run, "One run id");
+  command->add_option("--protocol", f->protocol,
+                      "Only results of this protocol, as labelled: cold, hot, hot_graph, "
+                      "cold_rotate, ..._custom");
   command->add_option("--since", f->since, "From this time (Unix seconds, YYYY-MM-DD, RFC 3339)");
   command->add_option("--until", f->until, "Before this time");
 }

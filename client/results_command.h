@@ -28,7 +28,8 @@ struct CliConfig;
 
 struct ResultsFlags {
   std::string suite, workload, implementation, gpu, run, device;
-  std::string protocol;  // leaderboard --protocol: a protocol label ("cold", "hot_graph")
+  // leaderboard, history, export --protocol: a protocol label ("cold", "hot_graph")
+  std::string protocol;
   std::string since, until;
   std::string baseline_since, baseline_until, candidate_since, candidate_until;
   std::vector<std::string> runs;  // compare A B / reproduce ID

@@ -31,6 +31,9 @@ mkdir -p "$bundle/bin" "$bundle/lib"
 for t in "${targets[@]}"; do
   find "$build_dir" -type f -name "$t" -perm -u+x -exec cp {} "$bundle/bin/" \;
 done
+# Debug sections left behind (a RelWithDebInfo tree's server is ~100 MB with them): a device
+# call carries at most 64 MiB.
+strip --strip-debug "$bundle"/bin/*
 # glibc, libstdc++/libgcc and the driver's libraries come from the GPU machine itself, and
 # so do NVRTC and nvJitLink (200 MB, more than a device call carries): its CUDA toolkit has
 # them (gpu-env.sh puts /usr/local/cuda/lib64 on the loader path after the bundle).

@@ -30,7 +30,8 @@ v1::SampleComparison CompareResults(const v1::StoredResult& stored, const v1::Wo
 void Tally(const v1::SampleComparison& comparison, v1::CompareResponse* response);
 
 Change ChangeOf(v1::Verdict verdict);
-// "same", "faster", "slower", "inconclusive", "incomparable", "noisy": the regressions table's words.
+// "same", "faster", "slower", "inconclusive", "incomparable", "noisy": the regressions table's
+// words.
 const char* ChangeName(Change change);
 
 }  // namespace kerneleval::server::store

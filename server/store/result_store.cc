@@ -214,6 +214,7 @@ absl::StatusOr<std::string> ResultStore::InsertRun(
   if (now == 0) now = absl::ToUnixSeconds(wall);
   const std::string run_id = report.run_id().empty() ? NewRunId() : report.run_id();
   const std::string suite_hash = SuiteHash(report.definition());
+  const std::string protocol = metrics::ProtocolLabel(report.protocol());
   v1::BenchmarkReport header = report;
   header.clear_results();
   std::map<std::string, v1::Environment> environments;
@@ -226,11 +227,11 @@ absl::StatusOr<std::string> ResultStore::InsertRun(
     if (fence) RETURN_IF_ERROR(fence(tx));
     auto run = tx.Query(
         "INSERT INTO runs (id, created_at, suite, suite_hash, server, server_version, "
-        "git_revision, complete, report_json, created_at_us) VALUES ($1, $2, $3, $4, $5, $6, "
-        "$7, $8, $9, $10)",
+        "git_revision, complete, report_json, created_at_us, protocol) VALUES ($1, $2, $3, $4, "
+        "$5, $6, $7, $8, $9, $10, $11)",
         {run_id, now, report.suite(), suite_hash, options_.server_name, options_.server_version,
          options_.git_revision, std::int64_t{report.complete() ? 1 : 0}, ToJson(header),
-         created_at_us});
+         created_at_us, protocol});
     if (!run.ok()) return run.status();
     for (int i = 0; i < report.results_size(); ++i) {
       v1::WorkloadResult r = report.results(i);
@@ -244,8 +245,8 @@ absl::StatusOr<std::string> ResultStore::InsertRun(
           "INSERT INTO results (id, run_id, created_at, suite, workload, implementation, "
           "submission_hash, device, device_model, device_uuid, status, median_seconds, sol_ratio, "
           "sample_count, seed, result_json, samples, downsampled, owner, sol_peak_source, "
-          "sol_peak_bytes_per_second) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
-          "$13, $14, $15, $16, $17, 0, $18, $19, $20)",
+          "sol_peak_bytes_per_second, protocol) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
+          "$11, $12, $13, $14, $15, $16, $17, 0, $18, $19, $20, $21)",
           {absl::StrCat(run_id, "/", i),
            run_id,
            now,
@@ -265,7 +266,8 @@ absl::StatusOr<std::string> ResultStore::InsertRun(
            SamplesToJson(samples),
            owner,
            std::int64_t{PeakOf(r).source},
-           PeakOf(r).bytes_per_second});
+           PeakOf(r).bytes_per_second,
+           protocol});
       if (!row.ok()) return row.status();
     }
     return absl::OkStatus();

@@ -7,6 +7,7 @@
 #include <ctime>
 
 #include "absl/strings/str_cat.h"
+#include "server/store/protocol_labels.h"
 #include "server/store/result_store.h"
 #include "server/store/sol_peaks.h"
 
@@ -20,6 +21,7 @@ constexpr std::chrono::milliseconds kMaxBackoff{30000};
 
 absl::Status ResultStore::Prepare() {
   if (absl::Status s = Migrate(db_.get()); !s.ok()) return s;
+  if (absl::Status s = FillProtocolLabels(db_.get()); !s.ok()) return s;
   return FillStoredPeaks(db_.get());
 }
 

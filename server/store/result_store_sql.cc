@@ -43,6 +43,7 @@ std::string Where(const v1::ResultFilter& f, const Viewer& viewer, std::vector<S
     terms.push_back(absl::StrCat("r.device_model LIKE $", params->size(), kLikeEscape));
   }
   if (!f.run_id().empty()) add("r.run_id =", f.run_id());
+  if (!f.protocol().empty()) add("r.protocol =", f.protocol());
   if (f.since_unix_seconds() != 0) add("r.created_at >=", f.since_unix_seconds());
   if (f.until_unix_seconds() != 0) add("r.created_at <", f.until_unix_seconds());
   if (terms.empty()) return "";

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/bounded_text.h"
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
+#include "metrics/report_metrics.h"
 #include "server/grpc/raw_unary.h"
 #include "server/grpc/status.h"
 #include "server/store/comparability.h"
@@ -44,6 +45,12 @@ grpc::Status CheckFilter(const v1::ResultFilter& f) {
         {"filter.device_model", &f.device_model()},
         {"filter.run_id", &f.run_id()}}) {
     if (grpc::Status s = CheckName(field, *value); !s.ok()) return s;
+  }
+  if (!f.protocol().empty() && !metrics::IsProtocolLabel(f.protocol())) {
+    return Invalid(absl::StrCat(
+        "filter.protocol: ", Quote(f.protocol()),
+        " is not a protocol label: hot or cold, then _graph, _rotate, _custom as measured "
+        "(\"cold\", \"hot_graph\", \"cold_rotate_custom\")"));
   }
   return CheckWindow("filter", f.since_unix_seconds(), f.until_unix_seconds());
 }

@@ -8,15 +8,19 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
 #include "client/cli.h"
+#include "client/safetensors.h"
 #include "test_server.h"
 
 namespace kerneleval::testing {
@@ -119,6 +123,83 @@ TEST(CliRoughEdges, RunOfOneTimedCallSaysItIsASingleSample) {
                             "--warmup", "2", "--repetitions", "5"});
   EXPECT_EQ(many.rc, 0) << many.err;
   EXPECT_EQ(many.err.find("single sample"), std::string::npos) << many.err;
+}
+
+// A .npy file as np.save writes a C-ordered float32 array (format 1.0): the magic, the
+// header padded with spaces to a multiple of 64 bytes with a newline, the data.
+std::string NpyFloat32(const std::vector<int64_t>& shape, const std::vector<float>& values) {
+  std::string dims;
+  for (int64_t d : shape) dims += std::to_string(d) + ", ";
+  if (shape.size() > 1) dims.resize(dims.size() - 2);
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string bytes = std::string("\x93NUMPY\x01\x00", 8);
+  bytes += static_cast<char>(header.size() & 0xff);
+  bytes += static_cast<char>(header.size() >> 8);
+  bytes += header;
+  bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  return bytes;
+}
+
+TEST(CliRoughEdges, RunTakesNumpyArrays) {
+  TestServer t = StartServer();
+  const std::string dir = ::testing::TempDir();
+  const int64_t batch = 3, hidden = 8;
+  std::vector<float> x(batch * hidden), r(batch * hidden), w(hidden);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
+    r[i] = 0.125f * static_cast<float>(i % 5);
+  }
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = 1.0f + 0.1f * static_cast<float>(i);
+  for (const auto& [name, shape, values] :
+       {std::tuple{"x", std::vector<int64_t>{batch, hidden}, &x},
+        {"r", std::vector<int64_t>{batch, hidden}, &r},
+        {"w", std::vector<int64_t>{hidden}, &w}}) {
+    std::ofstream(dir + "/" + name + ".npy", std::ios::binary) << NpyFloat32(shape, *values);
+  }
+  const std::string out = dir + "/npy-out.safetensors";
+  const Outcome o =
+      Cli({"--target", t.target(), "run", "--hidden-states", dir + "/x.npy", "--residual",
+           dir + "/r.npy", "--weight", dir + "/w.npy", "--eps", "1e-6", "--output", out});
+  ASSERT_EQ(o.rc, 0) << o.err;
+  absl::StatusOr<client::SafetensorsFile> file = client::ReadSafetensors(out);
+  ASSERT_TRUE(file.ok()) << file.status();
+  const v1::Tensor& y = file->tensors.at("output");
+  ASSERT_EQ(y.data().size(), x.size() * sizeof(float));
+  // The fp64 reference, computed here from the same numbers.
+  for (int64_t b = 0; b < batch; ++b) {
+    double ss = 0;
+    for (int64_t i = 0; i < hidden; ++i) {
+      const double s = double{x[b * hidden + i]} + double{r[b * hidden + i]};
+      ss += s * s;
+    }
+    const double rstd = 1.0 / std::sqrt(ss / hidden + 1e-6);
+    for (int64_t i = 0; i < hidden; ++i) {
+      float got = 0;
+      std::memcpy(&got, y.data().data() + (b * hidden + i) * sizeof(float), sizeof got);
+      const double want =
+          (double{x[b * hidden + i]} + double{r[b * hidden + i]}) * rstd * double{w[i]};
+      EXPECT_NEAR(got, want, 1e-5 * std::max(1.0, std::abs(want))) << b << "," << i;
+    }
+  }
+  // A .npy given where a safetensors file goes is named, with the flags that take it.
+  const Outcome wrong = Cli({"--target", t.target(), "run", "--input", dir + "/x.npy"});
+  EXPECT_NE(wrong.rc, 0);
+  EXPECT_NE(wrong.err.find("--input takes a safetensors file; give NumPy arrays as "
+                           "--hidden-states, --residual and --weight"),
+            std::string::npos)
+      << wrong.err;
+  // An array of a dtype the service does not take is refused naming the file.
+  std::string f64 = NpyFloat32({2}, {1.f, 2.f, 3.f, 4.f});
+  f64.replace(f64.find("<f4"), 3, "<f8");
+  std::ofstream(dir + "/f64.npy", std::ios::binary) << f64;
+  const Outcome bad = Cli({"--target", t.target(), "run", "--hidden-states", dir + "/f64.npy",
+                           "--residual", dir + "/r.npy", "--weight", dir + "/w.npy"});
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.err.find("f64.npy: not a .npy file the service takes: dtype '<f8'"),
+            std::string::npos)
+      << bad.err;
 }
 
 TEST(CliRoughEdges, HealthChecksReadinessByDefault) {

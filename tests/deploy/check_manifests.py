@@ -749,25 +749,55 @@ def check_unhealthy_gpus(script):
     return problems
 
 
+def render_with_component(resources, component):
+    """The documents of an overlay of `resources` with `component`, rendered from a copy of
+    deploy/k8s (kustomize takes only relative paths); a RenderError says why not."""
+    with tempfile.TemporaryDirectory() as temp:
+        k8s = pathlib.Path(temp) / "k8s"
+        shutil.copytree(REPO / "deploy/k8s", k8s)
+        overlay = k8s / "overlays" / f"with-{component}"
+        overlay.mkdir()
+        (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+            "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+            "resources": resources, "components": [f"../../components/{component}"]}),
+            encoding="utf-8")
+        documents, _ = render(overlay, allow_sources=False)
+        return documents
+
+
+def check_submissions_component():
+    """The optional submissions component, added to an overlay, turns submissions on in every
+    pool pod with a per-owner limit, and leaves the results database the store they live in."""
+    if not find_kubectl():
+        return []
+    try:
+        documents = render_with_component(["../../base"], "submissions")
+    except RenderError as error:
+        return [f"the submissions component does not render: {error}"]
+    for doc in documents:
+        if doc["kind"] == "DaemonSet" and doc["metadata"]["name"] == "kerneleval":
+            args = doc["spec"]["template"]["spec"]["containers"][0]["args"]
+            problems = []
+            if "--submissions" not in args:
+                problems.append("the submissions component must pass --submissions")
+            if "--max-submissions-per-owner" not in args:
+                problems.append("the submissions component must bound each owner's submissions")
+            if "--results-db" not in args:
+                problems.append("with submissions on, the pool must keep --results-db (where "
+                                "a fleet's submissions live)")
+            return problems
+    return ["the submissions component's render has no kerneleval DaemonSet"]
+
+
 def check_kueue_component():
     """The optional Kueue component, added to an overlay, hands the CronJob a queue name (and so
     every Job it creates the kueue.x-k8s.io/queue-name label; check_unhealthy_gpus)."""
     if not find_kubectl():
         return []
-    with tempfile.TemporaryDirectory() as temp:
-        # kustomize takes only relative paths: the overlay goes into a copy of deploy/k8s.
-        k8s = pathlib.Path(temp) / "k8s"
-        shutil.copytree(REPO / "deploy/k8s", k8s)
-        overlay = k8s / "overlays" / "kueue"
-        overlay.mkdir()
-        (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
-            "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
-            "resources": ["../../fleet-validation"], "components": ["../../components/kueue"]}),
-            encoding="utf-8")
-        try:
-            documents, _ = render(overlay, allow_sources=False)
-        except RenderError as error:
-            return [f"the Kueue component does not render: {error}"]
+    try:
+        documents = render_with_component(["../../fleet-validation"], "kueue")
+    except RenderError as error:
+        return [f"the Kueue component does not render: {error}"]
     for doc in documents:
         if doc["kind"] == "CronJob" and doc["metadata"]["name"] == "kerneleval-fleet-validation":
             env = {e["name"]: e.get("value") for e in
@@ -789,7 +819,8 @@ def main(argv=None):
         return 77
 
     failed = False
-    for problem in check_product_labels() + check_fleet_validation() + check_kueue_component():
+    for problem in (check_product_labels() + check_fleet_validation() + check_kueue_component()
+                    + check_submissions_component()):
         print(f"deploy: {problem}", file=sys.stderr)
         failed = True
     for directory in args.directories:

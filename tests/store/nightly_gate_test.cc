@@ -219,6 +219,25 @@ TEST(NightlyGate, ComparesToThePreviousRunPassesAnAAPairAndFailsA2xSlowdown) {
     EXPECT_EQ(
         RunCli(dir, {"--target", t.target(), "compare", first, cold_run, "--fail-on", "none"}).rc,
         client::kExitOk);
+    // History and export by protocol: "the previous comparable run" is a question the store
+    // answers, and the other protocol's run is not in the answer.
+    const Process hot_runs =
+        RunCli(dir, {"--target", t.target(), "history", "--runs", "--protocol", "hot_custom"});
+    ASSERT_EQ(hot_runs.rc, client::kExitOk) << hot_runs.err;
+    EXPECT_NE(hot_runs.out.find(first), std::string::npos) << hot_runs.out;
+    EXPECT_NE(hot_runs.out.find(second), std::string::npos) << hot_runs.out;
+    EXPECT_EQ(hot_runs.out.find(cold_run), std::string::npos) << hot_runs.out;
+    const Process cold_rows = RunCli(
+        dir, {"--target", t.target(), "export", "--format", "csv", "--protocol", "cold_custom"});
+    ASSERT_EQ(cold_rows.rc, client::kExitOk) << cold_rows.err;
+    EXPECT_EQ(Matches(cold_rows.out, R"((cold_custom))").size(), 2u) << cold_rows.out;
+    EXPECT_EQ(cold_rows.out.find(first), std::string::npos) << cold_rows.out;
+    const Process unknown =
+        RunCli(dir, {"--target", t.target(), "history", "--protocol", "lukewarm"});
+    EXPECT_NE(unknown.rc, client::kExitOk);
+    EXPECT_NE(unknown.err.find("filter.protocol: 'lukewarm' is not a protocol label"),
+              std::string::npos)
+        << unknown.err;
     t.server->Shutdown(absl::Seconds(5));  // the writer drains its queue on the way down
     t.server.reset();
   }

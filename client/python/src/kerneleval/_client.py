@@ -401,6 +401,7 @@ class Client:
         include_samples: bool = False,
         complete: bool = False,
         timeout: Optional[float] = None,
+        protocol: str = "",
     ) -> pd.DataFrame:
         """Stored results, newest first, as `kerneleval history`: one row per result, or
         with `runs=True` one row per run (run_id, time, suite, results, complete, ...).
@@ -408,7 +409,8 @@ class Client:
         Filters: `suite`, `workload`, `implementation` (or a submission id), `device_model`
         (a substring: "H200"), `run_id` (a unique prefix is enough), `since` / `until`
         (Unix seconds, "YYYY-MM-DD", RFC 3339 text or datetime; until is exclusive).
-        `complete=True` (with runs): only runs that measured everything, as
+        `protocol`: only results of that protocol, as leaderboards label it ("cold",
+        "hot_graph", ...). `complete=True` (with runs): only runs that measured everything, as
         `history --runs --complete`; each run row carries its suite_hash and protocol.
         `limit` rows per page (max 1000); the DataFrame's attrs["next_page_token"] is the
         `page_token` of the next page ("" on the last). `include_samples` adds each result's
@@ -416,7 +418,7 @@ class Client:
         """
         request = rpb.HistoryRequest(
             filter=store.result_filter(
-                suite, workload, implementation, device_model, run_id, since, until
+                suite, workload, implementation, device_model, run_id, since, until, protocol
             ),
             page_size=limit,
             page_token=page_token,
@@ -551,19 +553,21 @@ class Client:
         limit: int = 1000,
         raw: bool = False,
         timeout: Optional[float] = None,
+        protocol: str = "",
     ) -> Any:
         """Stored results in the server's export schema, as `kerneleval export`.
 
         `format` "jsonl" and "csv" (one flat row per result, the same columns) come back as
         a DataFrame, "trace" (FlashInfer-Bench traces) as a list of dicts; `raw=True` gives
-        the text itself. At most `limit` rows (max 100000), the newest: when more matched,
+        the text itself; `protocol` filters as in `history`. At most `limit` rows (max
+        100000), the newest: when more matched,
         a warning says so and the DataFrame's attrs["truncated"] is True.
         """
         if format not in store.EXPORT_FORMATS:
             raise ValueError(f"format: {format!r} is not one of jsonl, csv, trace")
         request = rpb.ExportRequest(
             filter=store.result_filter(
-                suite, workload, implementation, device_model, run_id, since, until
+                suite, workload, implementation, device_model, run_id, since, until, protocol
             ),
             format=store.EXPORT_FORMATS[format],
             limit=limit,

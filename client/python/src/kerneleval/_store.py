@@ -64,6 +64,7 @@ def result_filter(
     run_id: str = "",
     since: When = None,
     until: When = None,
+    protocol: str = "",
 ) -> rpb.ResultFilter:
     return rpb.ResultFilter(
         suite=suite,
@@ -73,6 +74,7 @@ def result_filter(
         run_id=run_id,
         since_unix_seconds=unix_seconds(since, "since"),
         until_unix_seconds=unix_seconds(until, "until"),
+        protocol=protocol,
     )
 
 
