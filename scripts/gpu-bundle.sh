@@ -58,6 +58,7 @@ fi
 python=${PYTHON:-build/python-venv/bin/python}
 if "$python" -c 'import triton, kerneleval.triton' 2>/dev/null; then
   "$python" examples/submissions/triton/add_rmsnorm.py --emit "$bundle/triton" 2>/dev/null
+  "$python" tests/gpu/cheats/triton_cheats.py --emit "$bundle/triton" 2>/dev/null
 fi
 if [ -n "${FLASHINFER_INCLUDE:-}" ]; then
   nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -gencode arch=compute_90a,code=sm_90a \

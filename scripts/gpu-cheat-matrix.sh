@@ -45,6 +45,14 @@ if [ -f "$bundle/triton/add_rmsnorm.flags" ]; then
   say "triton_add_rmsnorm: $("${cli[@]}" submit --source "$bundle/triton/add_rmsnorm_sm_90a.ptx" \
     --name triton_add_rmsnorm --dtype bf16 "${flags[@]}" 2>&1 | tr '\n' ' ' | cut -c1-400)"
   triton=(triton_add_rmsnorm)
+  # The Triton cheats (tests/gpu/cheats/triton_cheats.py): ranked nowhere, like the others;
+  # triton_pdl_no_wait must be refused at registration.
+  for cheat in triton_half_rows triton_call_counter triton_pdl_no_wait; do
+    read -ra flags <"$bundle/triton/$cheat.flags"
+    say "cheat_$cheat: $("${cli[@]}" submit --source "$bundle/triton/${cheat}_sm_90a.ptx" \
+      --name "cheat_$cheat" --dtype bf16 "${flags[@]}" 2>&1 | tr '\n' ' ' | cut -c1-240)"
+    [ "$cheat" != triton_pdl_no_wait ] && cheats+=("$cheat")
+  done
 fi
 say '```'
 

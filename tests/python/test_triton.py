@@ -128,3 +128,41 @@ def test_unbound_names_are_refused_on_the_client() -> None:
     assert kernel.params[2].float_value == 0.5
     with pytest.raises(ValueError, match="'nowhere'"):
         kt.compile(odd, constexprs={"BLOCK": 128}, bindings={"nowhere": "hidden"})
+
+
+sys.path.insert(0, str(ROOT / "tests" / "gpu" / "cheats"))
+import triton_cheats  # noqa: E402
+
+
+def test_the_pdl_rule_reads_tritons_ptx(submissions_server: Server) -> None:
+    """A Triton kernel launched with PDL that never waits for its predecessor is refused at
+    registration, as a CUDA one is; with gdc_wait before its loads it registers."""
+    with _client(submissions_server) as client:
+        kernel = triton_cheats.compile_cheat("triton_pdl_no_wait", launch_pdl=True)
+        message = _refused(client, kt.spec(kernel, "pdl_no_wait"))
+        assert "kernels[0].pdl: 'triton_pdl_no_wait' never executes griddepcontrol.wait" in message
+
+        @triton.jit
+        def waits(x_ptr, residual_ptr, weight_ptr, out_ptr, stride, n_cols, eps,
+                  BLOCK: tl.constexpr):
+            tl.extra.cuda.gdc_wait()
+            row = tl.program_id(0).to(tl.int64)
+            triton_cheats._honest_row(x_ptr, residual_ptr, weight_ptr, out_ptr, row, stride,
+                                      n_cols, eps, BLOCK)
+
+        honest = kt.compile(waits, constexprs={"BLOCK": 2048}, num_warps=8, launch_pdl=True)
+        sub = client.register_submission(kt.spec(honest, "pdl_waits"))
+        assert sub.spec.launch_plan.kernels[0].pdl
+        assert sub.diagnostics.kernels[0].waits_for_grid_dependency
+
+
+def test_a_counter_in_a_scratch_parameter_registers(submissions_server: Server) -> None:
+    """The call-counting cheat keeps its count in a scratch parameter (zeroed at every module
+    load, which is what catches it on a GPU): its binding registers with the scratch sized."""
+    with _client(submissions_server) as client:
+        kernel = triton_cheats.compile_cheat("triton_call_counter")
+        sub = client.register_submission(kt.spec(kernel, "call_counter"))
+        params = sub.spec.launch_plan.kernels[0].params
+        scratch = [p for p in params if p.source == spb.PARAM_SOURCE_SCRATCH]
+        assert [(p.name, p.scratch_bytes) for p in scratch] == [("counter_ptr", 16)]
+        assert list(sub.diagnostics.kernels[0].param_bytes) == [8, 8, 8, 8, 4, 4, 4, 4, 8, 8, 8]

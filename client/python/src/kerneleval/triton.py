@@ -182,8 +182,13 @@ def compile(  # noqa: A001 - the verb Triton uses
     bindings: Optional[Mapping[str, str]] = None,
     types: Optional[Mapping[str, str]] = None,
     ptx_version: int = 90,
+    launch_pdl: bool = False,
 ) -> CompiledKernel:
     """Compiles `fn` for `arch` with Triton, on this machine (no GPU needed).
+
+    `launch_pdl=True` launches the kernel with programmatic dependent launch, as Triton's
+    option of that name: the service then requires it to wait for its predecessor
+    (`tl.extra.cuda.gdc_wait()`) before touching memory, and refuses it otherwise.
 
     Pointers are compiled as `*dtype`, floats as fp32 and integers as i32 unless `types`
     says otherwise (`{"n_cols": "i64"}`). `ptx_version` is the PTX ISA written (90: CUDA
@@ -207,7 +212,8 @@ def compile(  # noqa: A001 - the verb Triton uses
     kernel = triton.compile(
         source,
         target=GPUTarget("cuda", int(match.group(1)), 32),
-        options={"num_warps": num_warps, "num_stages": num_stages, "ptx_version": ptx_version},
+        options={"num_warps": num_warps, "num_stages": num_stages, "ptx_version": ptx_version,
+                 **({"launch_pdl": True} if launch_pdl else {})},
     )
     meta = kernel.metadata
     if getattr(meta, "num_ctas", 1) != 1:
