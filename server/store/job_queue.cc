@@ -26,8 +26,9 @@ constexpr char kJobColumns[] =
 // The claim order's key for a queued job (job_queue.h): class, then the owner whose last job
 // started longest ago, then age. Claim's SQL and ClaimOrder's replay of it share this text.
 constexpr char kClaimOrder[] =
-    " ORDER BY j.priority, COALESCE((SELECT MAX(r.started_at_us) FROM jobs r WHERE r.owner = "
-    "j.owner), 0), j.enqueued_at_us, j.run_id";
+    " ORDER BY j.priority, COALESCE(o.last_started_at_us, 0), j.enqueued_at_us, j.run_id";
+// The jobs with their owner's latest claim (job_owners, migration 0009), for kClaimOrder.
+constexpr char kJobsWithOwners[] = " FROM jobs j LEFT JOIN job_owners o ON o.owner = j.owner";
 
 absl::StatusOr<QueuedJob> JobOf(const SqlRow& row) {
   QueuedJob job;
@@ -117,7 +118,7 @@ absl::StatusOr<std::optional<QueuedJob>> JobQueue::Claim(
   absl::Status s = db_->Transaction([&](Database& tx) -> absl::Status {
     // SKIP LOCKED: a job another server is claiming right now is passed over, not waited for.
     auto next = tx.Query(
-        absl::StrCat("SELECT j.run_id FROM jobs j WHERE j.state = 'queued' AND j.", kinds,
+        absl::StrCat("SELECT j.run_id", kJobsWithOwners, " WHERE j.state = 'queued' AND j.", kinds,
                      kClaimOrder, " LIMIT 1", postgres ? " FOR UPDATE OF j SKIP LOCKED" : ""),
         params);
     if (!next.ok()) return next.status();
@@ -129,8 +130,16 @@ absl::StatusOr<std::optional<QueuedJob>> JobQueue::Claim(
                      kJobColumns),
         {worker, now_us, now_us + lease_us, next->front().at(0).value_or("")});
     ASSIGN_OR_RETURN(std::vector<QueuedJob> jobs, JobsOf(rows));
-    if (!jobs.empty()) claimed = std::move(jobs.front());
-    return absl::OkStatus();
+    if (jobs.empty()) return absl::OkStatus();
+    claimed = std::move(jobs.front());
+    // The owner is now the one served most recently: the next claim serves another first.
+    return tx
+        .Query(
+            "INSERT INTO job_owners (owner, last_started_at_us) VALUES ($1, $2) ON CONFLICT "
+            "(owner) DO UPDATE SET last_started_at_us = excluded.last_started_at_us WHERE "
+            "job_owners.last_started_at_us < excluded.last_started_at_us",
+            {claimed->owner, now_us})
+        .status();
   });
   if (!s.ok()) return s;
   return claimed;
@@ -288,8 +297,7 @@ absl::StatusOr<std::vector<std::string>> JobQueue::ClaimOrder(const std::string&
                                         "10000"),
                            params);
   if (!queued.ok()) return queued.status();
-  auto last = db_->Query(
-      "SELECT owner, MAX(started_at_us) FROM jobs WHERE started_at_us IS NOT NULL GROUP BY owner");
+  auto last = db_->Query("SELECT owner, last_started_at_us FROM job_owners");
   if (!last.ok()) return last.status();
   std::map<std::string, std::int64_t> last_start;
   for (const SqlRow& row : *last) last_start[row.at(0).value_or("")] = Int(row.at(1));

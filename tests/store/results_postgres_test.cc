@@ -87,9 +87,10 @@ TEST(ResultsPostgres, MigrationsApplyOnce) {
   auto rows = (*db)->Query("SELECT COUNT(*), MAX(version) FROM schema_version");
   ASSERT_TRUE(rows.ok()) << rows.status();
   // Each of server/store/migrations once: 0001_results, 0002_result_owner, 0003_sol_peak,
-  // 0004_retention_index, 0005_submissions, 0006_run_order, 0007_jobs, 0008_protocol_label.
-  EXPECT_EQ(rows->at(0).at(0), "8");
-  EXPECT_EQ(rows->at(0).at(1), "8");
+  // 0004_retention_index, 0005_submissions, 0006_run_order, 0007_jobs, 0008_protocol_label,
+  // 0009_job_owners.
+  EXPECT_EQ(rows->at(0).at(0), "9");
+  EXPECT_EQ(rows->at(0).at(1), "9");
 }
 
 // The peak columns of migration 0003 on PostgreSQL: written with each result, filled at start
