@@ -36,7 +36,13 @@ def add_rmsnorm(
     BLOCK: tl.constexpr,
     STORE_RESIDUAL: tl.constexpr,
 ):
-    row = tl.program_id(0).to(tl.int64)
+    add_rmsnorm_row(x_ptr, residual_ptr, weight_ptr, out_ptr, residual_out_ptr,
+                    tl.program_id(0).to(tl.int64), stride, n_cols, eps, BLOCK, STORE_RESIDUAL)
+
+
+@triton.jit
+def add_rmsnorm_row(x_ptr, residual_ptr, weight_ptr, out_ptr, residual_out_ptr, row, stride,
+                    n_cols, eps, BLOCK: tl.constexpr, STORE_RESIDUAL: tl.constexpr):
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     x = tl.load(x_ptr + row * stride + cols, mask=mask, other=0.0).to(tl.float32)
