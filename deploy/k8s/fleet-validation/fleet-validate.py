@@ -2,6 +2,7 @@
 """Validate every supported GPU node outside the evaluation pool: one Job per node.
 
     fleet-validate.py [--image REGISTRY/kerneleval@sha256:...] [--timeout-hours 6]
+                      [--admission-wait-minutes 30]
     fleet-validate.py --image IMAGE --render NODE [NODE...]       # print the Jobs only
     fleet-validate.py --image IMAGE --render-nodes NODES.json     # the same for Node objects
 
@@ -10,8 +11,9 @@ cluster, through the Kubernetes API with its ServiceAccount), or from an
 operator's machine through kubectl. Lists the nodes that carry a supported GPU
 product label (the H100 / H200 / B200 products the binaries are built for,
 sm_90a / sm_100a), run amd64, and are not in the evaluation pool; creates one
-Job per node from job-template.yaml; waits; and prints per node: validated,
-FAILED, NOT COVERED (node never free / cordoned), and the node's unhealthy GPUs.
+Job per node from job-template.yaml; waits, deleting the Jobs not started within
+the admission wait; and prints per node: validated, FAILED, NOT COVERED (node
+never free / cordoned), and the node's unhealthy GPUs.
 
 Unhealthy GPUs: the device plugin withholds a GPU it marks unhealthy, so the
 node's allocatable nvidia.com/gpu falls below its capacity. A Job asking for
@@ -84,6 +86,10 @@ class Kubectl:
     def create_job(self, job):
         self._run(["create", "-f", "-"], stdin=json.dumps(job))
 
+    def delete_job(self, name):
+        self._run(["delete", "job", "-n", NAMESPACE, name, "--wait=false",
+                   "--cascade=background"])
+
     def daemonset(self, name):
         return json.loads(self._run(["get", "daemonset", "-n", NAMESPACE, name, "-o", "json"]))
 
@@ -122,6 +128,10 @@ class InCluster:
 
     def create_job(self, job):
         self._call("POST", f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs", job)
+
+    def delete_job(self, name):
+        self._call("DELETE", f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{name}",
+                   {"propagationPolicy": "Background"})
 
     def daemonset(self, name):
         return self._call("GET", f"/apis/apps/v1/namespaces/{NAMESPACE}/daemonsets/{name}")
@@ -212,6 +222,30 @@ def job_states(cluster, run):
     return states
 
 
+def wait_for_jobs(cluster, run, timeout_s, admission_wait_s, clock=time.monotonic,
+                  sleep=time.sleep):
+    """Polls the run's Jobs until none is running or waiting, or `timeout_s` passed. A Job
+    still waiting `admission_wait_s` after the start (no pod running: the node was never free,
+    or Kueue admitted it and it stays Pending) is deleted, so that it holds no quota or node
+    slot for the rest of the window, and reported as such ("not_started")."""
+    start = clock()
+    given_up = set()
+    while True:
+        states = job_states(cluster, run)
+        for name in given_up:
+            states[name] = "not_started"
+        if clock() - start >= admission_wait_s:
+            for name, state in states.items():
+                if state == "waiting":
+                    cluster.delete_job(name)
+                    given_up.add(name)
+                    states[name] = "not_started"
+        if clock() - start >= timeout_s or \
+                not any(s in ("running", "waiting") for s in states.values()):
+            return states
+        sleep(30)
+
+
 def report(nodes, run, states):
     """Prints the coverage table; True when every node was validated with every GPU."""
     validate, cordoned, no_gpu = classify(nodes)
@@ -226,6 +260,8 @@ def report(nodes, run, states):
         meaning = {"complete": "validated", "failed": "FAILED (see the Job's log)",
                    "running": "NOT COVERED (still running)",
                    "waiting": "NOT COVERED (node never free)",
+                   "not_started": "NOT COVERED (not started within the admission wait: node "
+                                  "never free; Job deleted, its quota released)",
                    "missing": "NOT COVERED (no Job)"}[state]
         if healthy < capacity:
             meaning += (f"; UNHEALTHY GPUs: {capacity - healthy} of {capacity} withheld by the device "
@@ -257,6 +293,9 @@ def main(argv=None):
     parser.add_argument("--queue-name", default=os.environ.get("KUEUE_QUEUE_NAME", ""),
                         help="Kueue LocalQueue for the Jobs (default $KUEUE_QUEUE_NAME; none)")
     parser.add_argument("--timeout-hours", type=float, default=6.0)
+    parser.add_argument("--admission-wait-minutes", type=float, default=30.0,
+                        help="delete a Job whose pod has not started by then (its node never "
+                             "free, or admitted by Kueue and Pending): it stops holding quota")
     parser.add_argument("--gpus-per-node", type=int, default=8, help="for --render only")
     parser.add_argument("--run", help="run id (default: UTC yyyymmddhhmm)")
     parser.add_argument("--render", nargs="+", metavar="NODE",
@@ -288,12 +327,8 @@ def main(argv=None):
         for job in render(template, classify(nodes)[0], run, image, args.suite, args.pushgateway,
                           args.queue_name):
             cluster.create_job(job)
-        deadline = time.monotonic() + args.timeout_hours * 3600
-        states = job_states(cluster, run)
-        while time.monotonic() < deadline and \
-                any(s in ("running", "waiting") for s in states.values()):
-            time.sleep(30)
-            states = job_states(cluster, run)
+        states = wait_for_jobs(cluster, run, args.timeout_hours * 3600,
+                               args.admission_wait_minutes * 60)
     except (ApiError, KeyError, StopIteration) as error:
         print(f"error: {error!r}", file=sys.stderr)
         return 2
