@@ -185,12 +185,20 @@ absl::Status SubmissionLauncher::ZeroScratchParams() {
       }
     }
   }
-  // Zeroed at every load, so that nothing a kernel leaves there outlives its phase.
+  // Zeroed at every load, so that nothing a kernel leaves there outlives its phase. The
+  // memset may run behind the host; the next phase's launches (on streams that need not wait
+  // for the default one) must find it done.
   for (std::size_t j = 0; j < scratch_memory_.size(); ++j) {
     if (cudaError_t e = cudaMemset(scratch_memory_[j].get(), 0, scratch_sizes_[j]);
         e != cudaSuccess) {
       return absl::InternalError(
           absl::StrCat("cudaMemset of a scratch parameter: ", cudaGetErrorName(e)));
+    }
+  }
+  if (!scratch_memory_.empty()) {
+    if (cudaError_t e = cudaStreamSynchronize(nullptr); e != cudaSuccess) {
+      return absl::InternalError(
+          absl::StrCat("zeroing the scratch parameters: ", cudaGetErrorName(e)));
     }
   }
   return absl::OkStatus();
