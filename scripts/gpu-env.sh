@@ -34,6 +34,13 @@ machine_section() {
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
       --target /tmp/peer-site "$bundle"/wheels/*.whl >/dev/null 2>&1 &&
       export PYTHONPATH=/tmp/peer-site${PYTHONPATH:+:$PYTHONPATH}
+    # A carried protobuf must shadow the image's: where the image's `google` is a regular
+    # package it would win over this namespace portion, so this one becomes the regular
+    # package, reaching the image's other google.* packages through its path.
+    if [ -d /tmp/peer-site/google ] && [ ! -f /tmp/peer-site/google/__init__.py ]; then
+      echo "__path__ = __import__('pkgutil').extend_path(__path__, __name__)" \
+        >/tmp/peer-site/google/__init__.py
+    fi
   fi
 }
 # A server on this GPU (name: its port file and log in $out, then extra server flags): sets
