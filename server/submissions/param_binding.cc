@@ -6,6 +6,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "common/enum_names.h"
 #include "server/submissions/abi_flags.h"
 #include "server/submissions/source_rules.h"
 
@@ -45,10 +46,9 @@ ParamKind KindOf(v1::ParamSource source) {
   }
 }
 
+// "hidden", "scratch", ...: the contract's printed name (common/enum_names.h).
 std::string SourceName(v1::ParamSource source) {
-  const std::string full = v1::ParamSource_Name(source);
-  return full.empty() ? absl::StrCat(static_cast<int>(source))
-                      : absl::AsciiStrToLower(full.substr(std::strlen("PARAM_SOURCE_")));
+  return EnumShortName(*v1::ParamSource_descriptor(), source);
 }
 
 // "field.params[3] (n_cols)": where a parameter is, and its author's name where given.
