@@ -20,7 +20,8 @@ std::string Micros(double seconds) { return Number(seconds * 1e6); }
 std::string Bool(bool value) { return value ? "true" : "false"; }
 
 // The header row; CsvRow writes the fields in this order.
-constexpr const char* kColumns[] = {"suite",
+constexpr const char* kColumns[] = {"run_id",
+                                    "suite",
                                     "workload",
                                     "batch_size",
                                     "hidden_size",
@@ -74,10 +75,13 @@ constexpr const char* kColumns[] = {"suite",
                                     "dram_note",
                                     "integrity_flags"};
 
-// suite .. rank: which workload, implementation and device the row is.
+// run_id .. rank: which run, workload, implementation and device the row is. The run id
+// (empty where the server keeps no store) lets rows of several reports be concatenated and
+// traced back with `kerneleval history --run`.
 std::vector<std::string> RunColumns(const v1::BenchmarkReport& report,
                                     const v1::WorkloadResult& r) {
-  return {report.suite(),
+  return {report.run_id(),
+          report.suite(),
           r.workload(),
           std::to_string(AxisValue(report, r, "batch_size")),
           std::to_string(AxisValue(report, r, "hidden_size")),

@@ -298,7 +298,12 @@ std::string FormatReportHtml(const v1::BenchmarkReport& report) {
   if (!report.definition().description().empty()) {
     absl::StrAppend(&out, "<p>", Escape(report.definition().description()), "</p>\n");
   }
-  absl::StrAppend(&out, "<p class=\"note\">Protocol: ", Escape(ProtocolText(report.protocol())),
+  // The run id ties a saved report to the stored run (`kerneleval history --run ID`).
+  const std::string run = report.run_id().empty()
+                              ? std::string("Not stored (the server keeps no results store). ")
+                              : absl::StrCat("Run ", Escape(report.run_id()), ". ");
+  absl::StrAppend(&out, "<p class=\"note\">", run,
+                  "Protocol: ", Escape(ProtocolText(report.protocol())),
                   ". Wall time ", Fixed(report.wall_seconds(), 2), " s.",
                   report.complete() ? "" : " <b>Incomplete: the run was cut short.</b>", "</p>\n");
   const std::string axis = PlotAxis(report);

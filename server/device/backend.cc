@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/bounded_text.h"
+#include "common/enum_names.h"
 
 namespace kerneleval::server {
 
@@ -32,14 +33,14 @@ absl::Status CheckTimer(const Capabilities& caps, v1::Timer timer, const std::st
   if (caps.SupportsTimer(timer)) return absl::OkStatus();
   if (timer == v1::TIMER_HOST_CLOCK) {
     return absl::InvalidArgumentError(
-        absl::StrCat(field, ": TIMER_HOST_CLOCK is for the CPU backend, not ", device));
+        absl::StrCat(field, ": host_clock is for the CPU backend, not ", device));
   }
   if (!caps.gpu) {
     return absl::InvalidArgumentError(
-        absl::StrCat(field, ": ", v1::Timer_Name(timer), " needs a CUDA device, not ", device));
+        absl::StrCat(field, ": ", TimerShortName(timer), " needs a CUDA device, not ", device));
   }
   return absl::InvalidArgumentError(
-      absl::StrCat(field, ": ", v1::Timer_Name(timer), " is not available on ", device));
+      absl::StrCat(field, ": ", TimerShortName(timer), " is not available on ", device));
 }
 
 absl::Status CheckProtocolFits(const Capabilities& caps, bool graph, bool check_calls,

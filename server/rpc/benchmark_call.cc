@@ -103,12 +103,11 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
     return started;
   }
 
-  // Each implementation the request names, as it resolves on `backend`: the protocol must
-  // fit the device, and a submission is the caller's (server/rpc/admission.h).
+  // Each implementation the request names, as it resolves on `backend`: a submission is the
+  // caller's (server/rpc/admission.h), and the protocol must fit the device. Implementations
+  // first: a submission sent to a CPU server is refused as such, not by the protocol
+  // (check_every_call) that every submission's benchmark carries.
   absl::Status Resolve(const Backend& backend) {
-    RETURN_IF_ERROR(CheckProtocolFits(backend.capabilities(), plan_.protocol.cuda_graph(),
-                                      plan_.protocol.check_every_call(), plan_.protocol.timer(),
-                                      backend.name()));
     for (int i = 0; i < request_.implementations_size(); ++i) {
       ASSIGN_OR_RETURN(ResolvedImplementation resolved,
                        ResolveImplementation(state_, caller_, backend, request_.implementations(i),
@@ -118,7 +117,9 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
                                                           std::move(*resolved.submission)};
       }
     }
-    return absl::OkStatus();
+    return CheckProtocolFits(backend.capabilities(), plan_.protocol.cuda_graph(),
+                             plan_.protocol.check_every_call(), plan_.protocol.timer(),
+                             backend.name());
   }
 
   absl::StatusOr<std::vector<DeviceWorker*>> ChooseDevices() const {

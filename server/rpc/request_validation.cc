@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "common/bounded_text.h"
 #include "common/did_you_mean.h"
+#include "common/enum_names.h"
 #include "common/status_macros.h"
 #include "common/suites.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -54,7 +55,7 @@ absl::StatusOr<std::uint64_t> CheckTensor(const v1::Tensor& t, const std::string
   if (t.data().size() != expected) {
     return Invalid(field + ".data",
                    absl::StrCat("has ", t.data().size(), " bytes, but shape ", ShapeString(t),
-                                " of ", v1::DType_Name(t.dtype()), " needs ", expected));
+                                " of ", DTypeShortName(t.dtype()), " needs ", expected));
   }
   return elements;
 }
@@ -100,15 +101,41 @@ absl::Status AcceptCustomSuite(const v1::SuiteDefinition& custom,
   return absl::OkStatus();
 }
 
-// Exactly one of `suite` (a served suite's name) and `custom_suite`, into plan->suite.
+// Bounds of a suite sent as text.
+constexpr std::size_t kMaxSuiteJsonBytes = 1 << 20;
+constexpr std::size_t kMaxSuiteErrorChars = 1024;
+
+// A suite file's text, parsed as `--suite-file` is (common/suite_json.cc), then accepted as
+// a custom suite. The parser's messages name the place in the file after "suite_json: ".
+absl::Status AcceptSuiteJson(const std::string& text,
+                             const std::vector<v1::SuiteDefinition>& suites,
+                             BenchmarkPlan* plan) {
+  if (text.size() > kMaxSuiteJsonBytes) {
+    return Invalid("suite_json", absl::StrCat(text.size(), " bytes; at most ",
+                                              kMaxSuiteJsonBytes, " (1 MiB)"));
+  }
+  absl::StatusOr<v1::SuiteDefinition> parsed = ParseSuiteJson(text, "suite_json");
+  if (!parsed.ok()) {
+    // The JSON reader's own messages quote what it last read, which may be a long token of
+    // the caller's text: the message is cut to stay far below gRPC's metadata limit.
+    std::string message(parsed.status().message());
+    if (message.size() > kMaxSuiteErrorChars) message = message.substr(0, kMaxSuiteErrorChars) + "...";
+    return absl::InvalidArgumentError(message);
+  }
+  return AcceptCustomSuite(*parsed, suites, plan);
+}
+
+// Exactly one of `suite` (a served suite's name), `custom_suite` and `suite_json`, into
+// plan->suite.
 absl::Status ResolveSuite(const v1::BenchmarkRequest& request,
                           const std::vector<v1::SuiteDefinition>& suites, BenchmarkPlan* plan) {
-  if (!request.suite().empty() && request.has_custom_suite()) {
-    return Invalid("suite, custom_suite", "give one, not both");
+  const int given = !request.suite().empty() + request.has_custom_suite() +
+                    !request.suite_json().empty();
+  if (given > 1) return Invalid("suite, custom_suite, suite_json", "give one, not several");
+  if (given == 0) {
+    return Invalid("suite", "required (a suite name, custom_suite or suite_json)");
   }
-  if (request.suite().empty() && !request.has_custom_suite()) {
-    return Invalid("suite", "required (a suite name, or custom_suite)");
-  }
+  if (!request.suite_json().empty()) return AcceptSuiteJson(request.suite_json(), suites, plan);
   if (request.suite().empty()) return AcceptCustomSuite(request.custom_suite(), suites, plan);
   ASSIGN_OR_RETURN(plan->suite, FindServedSuite(request.suite(), suites));
   plan->named_suite = true;
@@ -207,13 +234,13 @@ absl::StatusOr<Problem> ValidateRunRequest(const v1::RunRequest& request,
   RETURN_IF_ERROR(CheckTensor(x, "hidden_states", 2, limits).status());
   if (r.dtype() != x.dtype()) {
     return Invalid("residual.dtype",
-                   absl::StrCat(v1::DType_Name(r.dtype()), " does not match hidden_states.dtype ",
-                                v1::DType_Name(x.dtype())));
+                   absl::StrCat(DTypeShortName(r.dtype()), " does not match hidden_states.dtype ",
+                                DTypeShortName(x.dtype())));
   }
   if (w.dtype() != x.dtype()) {
     return Invalid("weight.dtype",
-                   absl::StrCat(v1::DType_Name(w.dtype()), " does not match hidden_states.dtype ",
-                                v1::DType_Name(x.dtype())));
+                   absl::StrCat(DTypeShortName(w.dtype()), " does not match hidden_states.dtype ",
+                                DTypeShortName(x.dtype())));
   }
   if (r.shape_size() != 2 || r.shape(0) != x.shape(0) || r.shape(1) != x.shape(1)) {
     return Invalid(

@@ -194,7 +194,7 @@ TEST(ReportCsv, HasHeaderAndOneRowPerWorkloadAndImplementation) {
   std::istringstream lines(csv);
   std::string header;
   std::getline(lines, header);
-  EXPECT_EQ(header.rfind("suite,workload,batch_size,hidden_size,", 0), 0u) << header;
+  EXPECT_EQ(header.rfind("run_id,suite,workload,batch_size,hidden_size,", 0), 0u) << header;
   EXPECT_NE(header.find("median_us"), std::string::npos);
   EXPECT_NE(header.find("sol_percent"), std::string::npos);
   const size_t columns = CsvFields(header);
@@ -205,6 +205,26 @@ TEST(ReportCsv, HasHeaderAndOneRowPerWorkloadAndImplementation) {
     EXPECT_NE(line.find(",2048,"), std::string::npos) << "const hidden_size filled in: " << line;
   }
   EXPECT_EQ(rows, 6u);
+}
+
+TEST(ReportCsv, EveryRowNamesItsRun) {
+  v1::BenchmarkReport report = MakeReport();
+  report.set_run_id("run-7");
+  std::istringstream lines(FormatReportCsv(report));
+  std::string line;
+  std::getline(lines, line);  // the header
+  size_t rows = 0;
+  for (; std::getline(lines, line); ++rows) EXPECT_EQ(line.rfind("run-7,", 0), 0u) << line;
+  EXPECT_EQ(rows, 6u);
+}
+
+TEST(ReportHtml, NamesItsRunOrSaysItWasNotStored) {
+  v1::BenchmarkReport report = MakeReport();
+  EXPECT_NE(FormatReportHtml(report).find("Not stored"), std::string::npos);
+  report.set_run_id("run-<7>");
+  const std::string html = FormatReportHtml(report);
+  EXPECT_NE(html.find("Run run-&lt;7&gt;."), std::string::npos) << html.substr(0, 2000);
+  EXPECT_EQ(html.find("Not stored"), std::string::npos);
 }
 
 TEST(ReportCsv, QuotesFieldsWithCommas) {

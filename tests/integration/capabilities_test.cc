@@ -71,7 +71,7 @@ TEST(Capabilities, FollowTheDeviceKind) {
       CheckTimer(gpu, v1::TIMER_HOST_CLOCK, "cuda:0", "protocol.timer");
   EXPECT_EQ(host_on_gpu.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(host_on_gpu.message(),
-            "protocol.timer: TIMER_HOST_CLOCK is for the CPU backend, not cuda:0");
+            "protocol.timer: host_clock is for the CPU backend, not cuda:0");
   const absl::Status submission = CheckSubmissions(cpu, "sub-1", "cpu", "implementation");
   EXPECT_EQ(submission.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(submission.message().find("needs a CUDA device, not cpu"), std::string::npos);

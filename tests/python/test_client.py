@@ -104,6 +104,66 @@ def test_bench_report_names_its_stored_run(client):
     assert second.run_id != first.run_id and len(second.run_id) == 32
 
 
+SUITE_FILE = {
+    "name": "py_suite_file",
+    "op_type": "fused_add_rmsnorm",
+    "description": "two workloads from a file",
+    "mode": "output_and_residual",
+    "axes": {"batch_size": {"type": "var"}, "hidden_size": {"type": "const", "value": 96}},
+    "inputs": {
+        "hidden_states": {"shape": ["batch_size", "hidden_size"], "dtype": "float32"},
+        "residual": {"shape": ["batch_size", "hidden_size"], "dtype": "float32"},
+        "weight": {"shape": ["hidden_size"], "dtype": "float32"},
+    },
+    "outputs": {
+        "output": {"shape": ["batch_size", "hidden_size"], "dtype": "float32"},
+        "residual_out": {"shape": ["batch_size", "hidden_size"], "dtype": "float32"},
+    },
+    "workloads": [{"name": "two", "axes": {"batch_size": 2}}, {"axes": {"batch_size": 9}}],
+}
+
+
+def test_bench_suite_file(client, tmp_path):
+    """A suite file's path is sent as its text and parsed by the server, as --suite-file."""
+    import json
+    import pathlib
+
+    path = tmp_path / "py_suite_file.json"
+    path.write_text(json.dumps(SUITE_FILE), encoding="utf-8")
+    report = client.bench(pathlib.Path(path), device="cpu", warmup=0, repetitions=2)
+    assert report.proto.suite == "py_suite_file"
+    assert report.complete
+    rows = report.rows()
+    assert {row["workload"] for row in rows} >= {"two"}
+    assert {row["axis.batch_size"] for row in rows} == {2, 9}
+    assert report.proto.definition.description == "two workloads from a file"
+    for row in rows:
+        assert row["status"] == "passed" and row["passed"] is True, row
+
+
+def test_bench_suite_file_errors_name_the_place(client, tmp_path):
+    import json
+    import pathlib
+
+    broken = json.loads(json.dumps(SUITE_FILE))
+    broken["workloads"][1]["axes"] = {"batch_size": -3}
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(broken), encoding="utf-8")
+    with pytest.raises(kerneleval.KernelEvalError) as error:
+        client.bench(pathlib.Path(path), device="cpu")
+    assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "suite_json" in error.value.details and "workloads[1]" in error.value.details, (
+        error.value.details
+    )
+    path.write_text("{ not json", encoding="utf-8")
+    with pytest.raises(kerneleval.KernelEvalError) as error:
+        client.bench(pathlib.Path(path), device="cpu")
+    assert error.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert error.value.details.startswith("suite_json: "), error.value.details
+    with pytest.raises(ValueError, match="cannot read"):
+        client.bench(pathlib.Path(tmp_path / "missing.json"), device="cpu")
+
+
 def test_bench_named_suite_rejects_unknown(client):
     with pytest.raises(kerneleval.KernelEvalError) as error:
         client.bench("no_such_suite")

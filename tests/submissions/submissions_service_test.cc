@@ -563,3 +563,27 @@ TEST(SubmitCli, RegistersListsAndDeletes) {
 
 }  // namespace
 }  // namespace kerneleval::testing
+
+namespace kerneleval::testing {
+namespace {
+
+// `submit --suite` on a server whose only device is the CPU: the kernel registers (it is
+// compiled for a GPU arch, which needs none), and the benchmark is refused as the
+// submission's, naming it and the device, not by the checked-call protocol it carries.
+TEST(SubmitCli, SuiteOnACpuServerSaysTheSubmissionNeedsAGpu) {
+  const Fixture f = StartSubmissionsServer();
+  const std::string source = std::string(KERNELEVAL_TEST_EXAMPLES_DIR) + "/naive_block_per_row.cu";
+  std::string out, err;
+  EXPECT_EQ(Cli({"submit", "--target", f.server.target(), "--source", source, "--entry",
+                 "naive_block_per_row", "--block", "256", "--rows-per-block", "1", "--name",
+                 "on_cpu", "--suite", "fused_add_rmsnorm_h2048"},
+                &out, &err),
+            client::cli::kExitInfrastructure);
+  EXPECT_THAT(out, HasSubstr("registered on_cpu  sub-"));
+  EXPECT_THAT(err, HasSubstr("FAILED_PRECONDITION: implementations[0]: submission "));
+  EXPECT_THAT(err, HasSubstr("needs a CUDA device, not cpu"));
+  EXPECT_THAT(err, Not(HasSubstr("check_every_call")));
+}
+
+}  // namespace
+}  // namespace kerneleval::testing

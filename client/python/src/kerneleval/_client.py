@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
@@ -62,6 +63,31 @@ def custom_suite(
 
 
 
+# A suite: a served suite's name, a definition (`custom_suite`), or a suite file's path.
+SuiteArg = Union[str, pb.SuiteDefinition, "os.PathLike[str]"]
+
+
+def _set_suite(request: pb.BenchmarkRequest, suite: SuiteArg) -> None:
+    """Names the suite in `request`. A path (pathlib.Path, not a str: a str is a suite name)
+    sends the file's text as `suite_json`, which the server parses with the rules of
+    `kerneleval bench --suite-file`; its errors name the place in the file."""
+    if isinstance(suite, str):
+        request.suite = suite
+    elif isinstance(suite, pb.SuiteDefinition):
+        request.custom_suite.CopyFrom(suite)
+    elif isinstance(suite, os.PathLike):
+        try:
+            with open(suite, encoding="utf-8") as file:
+                request.suite_json = file.read()
+        except (OSError, UnicodeDecodeError) as error:
+            raise ValueError(f"suite: cannot read {os.fspath(suite)!r}: {error}") from error
+    else:
+        raise TypeError(
+            "suite: a suite name (str), a SuiteDefinition or a suite file's path "
+            f"(pathlib.Path), not {type(suite).__name__}"
+        )
+
+
 def _priority(text: str) -> int:
     """A JobPriority by the name `kerneleval bench --priority` takes (its first value,
     waited_for, is the default rather than 'unspecified')."""
@@ -75,7 +101,7 @@ def _priority(text: str) -> int:
 
 
 def _bench_request(
-    suite: Union[str, pb.SuiteDefinition],
+    suite: SuiteArg,
     implementations: Iterable[str],
     device: str,
     all_devices: bool,
@@ -109,10 +135,7 @@ def _bench_request(
         all_devices=all_devices,
         protocol=protocol,
     )
-    if isinstance(suite, str):
-        request.suite = suite
-    else:
-        request.custom_suite.CopyFrom(suite)
+    _set_suite(request, suite)
     return request
 
 
@@ -254,7 +277,7 @@ class Client:
 
     def bench(
         self,
-        suite: Union[str, pb.SuiteDefinition],
+        suite: SuiteArg,
         implementations: Iterable[str] = (),
         device: str = "",
         all_devices: bool = False,
@@ -276,7 +299,8 @@ class Client:
         """Runs a benchmark suite, calling `on_progress` once per workload as results stream in.
 
         Args:
-            suite: a suite name (see `suites()`), or a definition (e.g. `custom_suite(...)`).
+            suite: a suite name (see `suites()`), a definition (e.g. `custom_suite(...)`), or
+                a suite file's path as a `pathlib.Path` (the format of suites/README.md).
             implementations: which to compare; empty for every one of the device.
             device, all_devices: where to run ("" = least-loaded device).
             warmup, repetitions: None for the server's defaults (10 and 50).
@@ -588,7 +612,7 @@ class Client:
 
     def enqueue(
         self,
-        suite: Union[str, pb.SuiteDefinition],
+        suite: SuiteArg,
         implementations: Iterable[str] = (),
         device: str = "",
         all_devices: bool = False,
