@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Check that every kerneleval metric a dashboard or a rule file uses is exported.
 
-    check_metric_names.py [--allow-absent PREFIX]... SOURCE [SOURCE...] SCRAPE_FILE
+    check_metric_names.py [--allow-absent PREFIX]... [--pushed FILE]... SOURCE [SOURCE...]
+                          SCRAPE_FILE
 
 SOURCE is a Grafana dashboard (.json), a Prometheus rule file (groups:) or a
 `promtool test rules` file (tests: ... input_series). SCRAPE_FILE is the text
@@ -13,6 +14,11 @@ one of the SOURCE files. Prometheus' own series (up, scrape_*) are not checked.
 
 --allow-absent PREFIX tolerates missing names that start with PREFIX (for
 example kerneleval_gpu_ on a host without NVML); they are listed, not failed.
+
+--pushed FILE adds the names of a body pushed to the Pushgateway by something other
+than the server (the same text format; the Pushgateway's scrape serves them): the
+fleet-validation report, as `fleet-validate.py --render-push` writes it. Names are
+reported with the file they came from.
 
 Exit status: 0 when every name resolves, 1 otherwise, 2 on bad input.
 """
@@ -127,6 +133,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--allow-absent", action="append", default=[], metavar="PREFIX",
                         help="tolerate missing names with this prefix (repeatable)")
+    parser.add_argument("--pushed", action="append", default=[], metavar="FILE",
+                        help="a body pushed to the Pushgateway whose names also count (repeatable)")
     parser.add_argument("sources", nargs="+", metavar="SOURCE")
     parser.add_argument("scrape", metavar="SCRAPE_FILE")
     args = parser.parse_args(argv)
@@ -134,6 +142,11 @@ def main(argv=None):
     try:
         with open(args.scrape, encoding="utf-8") as handle:
             exposed = exposed_names(handle.read())
+        pushed = {}
+        for path in args.pushed:
+            with open(path, encoding="utf-8") as handle:
+                for name in exposed_names(handle.read()):
+                    pushed.setdefault(name, path)
         used, defined = {}, set()
         for source in args.sources:
             source_used, source_defined = references(source)
@@ -149,6 +162,8 @@ def main(argv=None):
         if ":" in name:
             if name not in defined:
                 missing.append(f"{name} (recorded series with no `record:` rule) used by {used[name]}")
+        elif name in pushed and name not in exposed:
+            print(f"note: {name} is pushed ({pushed[name]}), not in the server's scrape")
         elif name not in exposed:
             if any(name.startswith(prefix) for prefix in args.allow_absent):
                 tolerated.append(name)
@@ -160,7 +175,8 @@ def main(argv=None):
     for line in missing:
         print(f"missing: {line}", file=sys.stderr)
     checked = len(used) - len(missing)
-    print(f"{checked} of {len(used)} referenced series names resolve against {args.scrape}")
+    print(f"{checked} of {len(used)} referenced series names resolve against "
+          f"{' and '.join([args.scrape] + args.pushed)}")
     return 1 if missing else 0
 
 

@@ -2,13 +2,15 @@
 """Start a real server, exercise it, scrape /metrics and check metric names.
 
     scrape_and_check.py --server PATH --client PATH [--suites-dir DIR]
-                        [--scrape-out FILE] SOURCE [SOURCE...]
+                        [--scrape-out FILE] [--pushed FILE]... SOURCE [SOURCE...]
 
 The server listens on free loopback ports (--port-file tells which) with the
 CPU backend. A benchmark run, `devices` and `suites` calls make the labelled
 series appear; then every kerneleval series name used by the SOURCE files
-(dashboard, rule files, rule tests) must be in the scrape. NVML gauges
-(kerneleval_gpu_*) may be absent when the server has no CUDA device.
+(dashboard, rule files, rule tests) must be in the scrape, or in a --pushed
+body (series something else pushes to the Pushgateway: the fleet-validation
+report). NVML gauges (kerneleval_gpu_*) may be absent when the server has no
+CUDA device.
 """
 
 import argparse
@@ -75,6 +77,8 @@ def main(argv=None):
     parser.add_argument("--client", required=True, help="kerneleval CLI binary")
     parser.add_argument("--suites-dir", help="suite JSON folder (default: the server's)")
     parser.add_argument("--scrape-out", help="also keep the scrape text here")
+    parser.add_argument("--pushed", action="append", default=[], metavar="FILE",
+                        help="a body pushed to the Pushgateway whose names also count")
     parser.add_argument("sources", nargs="+", metavar="SOURCE")
     args = parser.parse_args(argv)
 
@@ -121,7 +125,8 @@ def main(argv=None):
         # server they are allowed to be missing, and nothing else is.
         has_cuda = re.search(r'^kerneleval_device_info\{[^}]*device="cuda:', scrape, re.M)
         allow = [] if has_cuda else ["--allow-absent", "kerneleval_gpu_"]
-        return check_metric_names.main(allow + args.sources + [str(scrape_path)])
+        pushed = [a for path in args.pushed for a in ("--pushed", path)]
+        return check_metric_names.main(allow + pushed + args.sources + [str(scrape_path)])
 
 
 if __name__ == "__main__":

@@ -2,9 +2,10 @@
 """Validate every supported GPU node outside the evaluation pool: one Job per node.
 
     fleet-validate.py [--image REGISTRY/kerneleval@sha256:...] [--timeout-hours 6]
-                      [--admission-wait-minutes 30]
+                      [--admission-wait-minutes 30] [--report-pushgateway URL]
     fleet-validate.py --image IMAGE --render NODE [NODE...]       # print the Jobs only
-    fleet-validate.py --image IMAGE --render-nodes NODES.json     # the same for Node objects
+    fleet-validate.py --image IMAGE --render-nodes NODES.json     # the same for Node objects,
+                      [--jobs JOBS.json] [--render-push FILE]     # and the report, no cluster
 
 Runs daily as the CronJob kerneleval-fleet-validation (cronjob.yaml, in the
 cluster, through the Kubernetes API with its ServiceAccount), or from an
@@ -13,7 +14,13 @@ product label (the H100 / H200 / B200 products the binaries are built for,
 sm_90a / sm_100a), run amd64, and are not in the evaluation pool; creates one
 Job per node from job-template.yaml; waits, deleting the Jobs not started within
 the admission wait; and prints per node: validated, FAILED, NOT COVERED (node
-never free / cordoned), and the node's unhealthy GPUs.
+never free / still running / cordoned / no Job), and the node's unhealthy GPUs,
+then one summary line:
+
+    fleet validation run 202612060140: validated 480 of 500 nodes; failed 2; never free 15;
+    still running 0; cordoned 3; no healthy GPU 0; no Job 0; unhealthy GPUs 1 on 1 nodes
+
+(one line in the log; every count always present, in this order).
 
 Unhealthy GPUs: the device plugin withholds a GPU it marks unhealthy, so the
 node's allocatable nvidia.com/gpu falls below its capacity. A Job asking for
@@ -23,10 +30,26 @@ its unhealthy count (the Job's log lists the UUIDs it did validate).
 
 The Job's image is the evaluation pool's server image (DaemonSet kerneleval in
 the namespace) unless --image names one, so both run the same release.
-Exit status 0 only when every node was validated with all of its GPUs; 1
-otherwise, 2 on an API error. Results go to the Pushgateway under job
+Each Job pushes its node's results to the Pushgateway under job
 kerneleval-fleet-validation with a `node` label; the KernelevalNodeNotValidated
-alert names nodes without a recent result.
+alert names nodes without a recent result. This script then pushes the run's
+report (PUT, replacing the last run's) as job kerneleval-fleet-validation-report:
+kerneleval_fleet_validation_nodes{product,state} (state validated, failed,
+never_free, still_running, cordoned, no_healthy_gpu, missing; zeros included),
+kerneleval_fleet_validation_unhealthy_gpus{product},
+kerneleval_fleet_validation_node_never_free{node,product} 1 for each node never
+free, and kerneleval_fleet_validation_report_timestamp_seconds. A node never free
+is counted per product (KernelevalFleetNodesNeverFree) instead of being named by
+KernelevalNodeNotValidated: a busy node is not a page. The table, the summary
+and the gauges are read from one classification (node_results).
+Exit status 0 only when every node was validated with all of its GPUs and the
+report was pushed; 1 when a node was not; 2 on an API error or a failed push
+(the table and the summary are printed first).
+
+--render-nodes NODES.json [--jobs JOBS.json] prints what a run would create and
+report for those Node objects (kubectl get nodes -o json) and, with --jobs, those
+Job states (kubectl get jobs -l kerneleval.io/run=RUN -o json); --render-push FILE
+writes the report it would push. Nothing is pushed in the --render modes.
 
 Why one Job per node and not an Indexed Job: an index cannot be pinned to a
 node, so an Indexed Job could validate one node twice and another never.
@@ -246,37 +269,145 @@ def wait_for_jobs(cluster, run, timeout_s, admission_wait_s, clock=time.monotoni
         sleep(30)
 
 
-def report(nodes, run, states):
-    """Prints the coverage table; True when every node was validated with every GPU."""
+# What each listed node came to in a run: the printed table, the one-line summary and the
+# pushed gauges (kerneleval_fleet_validation_nodes{product,state}) all read this.
+STATES = ("validated", "failed", "never_free", "still_running", "cordoned", "no_healthy_gpu",
+          "missing")
+# A Job's state (job_states, wait_for_jobs) -> the node's state, and the table's words for it.
+JOB_RESULTS = {
+    "complete": ("validated", "validated"),
+    "failed": ("failed", "FAILED (see the Job's log)"),
+    "running": ("still_running", "NOT COVERED (still running)"),
+    "waiting": ("never_free", "NOT COVERED (node never free)"),
+    "not_started": ("never_free", "NOT COVERED (not started within the admission wait: node "
+                                  "never free; Job deleted, its quota released)"),
+    "missing": ("missing", "NOT COVERED (no Job)"),
+}
+PRODUCT_LABEL = "nvidia.com/gpu.product"
+REPORT_JOB = "kerneleval-fleet-validation-report"
+
+
+def node_results(nodes, run, states):
+    """One dict per Node object (node, product, state, unhealthy GPUs, the table's text), in
+    the table's order: the nodes given Jobs, those without a healthy GPU, the cordoned."""
     validate, cordoned, no_gpu = classify(nodes)
-    names = [n["metadata"]["name"] for n in nodes]
-    width = max([len(n) for n in names] + [4])
-    print(f"{'node':<{width}}  result")
-    ok = not cordoned and not no_gpu
+    results = []
+
+    def result(node, state, unhealthy, text):
+        labels = node["metadata"].get("labels") or {}
+        results.append({"node": node["metadata"]["name"],
+                        "product": labels.get(PRODUCT_LABEL) or "unknown",
+                        "state": state, "unhealthy_gpus": unhealthy, "text": text})
+
     for node in validate:
-        name = node["metadata"]["name"]
         capacity, healthy = gpu_counts(node)
-        state = states.get(job_name(run, name), "missing")
-        meaning = {"complete": "validated", "failed": "FAILED (see the Job's log)",
-                   "running": "NOT COVERED (still running)",
-                   "waiting": "NOT COVERED (node never free)",
-                   "not_started": "NOT COVERED (not started within the admission wait: node "
-                                  "never free; Job deleted, its quota released)",
-                   "missing": "NOT COVERED (no Job)"}[state]
-        if healthy < capacity:
-            meaning += (f"; UNHEALTHY GPUs: {capacity - healthy} of {capacity} withheld by the device "
-                        f"plugin (validated {healthy})")
-            ok = False
-        ok &= state == "complete"
-        print(f"{name:<{width}}  {meaning}")
+        state, text = JOB_RESULTS[states.get(job_name(run, node["metadata"]["name"]), "missing")]
+        unhealthy = max(capacity - healthy, 0)
+        if unhealthy:
+            text += (f"; UNHEALTHY GPUs: {unhealthy} of {capacity} withheld by the device plugin "
+                     f"(validated {healthy})")
+        result(node, state, unhealthy, text)
     for node in no_gpu:
         capacity, _ = gpu_counts(node)
-        print(f"{node['metadata']['name']:<{width}}  NOT COVERED; UNHEALTHY GPUs: all {capacity}")
+        result(node, "no_healthy_gpu", capacity, f"NOT COVERED; UNHEALTHY GPUs: all {capacity}")
     for node in cordoned:
-        print(f"{node['metadata']['name']:<{width}}  NOT COVERED (cordoned)")
-    done = sum(states.get(job_name(run, n["metadata"]["name"])) == "complete" for n in validate)
-    print(f"validated {done} of {len(nodes)} GPU nodes (run {run})")
-    return ok
+        result(node, "cordoned", 0, "NOT COVERED (cordoned)")
+    return results
+
+
+def summary(results, run):
+    """The run in one line, for a log search: every state's count, always in this order."""
+    counts = {state: sum(r["state"] == state for r in results) for state in STATES}
+    sick = [r for r in results if r["unhealthy_gpus"]]
+    return (f"fleet validation run {run}: validated {counts['validated']} of {len(results)} nodes; "
+            f"failed {counts['failed']}; never free {counts['never_free']}; "
+            f"still running {counts['still_running']}; cordoned {counts['cordoned']}; "
+            f"no healthy GPU {counts['no_healthy_gpu']}; no Job {counts['missing']}; "
+            f"unhealthy GPUs {sum(r['unhealthy_gpus'] for r in sick)} on {len(sick)} nodes")
+
+
+def print_report(results, run):
+    """Prints the coverage table and the summary line; True when every node was validated
+    with every GPU."""
+    width = max([len(r["node"]) for r in results] + [4])
+    print(f"{'node':<{width}}  result")
+    for r in results:
+        print(f"{r['node']:<{width}}  {r['text']}")
+    print(summary(results, run))
+    return all(r["state"] == "validated" and not r["unhealthy_gpus"] for r in results)
+
+
+def report(nodes, run, states):
+    """Prints the coverage table of a run's Node objects and Job states (print_report)."""
+    return print_report(node_results(nodes, run, states), run)
+
+
+def _label(value):
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def push_body(results, now):
+    """The run's report as the Pushgateway group REPORT_JOB (text exposition format): nodes per
+    GPU product and state (every state, zeros too, so that shares divide), withheld GPUs per
+    product, the nodes never free by name, and when the report was made."""
+    products = sorted({r["product"] for r in results})
+    lines = []
+    if products:  # a family is written with its samples only
+        lines += ["# HELP kerneleval_fleet_validation_nodes GPU nodes the last fleet-validation "
+                  "run listed, by GPU product and result.",
+                  "# TYPE kerneleval_fleet_validation_nodes gauge"]
+        for product in products:
+            for state in STATES:
+                count = sum(r["product"] == product and r["state"] == state for r in results)
+                lines.append(f'kerneleval_fleet_validation_nodes{{product="{_label(product)}",'
+                             f'state="{state}"}} {count}')
+        lines += ["# HELP kerneleval_fleet_validation_unhealthy_gpus GPUs the device plugin "
+                  "withheld on the nodes the last fleet-validation run listed, by GPU product.",
+                  "# TYPE kerneleval_fleet_validation_unhealthy_gpus gauge"]
+        for product in products:
+            gpus = sum(r["unhealthy_gpus"] for r in results if r["product"] == product)
+            lines.append("kerneleval_fleet_validation_unhealthy_gpus"
+                         f'{{product="{_label(product)}"}} {gpus}')
+    never_free = [r for r in results if r["state"] == "never_free"]
+    if never_free:
+        lines += ["# HELP kerneleval_fleet_validation_node_never_free 1 for each node whose Job "
+                  "the last fleet-validation run could not start (the node was never free).",
+                  "# TYPE kerneleval_fleet_validation_node_never_free gauge"]
+        lines += [f'kerneleval_fleet_validation_node_never_free{{node="{_label(r["node"])}",'
+                  f'product="{_label(r["product"])}"}} 1' for r in never_free]
+    lines += ["# HELP kerneleval_fleet_validation_report_timestamp_seconds When the last "
+              "fleet-validation run made its report.",
+              "# TYPE kerneleval_fleet_validation_report_timestamp_seconds gauge",
+              f"kerneleval_fleet_validation_report_timestamp_seconds {now:.3f}"]
+    return "\n".join(lines) + "\n"
+
+
+class PushError(RuntimeError):
+    pass
+
+
+def push_report(gateway, body, timeout_s=30):
+    """PUT: the group holds this report only, whatever the last one held."""
+    url = f"{gateway.rstrip('/')}/metrics/job/{REPORT_JOB}"
+    request = urllib.request.Request(url, method="PUT", data=body.encode(),
+                                     headers={"Content-Type": "text/plain; version=0.0.4"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            response.read()
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        detail = error.read().decode(errors="replace")[:500] if hasattr(error, "read") else ""
+        raise PushError(f"pushgateway PUT {url}: {error} {detail}".strip()) from error
+
+
+class Listing:
+    """Jobs from a JobList file (kubectl get jobs -o json) instead of a cluster."""
+
+    def __init__(self, jobs):
+        self.items = jobs
+
+    def jobs(self, selector):
+        key, _, value = selector.partition("=")
+        return [j for j in self.items if j["metadata"].get("labels", {}).get(key) == value]
 
 
 def server_image(cluster):
@@ -285,11 +416,16 @@ def server_image(cluster):
     return next(c["image"] for c in containers if c["name"] == "server")
 
 
-def main(argv=None):
+def main(argv=None, cluster=None, clock=time.monotonic, sleep=time.sleep):
+    """`cluster`, `clock` and `sleep` are for tests that play the API (tests/deploy)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--image", help="the kerneleval image, by digest (default: the pool's)")
     parser.add_argument("--suite", default="fused_add_rmsnorm_h2048")
-    parser.add_argument("--pushgateway", default="http://prometheus-pushgateway.monitoring.svc:9091")
+    parser.add_argument("--pushgateway", default="http://prometheus-pushgateway.monitoring.svc:9091",
+                        help="where the Jobs push their results, and this script its report")
+    parser.add_argument("--report-pushgateway", metavar="URL",
+                        help="where to push the report (default: --pushgateway; empty: no push, "
+                             "e.g. from a machine that cannot reach it)")
     parser.add_argument("--queue-name", default=os.environ.get("KUEUE_QUEUE_NAME", ""),
                         help="Kueue LocalQueue for the Jobs (default $KUEUE_QUEUE_NAME; none)")
     parser.add_argument("--timeout-hours", type=float, default=6.0)
@@ -297,30 +433,51 @@ def main(argv=None):
                         help="delete a Job whose pod has not started by then (its node never "
                              "free, or admitted by Kueue and Pending): it stops holding quota")
     parser.add_argument("--gpus-per-node", type=int, default=8, help="for --render only")
-    parser.add_argument("--run", help="run id (default: UTC yyyymmddhhmm)")
+    parser.add_argument("--run", help="run id (default: UTC yyyymmddhhmm; with --jobs, theirs)")
     parser.add_argument("--render", nargs="+", metavar="NODE",
                         help="print the Jobs for these nodes and stop")
     parser.add_argument("--render-nodes", type=pathlib.Path, metavar="NODES.json",
                         help="print the Jobs and the report for these Node objects (a NodeList) "
                              "and stop")
+    parser.add_argument("--jobs", type=pathlib.Path, metavar="JOBS.json",
+                        help="with --render-nodes: the run's Jobs (a JobList, kubectl get jobs "
+                             "-l kerneleval.io/run=RUN -o json); the report reads their states "
+                             "as the run's end would (a Job not started: never free)")
+    parser.add_argument("--render-push", type=pathlib.Path, metavar="FILE",
+                        help="with --render-nodes: write the report the run would push to FILE")
     args = parser.parse_args(argv)
+    if (args.jobs or args.render_push) and not args.render_nodes:
+        parser.error("--jobs and --render-push need --render-nodes")
     run = args.run or datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d%H%M")
     template = yaml.safe_load((HERE / "job-template.yaml").read_text(encoding="utf-8"))
 
     if args.render or args.render_nodes:
         if not args.image:
             parser.error("--render needs --image")
+        states = {}
         if args.render:
             nodes = named_nodes(args.render, args.gpus_per_node)
         else:
             nodes = json.loads(args.render_nodes.read_text(encoding="utf-8"))["items"]
+        if args.jobs:
+            listing = Listing(json.loads(args.jobs.read_text(encoding="utf-8"))["items"])
+            if not args.run:
+                runs = {j["metadata"].get("labels", {}).get(RUN_LABEL) for j in listing.items}
+                if len(runs) != 1 or None in runs:
+                    parser.error(f"--jobs holds Jobs of runs {sorted(map(str, runs))}: give --run")
+                run = runs.pop()
+            states = job_states(listing, run)
         jobs = render(template, classify(nodes)[0], run, args.image, args.suite, args.pushgateway,
                       args.queue_name)
         sys.stdout.write(yaml.safe_dump_all(jobs, sort_keys=False))
         if args.render_nodes:
-            report(nodes, run, {})
+            results = node_results(nodes, run, states)
+            print_report(results, run)
+            if args.render_push:
+                args.render_push.write_text(push_body(results, time.time()), encoding="utf-8")
         return 0
-    cluster = InCluster() if "KUBERNETES_SERVICE_HOST" in os.environ else Kubectl()
+    if cluster is None:
+        cluster = InCluster() if "KUBERNETES_SERVICE_HOST" in os.environ else Kubectl()
     try:
         image = args.image or server_image(cluster)
         nodes = cluster.nodes(SELECTOR)
@@ -328,11 +485,21 @@ def main(argv=None):
                           args.queue_name):
             cluster.create_job(job)
         states = wait_for_jobs(cluster, run, args.timeout_hours * 3600,
-                               args.admission_wait_minutes * 60)
+                               args.admission_wait_minutes * 60, clock=clock, sleep=sleep)
     except (ApiError, KeyError, StopIteration) as error:
         print(f"error: {error!r}", file=sys.stderr)
         return 2
-    return 0 if report(nodes, run, states) else 1
+    results = node_results(nodes, run, states)
+    ok = print_report(results, run)
+    sys.stdout.flush()
+    gateway = args.pushgateway if args.report_pushgateway is None else args.report_pushgateway
+    if gateway:
+        try:
+            push_report(gateway, push_body(results, time.time()))
+        except PushError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
