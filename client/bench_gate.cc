@@ -4,7 +4,7 @@
 #include <iostream>
 #include <thread>
 
-#include "client/cli.h"
+#include "client/cli_output.h"
 #include "client/results_client.h"
 #include "client/results_command.h"
 

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "client/cli.h"
+#include "client/cli_output.h"
 #include "client/interrupt_watcher.h"
 #include "client/queue_client.h"
 #include "client/report_format.h"

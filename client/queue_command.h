@@ -16,17 +16,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include "client/cli_config.h"
 #include "kerneleval/v1/kerneleval.pb.h"
 
 namespace kerneleval::client::cli {
-
-struct CliConfig;
-
-struct QueueFlags {
-  std::string run;  // watch / cancel
-  unsigned ended_within_seconds = 3600;
-  unsigned limit = 100;
-};
 
 // Adds the subcommands, writing their flags into `*flags` (which must outlive the app).
 void AddQueueCommands(CLI::App* app, QueueFlags* flags);

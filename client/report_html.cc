@@ -303,8 +303,8 @@ std::string FormatReportHtml(const v1::BenchmarkReport& report) {
                               ? std::string("Not stored (the server keeps no results store). ")
                               : absl::StrCat("Run ", Escape(report.run_id()), ". ");
   absl::StrAppend(&out, "<p class=\"note\">", run,
-                  "Protocol: ", Escape(ProtocolText(report.protocol())),
-                  ". Wall time ", Fixed(report.wall_seconds(), 2), " s.",
+                  "Protocol: ", Escape(ProtocolText(report.protocol())), ". Wall time ",
+                  Fixed(report.wall_seconds(), 2), " s.",
                   report.complete() ? "" : " <b>Incomplete: the run was cut short.</b>", "</p>\n");
   const std::string axis = PlotAxis(report);
   if (!axis.empty()) {

@@ -9,7 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "client/cli.h"
+#include "client/cli_output.h"
 #include "client/report_format.h"
 #include "client/report_internal.h"
 #include "client/results_client.h"

@@ -4,7 +4,8 @@
 
 #include "absl/status/status.h"
 
-#include "client/cli.h"
+#include "client/bench_command.h"
+#include "client/cli_output.h"
 #include "client/report_format.h"
 #include "common/enum_names.h"
 
@@ -35,7 +36,7 @@ int Benchmark(const CliConfig& config, const ClientOptions& options, const std::
   // The built-ins' calls checked as the submission's always are: both sides of the ranking
   // with the same device work between calls (Protocol.check_every_call).
   bench.bench.check_every_call = true;
-  return RunCommand(bench, out, err);
+  return RunBenchCommand(bench, out, err);
 }
 
 // A source that did not compile: the status the call would have answered, then the whole

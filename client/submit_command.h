@@ -11,20 +11,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "client/submit_client.h"
+#include "client/cli_config.h"
 
 namespace kerneleval::client::cli {
-
-struct GlobalFlags;
-struct CliConfig;
-
-struct SubmitFlags {
-  SubmitSpec spec;
-  bool show_log = false;        // print NVRTC's log on success too
-  std::string suite;            // submit: benchmark this suite once registered
-  std::string action = "list";  // submissions: list | get | delete
-  std::string submission;       // submissions get|delete: id or name
-};
 
 // Adds the `submit` and `submissions` subcommands.
 void AddSubmitCommands(CLI::App* app, SubmitFlags* flags);

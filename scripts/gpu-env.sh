@@ -40,6 +40,12 @@ machine_section() {
     if [ -d /tmp/peer-site/google ] && [ ! -f /tmp/peer-site/google/__init__.py ]; then
       echo "__path__ = __import__('pkgutil').extend_path(__path__, __name__)" \
         >/tmp/peer-site/google/__init__.py
+      # An older protobuf's *-nspkg.pth puts its own `google` into sys.modules while site
+      # starts, before any import could find the package above; sitecustomize runs after
+      # the .pth files, so it drops that entry and the next import finds the carried one.
+      printf '%s\n' "import sys" \
+        "for name in [m for m in sys.modules if m == 'google' or m.startswith('google.')]:" \
+        "    del sys.modules[name]" >/tmp/peer-site/sitecustomize.py
     fi
   fi
 }

@@ -16,9 +16,9 @@
 #include "server/cuda/cuda_result_call.h"
 #include "server/cuda/cupti_timer.h"
 #include "server/device/clock_sampler.h"
+#include "server/device/sample_loop.h"
 #include "server/evaluation/call_checks.h"
 #include "server/evaluation/kernel_breakdown.h"
-#include "server/evaluation/sample_loop.h"
 
 namespace kerneleval::server {
 namespace {

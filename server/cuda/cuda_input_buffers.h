@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "absl/status/status.h"
+#include "server/cuda/cuda_buffer_set.h"
 #include "server/cuda/cuda_resources.h"
 #include "server/device/backend.h"
 #include "server/device/kept_buffers.h"
@@ -15,12 +16,6 @@
 namespace kerneleval::server {
 
 struct CudaWorkspace;
-
-// One input set: the tensors of one call (output and residual_out unused in IN_PLACE,
-// scratch only for implementations that need it).
-struct CudaBufferSet {
-  DeviceBuffer x, r, out, res, scratch;
-};
 
 class CudaInputBuffers {
  public:

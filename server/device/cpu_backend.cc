@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "kerneleval/kernels/cpu_simd.h"
-#include "server/evaluation/sample_loop.h"
+#include "server/device/sample_loop.h"
 
 namespace kerneleval::server {
 namespace {

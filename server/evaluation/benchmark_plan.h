@@ -1,4 +1,4 @@
-// What a Benchmark runs once its request is validated (server/rpc/request_validation.h builds
+// What a Benchmark runs once its request is validated (server/core/request_validation.h builds
 // it): the suite, its workloads resolved to problems, seeds and tolerances, and the protocol.
 // The benchmark engine (benchmark_engine.h) takes it as it is and validates nothing.
 #pragma once

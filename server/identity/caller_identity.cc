@@ -2,8 +2,6 @@
 
 #include <grpc/grpc_security_constants.h>
 
-#include <random>
-
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
@@ -11,10 +9,6 @@ namespace kerneleval::server {
 namespace {
 
 constexpr absl::string_view kBearer = "Bearer ";
-// "-bin": owners under mutual TLS are certificate subjects, which may hold any UTF-8.
-constexpr char kActForKey[] = "kerneleval-internal-caller-bin";
-constexpr char kInternalKey[] = "kerneleval-internal-key";
-constexpr char kAnonymous[] = "anonymous";
 
 absl::string_view View(const grpc::string_ref& s) { return absl::string_view(s.data(), s.size()); }
 
@@ -24,18 +18,6 @@ absl::string_view OnlyValue(const grpc::ServerContextBase& context, absl::string
   const auto range = md.equal_range(grpc::string_ref(key.data(), key.size()));
   if (range.first == range.second || std::next(range.first) != range.second) return {};
   return View(range.first->second);
-}
-
-std::string RandomHex(std::size_t bytes) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::random_device rd;
-  std::string out;
-  for (std::size_t i = 0; i < bytes; ++i) {
-    const unsigned b = rd() & 0xff;
-    out += kDigits[b >> 4];
-    out += kDigits[b & 15];
-  }
-  return out;
 }
 
 std::optional<std::string> CertificateOwner(const grpc::ServerContextBase& context) {
@@ -62,8 +44,7 @@ bool SecretsEqual(absl::string_view given, absl::string_view expected) {
 }
 
 Identities::Identities(std::vector<OwnerToken> tokens)
-    : tokens_(std::make_shared<const std::vector<OwnerToken>>(std::move(tokens))),
-      internal_key_(RandomHex(32)) {}
+    : tokens_(std::make_shared<const std::vector<OwnerToken>>(std::move(tokens))) {}
 
 std::shared_ptr<const std::vector<OwnerToken>> Identities::Tokens() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -90,11 +71,6 @@ std::optional<std::string> Identities::OwnerOfToken(absl::string_view token) con
 }
 
 std::string Identities::CallerOwner(const grpc::ServerContextBase& context) const {
-  const absl::string_view key = OnlyValue(context, kInternalKey);
-  if (!key.empty() && SecretsEqual(key, internal_key_)) {
-    const absl::string_view owner = OnlyValue(context, kActForKey);
-    return owner.empty() ? kAnonymous : std::string(owner);
-  }
   if (std::optional<std::string> cert = CertificateOwner(context)) return *cert;
   const absl::string_view authorization = OnlyValue(context, "authorization");
   if (has_tokens() && absl::StartsWith(authorization, kBearer)) {
@@ -102,16 +78,11 @@ std::string Identities::CallerOwner(const grpc::ServerContextBase& context) cons
       return *owner;
     }
   }
-  return kAnonymous;
+  return kAnonymousOwner;
 }
 
 std::string OwnerOfCall(const Identities* identities, const grpc::ServerContextBase& context) {
-  return identities != nullptr ? identities->CallerOwner(context) : kAnonymous;
-}
-
-void Identities::ActFor(const std::string& owner, grpc::ClientContext* call) const {
-  call->AddMetadata(kInternalKey, internal_key_);
-  call->AddMetadata(kActForKey, owner);
+  return identities != nullptr ? identities->CallerOwner(context) : kAnonymousOwner;
 }
 
 }  // namespace kerneleval::server

@@ -1,13 +1,11 @@
 // Who a call is: the owner whose submissions it may name and whose submissions' results it
 // may see. One answer for every service (KernelEval, Submissions, Results), from one place:
 //
-//   1. a call this server makes to itself on a caller's behalf (Reproduce re-running a
-//      receipt), carrying a per-process secret no client can know: that caller;
-//   2. under mutual TLS, the verified client certificate: "cert:<subject DN>" (RFC 2253,
+//   1. under mutual TLS, the verified client certificate: "cert:<subject DN>" (RFC 2253,
 //      e.g. "cert:CN=alice,O=lab"), else "cert:<first SAN or CN>" where gRPC gave no subject;
-//   3. the bearer token the call carries, when it is one of the --auth-token-file's: its
+//   2. the bearer token the call carries, when it is one of the --auth-token-file's: its
 //      owner (token_file.h);
-//   4. otherwise "anonymous".
+//   3. otherwise "anonymous".
 //
 // Why the token is read again here rather than handed over by the token check (auth.h): the
 // only place that check can write to is gRPC's auth context, and that belongs to the
@@ -24,13 +22,15 @@
 #include <string>
 #include <vector>
 
-#include <grpcpp/client_context.h>
 #include <grpcpp/server_context.h>
 
 #include "absl/strings/string_view.h"
 #include "server/identity/token_file.h"
 
 namespace kerneleval::server {
+
+// The owner of a call that carries no identity (no token file, or a front built without one).
+inline constexpr char kAnonymousOwner[] = "anonymous";
 
 // Compares without an early exit, so that response times do not reveal how much of a
 // guessed secret was right (only whether its length was).
@@ -55,16 +55,11 @@ class Identities {
   // The owner of a call this server answers (the list above).
   std::string CallerOwner(const grpc::ServerContextBase& context) const;
 
-  // Marks `call`, made by this server to itself through its in-process channel, as made on
-  // behalf of `owner`.
-  void ActFor(const std::string& owner, grpc::ClientContext* call) const;
-
  private:
   std::shared_ptr<const std::vector<OwnerToken>> Tokens() const;
 
   mutable std::mutex mu_;
   std::shared_ptr<const std::vector<OwnerToken>> tokens_;  // never null
-  std::string internal_key_;  // random per process: what makes ActFor's mark unforgeable
 };
 
 // The owner every front charges a call's work to and scopes its data by: `identities`'

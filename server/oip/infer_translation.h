@@ -1,6 +1,6 @@
 // ModelInfer <-> Run: the Open Inference Protocol's tensors and parameters as a
 // kerneleval.v1.RunRequest, and the RunResponse as a ModelInferResponse. Pure translation:
-// no gRPC, no devices; the evaluation itself is StartRun's (server/rpc/run_call.h).
+// no gRPC, no devices; the evaluation itself is StartRun's (server/core/run_call.h).
 //
 // Request (model "fused_add_rmsnorm[.<implementation>]"):
 //   inputs      hidden_states [B, H], residual [B, H], weight [H]; BF16, FP16 or FP32 (one

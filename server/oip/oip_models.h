@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "kerneleval/v1/kerneleval.pb.h"
-#include "server/rpc/service_state.h"
+#include "server/core/service_state.h"
 
 namespace kerneleval::server::oip {
 

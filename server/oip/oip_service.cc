@@ -6,14 +6,14 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "server/core/admission.h"
+#include "server/core/caller_of.h"
+#include "server/core/run_call.h"
 #include "server/evaluation/server_version.h"
 #include "server/grpc/raw_unary.h"
+#include "server/grpc/status.h"
 #include "server/oip/infer_translation.h"
 #include "server/oip/oip_models.h"
-#include "server/rpc/admission.h"
-#include "server/rpc/caller_of.h"
-#include "server/rpc/kerneleval_service.h"
-#include "server/rpc/run_call.h"
 
 namespace kerneleval::server::oip {
 namespace {

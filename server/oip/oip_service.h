@@ -22,7 +22,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "kserve/v2/grpc_predict_v2.grpc.pb.h"
-#include "server/rpc/service_state.h"
+#include "server/core/service_state.h"
 
 namespace kerneleval::server::oip {
 

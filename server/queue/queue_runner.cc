@@ -12,7 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "common/log.h"
-#include "server/rpc/benchmark_call.h"
+#include "server/core/benchmark_call.h"
 #include "server/store/result_store.h"
 
 namespace kerneleval::server {

@@ -1,6 +1,6 @@
 // This server's part of the fleet's verdict queue (server/store/job_queue.h): it claims queued
 // jobs of the kinds of device it has while it has room, runs each through the Benchmark path
-// (server/rpc/benchmark_call.h) exactly as a streamed Benchmark runs, renews the leases of
+// (server/core/benchmark_call.h) exactly as a streamed Benchmark runs, renews the leases of
 // those it runs, and re-queues jobs whose server stopped renewing theirs.
 //
 // A job's results are stored in the transaction that marks it done, fenced by this server's
@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "prometheus/registry.h"
+#include "server/core/service_state.h"
 #include "server/queue/queue_metrics.h"
-#include "server/rpc/service_state.h"
 #include "server/store/job_queue.h"
 
 namespace kerneleval::server {

@@ -10,11 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "server/core/admission.h"
+#include "server/core/request_validation.h"
 #include "server/grpc/raw_unary.h"
 #include "server/grpc/status.h"
 #include "server/identity/caller_identity.h"
-#include "server/rpc/admission.h"
-#include "server/rpc/request_validation.h"
 #include "server/store/result_store.h"
 
 namespace kerneleval::server {

@@ -14,10 +14,10 @@
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "common/status_macros.h"
-#include "server/rpc/admission.h"
-#include "server/rpc/benchmark_call.h"
-#include "server/rpc/caller_of.h"
-#include "server/rpc/run_call.h"
+#include "server/core/admission.h"
+#include "server/core/benchmark_call.h"
+#include "server/core/caller_of.h"
+#include "server/core/run_call.h"
 
 namespace kerneleval::server {
 namespace {

@@ -1,6 +1,6 @@
 // The RPC edge of kerneleval.v1.KernelEval: the only place that sees grpc::Status. Each
-// handler parses, hands the request to the evaluation path (server/rpc/run_call.h for Run,
-// server/rpc/benchmark_call.h for Benchmark) and answers from the worker thread.
+// handler parses, hands the request to the evaluation path (server/core/run_call.h for Run,
+// server/core/benchmark_call.h for Benchmark) and answers from the worker thread.
 //
 // Run and Benchmark take raw bytes and parse them themselves, so that a body that is not the
 // request message is answered INVALID_ARGUMENT naming the method (gRPC's own parse failure
@@ -8,8 +8,8 @@
 #pragma once
 
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
+#include "server/core/service_state.h"
 #include "server/grpc/status.h"
-#include "server/rpc/service_state.h"
 
 namespace kerneleval::server {
 

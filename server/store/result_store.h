@@ -26,6 +26,7 @@
 #include "prometheus/registry.h"
 #include "server/store/database.h"
 #include "server/store/regression_metrics.h"
+#include "server/store/viewer.h"
 
 namespace kerneleval::server::store {
 
@@ -58,11 +59,6 @@ struct StoreOptions {
   // from the store's own thread. PostgreSQL only: SQLite is a file, open or failed at start.
   std::function<void(bool connected, const std::string& waiting_for)> on_connection;
 };
-
-// Whose results a query sees: every built-in's, and the results of `owner`'s own submissions
-// (caller_identity.h); a submission's results under another owner are left out as if they
-// did not exist. nullopt: every result (the store's own queries, and tests of the store).
-using Viewer = std::optional<std::string>;
 
 class ResultStore {
  public:

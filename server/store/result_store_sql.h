@@ -9,7 +9,7 @@
 
 #include "kerneleval/v1/results.pb.h"
 #include "server/store/database.h"
-#include "server/store/result_store.h"
+#include "server/store/viewer.h"
 
 namespace kerneleval::server::store {
 

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "kerneleval/internal/compile.pb.h"
-#include "server/submissions/compiler.h"
+#include "server/submissions/compiler_options.h"
 
 namespace kerneleval::server::submissions {
 

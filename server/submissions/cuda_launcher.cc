@@ -1,7 +1,7 @@
 #include "server/submissions/cuda_launcher.h"
 
 #include "absl/strings/str_cat.h"
-#include "server/cuda/cuda_driver.h"
+#include "server/driver/cuda_driver.h"
 #include "server/submissions/abi_flags.h"
 #include "server/submissions/launch_plan.h"
 #include "server/submissions/param_binding.h"

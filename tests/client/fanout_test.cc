@@ -155,6 +155,7 @@ std::vector<TargetResult> SampleResults() {
   results[1].status = grpc::Status(grpc::StatusCode::UNAVAILABLE, "connection refused");
   results[2].target = "10.0.0.3:50051";
   results[2].report = SampleReport("cuda:0", true);
+  results[2].report.set_run_id("run-3");
   return results;
 }
 
@@ -199,8 +200,10 @@ TEST(FormatFanOut, TableAndCsv) {
   const std::string single = FormatReportCsv(results[0].report);
   const std::string header = single.substr(0, single.find('\n'));
   EXPECT_EQ(csv->substr(0, csv->find('\n')), "target," + header);
-  EXPECT_NE(csv->find("\n10.0.0.1:50051,fused_add_rmsnorm_h2048,"), std::string::npos);
-  EXPECT_NE(csv->find("\n10.0.0.3:50051,fused_add_rmsnorm_h2048,"), std::string::npos);
+  // A report that was not stored has an empty run_id; a stored one names its run.
+  EXPECT_NE(csv->find("\n10.0.0.1:50051,,fused_add_rmsnorm_h2048,"), std::string::npos) << *csv;
+  EXPECT_NE(csv->find("\n10.0.0.3:50051,run-3,fused_add_rmsnorm_h2048,"), std::string::npos)
+      << *csv;
   EXPECT_EQ(csv->find("10.0.0.2"), std::string::npos);
   EXPECT_FALSE(FormatFanOut(results, ReportFormat::kHtml).ok());
 }

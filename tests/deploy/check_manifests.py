@@ -269,10 +269,10 @@ class Checker:
 
     def check_results_store(self, args, env):
         """Benchmark reports kept in PostgreSQL (URL from a Secret), with retention on."""
-        flags_cc = (REPO / "server/rpc/server_flags.cc").read_text(encoding="utf-8")
+        flags_cc = (REPO / "server/app/server_flags.cc").read_text(encoding="utf-8")
         for flag in ("--results-db", "--results-max-age-days", "--results-raw-sample-runs"):
             if f'"{flag}"' not in flags_cc:
-                self.fail(f"server/rpc/server_flags.cc has no {flag}; the manifests pass it")
+                self.fail(f"server/app/server_flags.cc has no {flag}; the manifests pass it")
         url = arg_value(args, "--results-db") or ""
         match = re.fullmatch(r"\$\((\w+)\)", url)
         secret = env.get(match.group(1), {}) if match else {}

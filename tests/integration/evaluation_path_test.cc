@@ -15,11 +15,11 @@
 
 #include "common/input_generator.h"
 #include "kerneleval/kernels/half_types.h"
+#include "server/core/request_validation.h"
 #include "server/device/device_host_channel.h"
 #include "server/device/device_host_reply.h"
 #include "server/evaluation/correctness.h"
 #include "server/evaluation/evaluation.h"
-#include "server/rpc/request_validation.h"
 
 namespace kerneleval::server {
 namespace {

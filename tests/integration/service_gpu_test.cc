@@ -20,8 +20,8 @@
 #include "client/tensors.h"
 #include "lazy_half_rows.h"
 #include "request_helpers.h"
+#include "server/app/device_factory.h"
 #include "server/cuda/cuda_backend.h"
-#include "server/device/device_factory.h"
 #include "test_server.h"
 
 namespace kerneleval::testing {

@@ -21,8 +21,8 @@
 #include "client/kerneleval_client.h"
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
 #include "request_helpers.h"
+#include "server/app/server.h"
 #include "server/device/cpu_backend.h"
-#include "server/rpc/server.h"
 
 namespace kerneleval::testing {
 

@@ -48,9 +48,9 @@
 #include "client/tensors.h"
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
 #include "kerneleval/v1/kerneleval.pb.h"
+#include "server/app/server.h"
 #include "server/device/cpu_backend.h"
 #include "server/device/device_settings.h"
-#include "server/rpc/server.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include "common/suites.h"
 #include "google/protobuf/stubs/logging.h"
 #include "kerneleval/v1/kerneleval.pb.h"
-#include "server/rpc/request_validation.h"
+#include "server/core/request_validation.h"
 
 namespace {
 

@@ -20,7 +20,7 @@ namespace {
 
 constexpr char kToken[] = "kx-7f3a9c1e5b2d-robustness-token";
 
-// /metrics asks for the token where the gRPC port does (server/rpc/metrics_gate.h).
+// /metrics asks for the token where the gRPC port does (server/app/metrics_gate.h).
 std::string BearerAuthorization() {
   return std::string("Authorization: Bearer ") + kToken + "\r\n";
 }

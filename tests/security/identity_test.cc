@@ -201,7 +201,8 @@ TEST_F(TwoOwners, AWrongOrMissingTokenIsRefused) {
   v1::HistoryResponse history;
   EXPECT_EQ(results_->History(As("bob-SECRET-41d8e3").get(), {}, &history).error_code(),
             grpc::StatusCode::PERMISSION_DENIED);
-  // Nor does the server's own re-run mark make a caller anyone without the process's key.
+  // No metadata makes a caller someone else (the server runs re-runs as their caller, through
+  // the core, and keeps no mark a call could forge).
   auto forged = As(kBobToken);
   forged->AddMetadata("kerneleval-internal-key", std::string(64, '0'));
   forged->AddMetadata("kerneleval-internal-caller-bin", "alice");

@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/escaping.h"
-#include "server/rpc/server_flags.h"
+#include "server/app/server_flags.h"
 #include "test_server.h"
 #include "two_owners.h"
 

@@ -22,7 +22,7 @@
 
 #include "client/submit_client.h"
 #include "client/tensors.h"
-#include "server/device/device_factory.h"
+#include "server/app/device_factory.h"
 #include "server/device/process_backend.h"
 #include "test_server.h"
 #ifdef KERNELEVAL_HAVE_CUDA

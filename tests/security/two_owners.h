@@ -9,7 +9,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "server/rpc/server.h"
+#include "server/app/server.h"
 
 namespace kerneleval::testing {
 

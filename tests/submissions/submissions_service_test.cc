@@ -225,7 +225,7 @@ TEST(Submissions, EmptyAndHugeSources) {
 TEST(Submissions, ForbiddenIncludesNameTheLine) {
   const Fixture f = StartSubmissionsServer();
   for (const char* include :
-       {"#include <stdio.h>", "#include \"/etc/passwd\"", "#include \"../server/rpc/server.h\""}) {
+       {"#include <stdio.h>", "#include \"/etc/passwd\"", "#include \"../server/app/server.h\""}) {
     const grpc::Status s =
         Register(f, Spec("inc", std::string("\n") + include + "\n" + kTiny, "tiny"));
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << include;

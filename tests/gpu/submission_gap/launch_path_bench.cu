@@ -111,7 +111,7 @@ __global__ void Spin(unsigned long long ns) {
   } while (now - start < ns);
 }
 
-// The driver calls, resolved here rather than through server/cuda/cuda_driver.h: that header
+// The driver calls, resolved here rather than through server/driver/cuda_driver.h: that header
 // brings Abseil into this nvcc-compiled file, and it lacks the cuLibrary* calls compared
 // below. Same entry points and versions as the service's CudaDriver.
 template <typename Fn>
@@ -143,7 +143,7 @@ void RuntimeLaunch(void (*kernel)(Params), const Params& params, std::int64_t ba
   Check(cudaLaunchKernelEx(&config, kernel, params), "cudaLaunchKernelEx");
 }
 
-// Resolved as the service's CudaDriver resolves it (server/cuda/cuda_driver.cc).
+// Resolved as the service's CudaDriver resolves it (server/driver/cuda_driver.cc).
 PFN_cuLaunchKernelEx_v11060 LaunchKernelEx() {
   static const auto fn = ResolveDriver<PFN_cuLaunchKernelEx_v11060>("cuLaunchKernelEx", 11060);
   return fn;

@@ -6,8 +6,8 @@
 
 #include <grpcpp/server_context.h>
 
-#include "server/rpc/admission.h"
-#include "server/rpc/service_state.h"
+#include "server/core/admission.h"
+#include "server/core/service_state.h"
 
 namespace kerneleval::server {
 

@@ -1,4 +1,4 @@
-#include "server/rpc/run_call.h"
+#include "server/core/run_call.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,17 +1,24 @@
-#include "server/store/results_service.h"
+#include "server/rpc/results_service.h"
 
 #include <chrono>
+#include <future>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "common/bounded_text.h"
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
 #include "metrics/report_metrics.h"
+#include "server/core/benchmark_call.h"
+#include "server/core/caller_of.h"
 #include "server/grpc/raw_unary.h"
 #include "server/grpc/status.h"
 #include "server/store/comparability.h"
 #include "server/store/compare_results.h"
 
-namespace kerneleval::server::store {
+namespace kerneleval::server {
+
+using store::CompareResults;
+using store::FindWorkload;
 namespace {
 
 // Longer than any suite, workload or implementation name the server accepts.
@@ -72,7 +79,7 @@ grpc::Status ResultsService::DoHistory(grpc::CallbackServerContext* context,
     return Invalid(absl::StrCat("page_size: ", request->page_size(), " is above 1000"));
   }
   if (grpc::Status s = CheckName("page_token", request->page_token()); !s.ok()) return s;
-  auto got = store_->History(*request, OwnerOfCall(identities_, *context));
+  auto got = state_->results->History(*request, OwnerOfCall(state_->identities, *context));
   if (!got.ok()) return ToGrpcStatus(got.status());
   *response = std::move(*got);
   return grpc::Status::OK;
@@ -84,7 +91,7 @@ grpc::Status ResultsService::DoLeaderboard(grpc::CallbackServerContext* context,
   if (request->suite().empty()) return Invalid("suite: required");
   if (grpc::Status s = CheckName("suite", request->suite()); !s.ok()) return s;
   if (grpc::Status s = CheckName("device_model", request->device_model()); !s.ok()) return s;
-  auto got = store_->Leaderboard(*request, OwnerOfCall(identities_, *context));
+  auto got = state_->results->Leaderboard(*request, OwnerOfCall(state_->identities, *context));
   if (!got.ok()) return ToGrpcStatus(got.status());
   *response = std::move(*got);
   return grpc::Status::OK;
@@ -141,7 +148,7 @@ grpc::Status ResultsService::DoCompare(grpc::CallbackServerContext* context,
     return Invalid(absl::StrCat("min_relative_difference: ", request->min_relative_difference(),
                                 " is not in [0, 1)"));
   }
-  auto got = store_->Compare(*request, OwnerOfCall(identities_, *context));
+  auto got = state_->results->Compare(*request, OwnerOfCall(state_->identities, *context));
   if (!got.ok()) {
     if (got.status().code() == absl::StatusCode::kNotFound && by_run) {
       return grpc::Status(
@@ -166,7 +173,7 @@ grpc::Status ResultsService::DoExport(grpc::CallbackServerContext* context,
   if (request->limit() > 100000) {
     return Invalid(absl::StrCat("limit: ", request->limit(), " is above 100000"));
   }
-  auto got = store_->Export(*request, OwnerOfCall(identities_, *context));
+  auto got = state_->results->Export(*request, OwnerOfCall(state_->identities, *context));
   if (!got.ok()) return ToGrpcStatus(got.status());
   *response = std::move(*got);
   return grpc::Status::OK;
@@ -181,8 +188,8 @@ grpc::Status ResultsService::DoReproduce(grpc::CallbackServerContext* context,
   if (grpc::Status s = CheckAlpha(request->alpha()); !s.ok()) return s;
   // Another owner's submission result is NOT_FOUND like a missing one, and the re-run is the
   // caller's: its submissions, resolved for it.
-  const std::string owner = OwnerOfCall(identities_, *context);
-  auto original = store_->Get(request->result_id(), owner);
+  const std::string owner = OwnerOfCall(state_->identities, *context);
+  auto original = state_->results->Get(request->result_id(), owner);
   if (!original.ok()) {
     if (original.status().code() == absl::StatusCode::kNotFound) {
       return grpc::Status(grpc::StatusCode::NOT_FOUND, absl::StrCat("result_id: no stored result ",
@@ -190,7 +197,6 @@ grpc::Status ResultsService::DoReproduce(grpc::CallbackServerContext* context,
     }
     return ToGrpcStatus(original.status());
   }
-  if (channel_ == nullptr) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "server starting");
   const v1::Receipt& receipt = original->receipt();
   // The receipt as a custom suite of the one workload: same definition, seed and protocol,
   // named apart ("reproduce.<suite>", at most 128 characters): a served suite's name stays
@@ -211,20 +217,27 @@ grpc::Status ResultsService::DoReproduce(grpc::CallbackServerContext* context,
   run.add_implementations(receipt.implementation());
   run.set_device(request->device());
   *run.mutable_protocol() = receipt.protocol();
-  grpc::ClientContext call;
-  call.set_deadline(context->deadline());
-  identities_->ActFor(owner, &call);
-  auto stub = v1::KernelEval::NewStub(channel_);
-  auto reader = stub->Benchmark(&call, run);
-  v1::BenchmarkEvent event;
-  v1::BenchmarkReport report;
-  while (reader->Read(&event)) {
-    if (event.has_report()) report = event.report();
-    if (context->IsCancelled()) call.TryCancel();
+  // The Benchmark path of every front, as the caller (its owner, deadline and cancellation):
+  // the same validation, admission, queues, devices and recording as any other benchmark.
+  // On this call's own thread (RawUnaryThread::kOwn), which waits for the report.
+  std::promise<absl::StatusOr<v1::BenchmarkReport>> finished;
+  std::future<absl::StatusOr<v1::BenchmarkReport>> report_of = finished.get_future();
+  BenchmarkCallbacks callbacks;
+  callbacks.done = [&finished](absl::StatusOr<v1::BenchmarkReport> report) {
+    finished.set_value(std::move(report));
+  };
+  absl::StatusOr<std::shared_ptr<BenchmarkCall>> started =
+      StartBenchmark(*state_, CallerOf(*state_, context), std::move(run), std::move(callbacks));
+  if (!started.ok()) {
+    return ToGrpcStatus(absl::Status(started.status().code(),
+                                     absl::StrCat("re-run: ", started.status().message())));
   }
-  if (grpc::Status s = reader->Finish(); !s.ok()) {
-    return grpc::Status(s.error_code(), absl::StrCat("re-run: ", s.error_message()));
+  absl::StatusOr<v1::BenchmarkReport> ran = report_of.get();  // `done` is called exactly once
+  if (!ran.ok()) {
+    return ToGrpcStatus(
+        absl::Status(ran.status().code(), absl::StrCat("re-run: ", ran.status().message())));
   }
+  const v1::BenchmarkReport& report = *ran;
   if (report.results_size() == 0) {
     return grpc::Status(grpc::StatusCode::INTERNAL, "re-run: the benchmark returned no result");
   }
@@ -282,4 +295,4 @@ grpc::ServerUnaryReactor* ResultsService::Export(grpc::CallbackServerContext* co
       [this](auto* c, const auto& r, auto* out) { return DoExport(c, &r, out); });
 }
 
-}  // namespace kerneleval::server::store
+}  // namespace kerneleval::server

@@ -9,10 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/log.h"
+#include "server/app/server.h"
+#include "server/app/server_flags.h"
 #include "server/device/device_settings.h"
 #include "server/evaluation/server_version.h"
-#include "server/rpc/server.h"
-#include "server/rpc/server_flags.h"
 
 namespace {
 

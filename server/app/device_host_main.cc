@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "common/log.h"
-#include "server/device/device_factory.h"
+#include "server/app/device_factory.h"
 #include "server/device/device_host.h"
 #include "server/device/device_settings_flags.h"
 #ifdef KERNELEVAL_HAVE_CUDA

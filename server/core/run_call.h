@@ -7,8 +7,8 @@
 
 #include "absl/status/status.h"
 #include "kerneleval/v1/kerneleval.pb.h"
-#include "server/rpc/admission.h"
-#include "server/rpc/service_state.h"
+#include "server/core/admission.h"
+#include "server/core/service_state.h"
 
 namespace kerneleval::server {
 

@@ -1,4 +1,4 @@
-#include "server/rpc/benchmark_call.h"
+#include "server/core/benchmark_call.h"
 
 #include <atomic>
 #include <chrono>
@@ -104,7 +104,7 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
   }
 
   // Each implementation the request names, as it resolves on `backend`: a submission is the
-  // caller's (server/rpc/admission.h), and the protocol must fit the device. Implementations
+  // caller's (server/core/admission.h), and the protocol must fit the device. Implementations
   // first: a submission sent to a CPU server is refused as such, not by the protocol
   // (check_every_call) that every submission's benchmark carries.
   absl::Status Resolve(const Backend& backend) {
@@ -178,7 +178,7 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
     DeviceRun run = BenchmarkOnDevice(
         backend, plan,
         [this](const v1::BenchmarkProgress& p) {
-          if (cancelled_.load()) return;
+          if (cancelled_.load() || !callbacks_.on_progress) return;
           v1::BenchmarkProgress with_id = p;
           with_id.set_run_id(run_id_);
           callbacks_.on_progress(with_id);

@@ -8,9 +8,9 @@
 #include <grpcpp/security/server_credentials.h>
 
 #include "absl/status/statusor.h"
+#include "server/app/server_options.h"
 #include "server/identity/caller_identity.h"
 #include "server/metrics/metrics.h"
-#include "server/rpc/server.h"
 
 namespace kerneleval::server {
 

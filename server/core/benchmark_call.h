@@ -1,7 +1,7 @@
 // A Benchmark from any front: admitted, validated, one job queued per chosen device, each run
 // by BenchmarkOnDevice (server/evaluation/benchmark_engine.h) on the device's worker, then one
 // report: results ranked, stored, written to the metrics. The KernelEval RPC only streams what this
-// produces; StartRun (server/rpc/run_call.h) is its twin for Run.
+// produces; StartRun (server/core/run_call.h) is its twin for Run.
 #pragma once
 
 #include <functional>
@@ -10,8 +10,8 @@
 
 #include "absl/status/statusor.h"
 #include "kerneleval/v1/kerneleval.pb.h"
-#include "server/rpc/admission.h"
-#include "server/rpc/service_state.h"
+#include "server/core/admission.h"
+#include "server/core/service_state.h"
 
 namespace kerneleval::server {
 
@@ -20,7 +20,7 @@ struct BenchmarkCallbacks {
   // StartBenchmark: the run id the report will be stored under, so that a client that
   // cancels during the first workload still knows it. May be empty.
   std::function<void(const v1::BenchmarkStarted&)> on_started;
-  // After each workload on a device, from that device's worker thread.
+  // After each workload on a device, from that device's worker thread. May be empty.
   std::function<void(const v1::BenchmarkProgress&)> on_progress;
   // Exactly once, after every queued job has ended: the report, or why there is none
   // (DEADLINE_EXCEEDED or CANCELLED once it ran; a device that refused the job).

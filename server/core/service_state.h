@@ -10,10 +10,10 @@
 
 #include "absl/status/statusor.h"
 #include "kerneleval/v1/kerneleval.pb.h"
+#include "server/core/request_validation.h"
 #include "server/device/device_set.h"
 #include "server/identity/caller_identity.h"
 #include "server/metrics/metrics.h"
-#include "server/rpc/request_validation.h"
 #include "server/store/result_store.h"
 
 namespace kerneleval::server {

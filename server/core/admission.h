@@ -8,16 +8,17 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "server/core/service_state.h"
 #include "server/device/backend.h"
-#include "server/rpc/service_state.h"
+#include "server/identity/caller_identity.h"
 
 namespace kerneleval::server {
 
 // The caller as a job sees it: its deadline and whether it went away.
 struct Caller {
   std::chrono::system_clock::time_point deadline = std::chrono::system_clock::time_point::max();
-  std::function<bool()> cancelled;  // may be empty: never cancelled
-  std::string owner = "anonymous";  // whose submissions it may name
+  std::function<bool()> cancelled;      // may be empty: never cancelled
+  std::string owner = kAnonymousOwner;  // whose submissions it may name
 
   bool DeadlinePassed() const { return deadline <= std::chrono::system_clock::now(); }
   bool Cancelled() const { return cancelled && cancelled(); }

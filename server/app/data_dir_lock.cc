@@ -1,4 +1,4 @@
-#include "server/rpc/data_dir_lock.h"
+#include "server/app/data_dir_lock.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "server/app/server.h"
 #include "server/device/device_settings.h"
-#include "server/rpc/server.h"
 
 namespace kerneleval::server {
 

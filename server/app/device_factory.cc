@@ -1,4 +1,4 @@
-#include "server/device/device_factory.h"
+#include "server/app/device_factory.h"
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"

@@ -1,4 +1,4 @@
-#include "server/cuda/cuda_driver.h"
+#include "server/driver/cuda_driver.h"
 
 #include <cuda_runtime_api.h>
 

@@ -1,4 +1,4 @@
-#include "server/rpc/request_validation.h"
+#include "server/core/request_validation.h"
 
 #include <cmath>
 #include <fstream>
@@ -108,18 +108,18 @@ constexpr std::size_t kMaxSuiteErrorChars = 1024;
 // A suite file's text, parsed as `--suite-file` is (common/suite_json.cc), then accepted as
 // a custom suite. The parser's messages name the place in the file after "suite_json: ".
 absl::Status AcceptSuiteJson(const std::string& text,
-                             const std::vector<v1::SuiteDefinition>& suites,
-                             BenchmarkPlan* plan) {
+                             const std::vector<v1::SuiteDefinition>& suites, BenchmarkPlan* plan) {
   if (text.size() > kMaxSuiteJsonBytes) {
-    return Invalid("suite_json", absl::StrCat(text.size(), " bytes; at most ",
-                                              kMaxSuiteJsonBytes, " (1 MiB)"));
+    return Invalid("suite_json",
+                   absl::StrCat(text.size(), " bytes; at most ", kMaxSuiteJsonBytes, " (1 MiB)"));
   }
   absl::StatusOr<v1::SuiteDefinition> parsed = ParseSuiteJson(text, "suite_json");
   if (!parsed.ok()) {
     // The JSON reader's own messages quote what it last read, which may be a long token of
     // the caller's text: the message is cut to stay far below gRPC's metadata limit.
     std::string message(parsed.status().message());
-    if (message.size() > kMaxSuiteErrorChars) message = message.substr(0, kMaxSuiteErrorChars) + "...";
+    if (message.size() > kMaxSuiteErrorChars)
+      message = message.substr(0, kMaxSuiteErrorChars) + "...";
     return absl::InvalidArgumentError(message);
   }
   return AcceptCustomSuite(*parsed, suites, plan);
@@ -129,8 +129,8 @@ absl::Status AcceptSuiteJson(const std::string& text,
 // plan->suite.
 absl::Status ResolveSuite(const v1::BenchmarkRequest& request,
                           const std::vector<v1::SuiteDefinition>& suites, BenchmarkPlan* plan) {
-  const int given = !request.suite().empty() + request.has_custom_suite() +
-                    !request.suite_json().empty();
+  const int given =
+      !request.suite().empty() + request.has_custom_suite() + !request.suite_json().empty();
   if (given > 1) return Invalid("suite, custom_suite, suite_json", "give one, not several");
   if (given == 0) {
     return Invalid("suite", "required (a suite name, custom_suite or suite_json)");

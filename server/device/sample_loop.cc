@@ -1,4 +1,4 @@
-#include "server/evaluation/sample_loop.h"
+#include "server/device/sample_loop.h"
 
 #include <chrono>
 #include <cmath>

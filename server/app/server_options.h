@@ -1,21 +1,14 @@
-// The kerneleval server: devices and their workers, the gRPC service with health and
-// reflection, and the Prometheus exposer, with readiness after warm-up and a graceful drain.
-// Health per device: `kerneleval.v1.KernelEval/<device>` serves while that device takes
-// work; readiness while at least one device does; liveness fails only once every device has
-// been given up on.
+// What a kerneleval server is started with (flags and tests fill it; server.h starts it).
+// Apart from server.h so that the pieces assembled from it (server_credentials.h) need not
+// include the server that includes them.
 #pragma once
 
-#include <memory>
+#include <cstddef>
 #include <string>
-#include <thread>
-#include <vector>
 
-#include "absl/status/statusor.h"
-#include "absl/time/time.h"
-#include "server/device/backend.h"
-#include "server/device/device_factory.h"
+#include "server/app/device_factory.h"
+#include "server/core/request_validation.h"
 #include "server/queue/queue_runner.h"
-#include "server/rpc/request_validation.h"
 #include "server/store/result_store.h"
 #include "server/submissions/submissions_service.h"
 
@@ -79,31 +72,6 @@ struct ServerOptions {
   store::StoreOptions results;
   // The verdict queue this server takes part in (through the results database).
   QueueOptions queue;
-};
-
-class KernelEvalServer {
- public:
-  // Builds and starts everything. `backends` empty: created from options.device.
-  static absl::StatusOr<std::unique_ptr<KernelEvalServer>> Start(
-      const ServerOptions& options, std::vector<std::unique_ptr<Backend>> backends = {});
-  ~KernelEvalServer();
-
-  int grpc_port() const;
-  int metrics_port() const;  // 0 when metrics are off
-
-  // True once every device's warm-up has ended and readiness is SERVING (at least one device
-  // serves).
-  bool WaitUntilReady(absl::Duration timeout);
-
-  // Readiness NOT_SERVING, new RPCs UNAVAILABLE, accepted work finishes within `grace`
-  // (RPCs still running then are cancelled), workers join. Idempotent.
-  void Shutdown(absl::Duration grace);
-
-  struct Impl;
-
- private:
-  explicit KernelEvalServer(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace kerneleval::server

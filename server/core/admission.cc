@@ -1,4 +1,4 @@
-#include "server/rpc/admission.h"
+#include "server/core/admission.h"
 
 #include <vector>
 

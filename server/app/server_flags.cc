@@ -1,4 +1,4 @@
-#include "server/rpc/server_flags.h"
+#include "server/app/server_flags.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -11,9 +11,9 @@
 
 #include "absl/strings/strip.h"
 #include "common/log.h"
+#include "server/app/server_credentials.h"
 #include "server/evaluation/server_version.h"
 #include "server/identity/token_file.h"
-#include "server/rpc/server_credentials.h"
 
 namespace kerneleval::server {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/rpc/metrics_gate.h"
+#include "server/app/metrics_gate.h"
 
 #include <CivetServer.h>
 #include <civetweb.h>

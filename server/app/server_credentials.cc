@@ -1,4 +1,4 @@
-#include "server/rpc/server_credentials.h"
+#include "server/app/server_credentials.h"
 
 #include <algorithm>
 #include <fstream>

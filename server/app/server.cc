@@ -1,4 +1,4 @@
-#include "server/rpc/server.h"
+#include "server/app/server.h"
 
 #include <algorithm>
 #include <atomic>
@@ -15,7 +15,10 @@
 #include "common/log.h"
 #include "common/submission_id.h"
 #include "common/suites.h"
-#include "server/device/device_factory.h"
+#include "server/app/data_dir_lock.h"
+#include "server/app/device_factory.h"
+#include "server/app/metrics_gate.h"
+#include "server/app/server_credentials.h"
 #include "server/device/owner_job_limit.h"
 #include "server/device/tenant_backend.h"
 #include "server/evaluation/server_version.h"
@@ -23,12 +26,9 @@
 #include "server/identity/caller_identity.h"
 #include "server/oip/oip_service.h"
 #include "server/queue/queue_service.h"
-#include "server/rpc/data_dir_lock.h"
 #include "server/rpc/kerneleval_service.h"
-#include "server/rpc/metrics_gate.h"
-#include "server/rpc/server_credentials.h"
+#include "server/rpc/results_service.h"
 #include "server/rpc/unserved_methods.h"
-#include "server/store/results_service.h"
 #include "server/store/submission_table.h"
 #include "server/submissions/compile_jail.h"
 
@@ -81,7 +81,7 @@ struct KernelEvalServer::Impl {
   StoreHealth store_health;  // before the store: its thread may tell it until the store closes
   // Before the services: destroyed after them, writing what they queued last.
   std::unique_ptr<store::ResultStore> results;
-  std::unique_ptr<store::ResultsService> results_service;
+  std::unique_ptr<ResultsService> results_service;
   std::unique_ptr<store::JobQueue> job_queue;
   std::unique_ptr<QueueRunner> queue_runner;  // stopped first in Shutdown
   std::unique_ptr<QueueService> queue_service;
@@ -387,8 +387,7 @@ absl::Status AddResultsService(Impl* s, grpc::ServerBuilder& builder) {
   if (!opened.ok()) return opened.status();
   s->results = std::move(*opened);
   s->state.results = s->results.get();
-  s->results_service =
-      std::make_unique<store::ResultsService>(s->results.get(), s->identities.get());
+  s->results_service = std::make_unique<ResultsService>(&s->state);
   builder.RegisterService(s->results_service.get());
   // The verdict queue lives in the same database: one server alone, or a fleet sharing it.
   QueueOptions queue_options = options.queue;
@@ -442,7 +441,7 @@ absl::Status AddSubmissionsService(Impl* s, grpc::ServerBuilder& builder) {
     s->metrics.SetCompileJailLayers(layers.Named());
   }
   builder.RegisterService(s->submissions.get());
-  // Run and Benchmark name submissions as implementations (server/rpc/admission.h).
+  // Run and Benchmark name submissions as implementations (server/core/admission.h).
   const submissions::SubmissionsService* registered = s->submissions.get();
   if (submission_options.enabled) {
     s->state.find_submission =
@@ -465,8 +464,7 @@ absl::Status AddSubmissionsService(Impl* s, grpc::ServerBuilder& builder) {
   return absl::OkStatus();
 }
 
-// The --listen server, the in-process channel Reproduce benchmarks through, and the
-// --health-listen server.
+// The --listen server and the --health-listen server.
 absl::Status StartGrpcServers(Impl* s, grpc::ServerBuilder& builder) {
   const ServerOptions& options = s->options;
   s->grpc_server = builder.BuildAndStart();
@@ -475,10 +473,6 @@ absl::Status StartGrpcServers(Impl* s, grpc::ServerBuilder& builder) {
                                                ": the port is in use, or not an address of "
                                                "this host"));
   }
-  // Reproduce re-runs receipts through this server's own Benchmark RPC.
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(-1);
-  s->results_service->SetBenchmarkChannel(s->grpc_server->InProcessChannel(args));
   if (options.health_listen.empty()) {
     s->store_health.Attach({s->grpc_server->GetHealthCheckService()});
     return absl::OkStatus();

@@ -1,6 +1,6 @@
 // kerneleval.v1.Results: the RPC edge of the results store. Validates requests (each error
 // names its field, echoed values bounded), maps store errors to gRPC codes, and re-runs
-// receipts through this server's own Benchmark RPC for Reproduce.
+// receipts for Reproduce through the core's Benchmark path (StartBenchmark) as the caller.
 #pragma once
 
 #include <memory>
@@ -8,10 +8,10 @@
 #include <grpcpp/grpcpp.h>
 
 #include "kerneleval/v1/results.grpc.pb.h"
-#include "server/identity/caller_identity.h"
+#include "server/core/service_state.h"
 #include "server/store/result_store.h"
 
-namespace kerneleval::server::store {
+namespace kerneleval::server {
 
 // Every method is raw (server/grpc/raw_unary.h): a body that does not parse is INVALID_ARGUMENT
 // naming the method.
@@ -21,16 +21,9 @@ class ResultsService final
               v1::Results::WithRawCallbackMethod_Reproduce<
                   v1::Results::WithRawCallbackMethod_Export<v1::Results::CallbackService>>>>> {
  public:
-  // Each caller sees built-ins' results and its own submissions' (`identities`: who a call
-  // is; must outlive the service).
-  ResultsService(ResultStore* store, const Identities* identities)
-      : store_(store), identities_(identities) {}
-
-  // The channel Reproduce runs Benchmark on: the server's in-process channel, so that a
-  // re-run takes exactly the path (validation, queues, devices, recording) of any other.
-  void SetBenchmarkChannel(std::shared_ptr<grpc::Channel> channel) {
-    channel_ = std::move(channel);
-  }
+  // Each caller sees built-ins' results and its own submissions' (`state->identities`: who a
+  // call is); `state->results` is the store. `state` must outlive the service.
+  explicit ResultsService(ServiceState* state) : state_(state) {}
 
   grpc::ServerUnaryReactor* History(grpc::CallbackServerContext* context,
                                     const grpc::ByteBuffer* request,
@@ -62,9 +55,7 @@ class ResultsService final
   grpc::Status DoExport(grpc::CallbackServerContext* context, const v1::ExportRequest* request,
                         v1::ExportResponse* response);
 
-  ResultStore* store_;
-  const Identities* identities_;
-  std::shared_ptr<grpc::Channel> channel_;
+  ServiceState* state_;
 };
 
-}  // namespace kerneleval::server::store
+}  // namespace kerneleval::server
