@@ -217,6 +217,11 @@ void AddBenchCommand(CLI::App* app, BenchFlags* b) {
       ->check(CLI::IsMember(PrioritySpellings()))
       ->capture_default_str()
       ->needs(detach);
+  bench
+      ->add_option("--runs-on", b->runs_on,
+                   "With --detach: which servers may claim it: cpu, cuda or cuda:sm_XY (a GPU "
+                   "architecture, e.g. cuda:sm_90), optionally @NODE for one node's server")
+      ->needs(detach);
 }
 
 // Every command's --help ends with the exit codes (client/exit_codes.h).

@@ -99,6 +99,9 @@ struct BenchFlags {
   // --priority (a PrioritySpellings() name).
   bool detach = false;
   std::string priority = "waited_for";
+  // --runs-on: which servers may claim it (cpu, cuda, cuda:sm_XY, each with an optional
+  // @NODE); empty, the server decides. Checked by the server, which names the field.
+  std::string runs_on;
 };
 
 struct SubmitFlags {

@@ -189,6 +189,7 @@ int RunBenchDetached(const CliConfig& config, const v1::BenchmarkRequest& reques
        {v1::JOB_PRIORITY_WAITED_FOR, v1::JOB_PRIORITY_SCHEDULED, v1::JOB_PRIORITY_REPRODUCTION}) {
     if (PriorityName(p) == config.bench.priority) enqueue.set_priority(p);
   }
+  enqueue.set_runs_on(config.bench.runs_on);
   v1::Job job;
   if (grpc::Status s = client->Enqueue(enqueue, &job); !s.ok()) return RpcError(err, s);
   if (config.global.json) return PrintJson(config.global, out, err, job);

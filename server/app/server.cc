@@ -394,6 +394,7 @@ absl::Status AddResultsService(Impl* s, grpc::ServerBuilder& builder) {
   if (queue_options.worker_name.empty()) {
     queue_options.worker_name = QueueWorkerName(store_options.server_name);
   }
+  queue_options.node_name = options.node_name;
   s->job_queue = std::make_unique<store::JobQueue>(s->results->database());
   s->queue_runner = std::make_unique<QueueRunner>(s->state, *s->job_queue, queue_options,
                                                   s->metrics.registry().get());

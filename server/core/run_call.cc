@@ -41,18 +41,24 @@ HostOutputs PrepareOutputs(const v1::RunRequest& request, const Problem& problem
 
 // The status, how it was measured and the integrity flags, judged as Benchmark judges a
 // result (AnnotateMeasurement and Judge), so that every front reports the same verdict.
-void WriteVerdict(const Evaluation& e, const Problem& problem, const v1::Device& device,
-                  const MeasureOptions& options, v1::RunResponse* response) {
+// Returns the verdict, whose withhold_outputs the caller applies.
+Verdict WriteVerdict(const Evaluation& e, const Problem& problem, const v1::Device& device,
+                     const MeasureOptions& options, bool submitted, v1::RunResponse* response) {
   v1::WorkloadResult annotated;
   v1::Environment unused_environment;
-  const bool too_good = AnnotateMeasurement(e.measurement, problem, device, options, e.stats.median,
-                                            &annotated, &unused_environment);
-  const Verdict verdict = Judge(e, too_good, annotated.integrity_flags());
+  const IntegrityFindings findings = AnnotateMeasurement(
+      e.measurement, problem, device, options, e.stats.median, &annotated, &unused_environment);
+  const Verdict verdict = Judge(e, findings, submitted);
   response->set_status(verdict.status);
   response->set_error(verdict.error);
   response->set_measured_as(annotated.measured_as());
   *response->mutable_integrity_flags() = annotated.integrity_flags();
   response->set_calls_checked(e.measurement.calls_checked);
+  if (verdict.withhold_outputs) {
+    response->mutable_correctness()->set_detail(absl::StrCat(
+        response->correctness().detail(), "; outputs withheld: the submission did not pass"));
+  }
+  return verdict;
 }
 
 // On the device's worker thread.
@@ -101,19 +107,13 @@ absl::Status EvaluateRun(ServiceState& state, Backend& backend, const Caller& ca
     e->correctness.set_passed(false);
     e->correctness.set_detail(e->verification_failure);
   }
-  const bool withhold = resolved.submission.has_value() && !e->correctness.passed();
-  if (withhold) {
-    // Submitted code that failed a check may have written anything it could reach (another
-    // caller's data included): the caller gets the finding, not the tensors.
-    e->correctness.set_detail(absl::StrCat(e->correctness.detail(),
-                                           "; outputs withheld: the submission failed its check"));
-  }
   const auto checked = Clock::now();
   state.metrics->ObserveKernelSamples(impl, backend.name(), e->measurement.samples_seconds);
   response->set_device(backend.name());
   response->set_implementation(impl);
   WriteEvaluation(*e, response);
-  WriteVerdict(*e, problem, device, spec.options, response);
+  const Verdict verdict =
+      WriteVerdict(*e, problem, device, spec.options, resolved.submission.has_value(), response);
   response->set_queue_seconds(queue_seconds);
   v1::RunTiming* timing = response->mutable_timing();
   timing->set_validate_seconds(SecondsBetween(t0, queued));
@@ -126,7 +126,7 @@ absl::Status EvaluateRun(ServiceState& state, Backend& backend, const Caller& ca
   timing->set_device_host_seconds(e->measurement.device_host_seconds);
   timing->set_kernel_seconds(e->stats.median);
   timing->set_check_seconds(check ? SecondsBetween(measured, checked) : 0);
-  if (request.omit_outputs() || withhold) {
+  if (request.omit_outputs() || verdict.withhold_outputs) {
     response->clear_output();
     response->clear_residual_out();
   }

@@ -160,8 +160,8 @@ class DeviceBenchmark {
                                               e.measurement.samples_seconds.end());
     result->set_calls_checked(e.measurement.calls_checked);
     result->mutable_kernels()->Assign(e.measurement.kernels.begin(), e.measurement.kernels.end());
-    const bool too_good = AnnotateMeasurement(e.measurement, problem, device_, options_,
-                                              e.stats.median, result, &run_.environment);
+    const IntegrityFindings findings = AnnotateMeasurement(
+        e.measurement, problem, device_, options_, e.stats.median, result, &run_.environment);
     if (e.measurement.stopped_early && e.measurement.samples_seconds.empty()) {
       result->set_status(v1::RESULT_STATUS_SKIPPED);
       result->set_error("stopped before any timed sample");
@@ -170,7 +170,9 @@ class DeviceBenchmark {
     }
     // A wrong answer on fresh inputs, or a time or a traffic the declared bytes do not
     // allow: an anti-cheat finding, reported and never ranked.
-    const Verdict verdict = Judge(e, too_good, result->integrity_flags());
+    // (A Benchmark result carries no tensors, so withhold_outputs has nothing to hold back.)
+    const Verdict verdict =
+        Judge(e, findings, plan_.submissions.count(result->implementation()) > 0);
     result->set_status(verdict.status);
     if (!verdict.error.empty()) result->set_error(verdict.error);
     if (e.measurement.stopped_early) {

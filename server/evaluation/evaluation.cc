@@ -171,18 +171,18 @@ absl::StatusOr<Evaluation> Evaluate(Backend& backend, const EvaluationSpec& spec
   return e;
 }
 
-Verdict Judge(const Evaluation& e, bool too_good,
-              const google::protobuf::RepeatedPtrField<std::string>& integrity_flags) {
+Verdict Judge(const Evaluation& e, const IntegrityFindings& findings, bool submitted) {
   Verdict v;
   if (!e.verification_failure.empty()) {
     v.status = v1::RESULT_STATUS_REJECTED;
     v.error = e.verification_failure;
-  } else if (too_good) {
+  } else if (findings.rejects()) {
     v.status = v1::RESULT_STATUS_REJECTED;
-    v.error = absl::StrCat("integrity: ", absl::StrJoin(integrity_flags, "; "));
+    v.error = absl::StrCat("integrity: ", absl::StrJoin(findings.too_good, "; "));
   } else if (e.correctness.checked()) {
     v.status = e.correctness.passed() ? v1::RESULT_STATUS_PASSED : v1::RESULT_STATUS_INCORRECT;
   }
+  v.withhold_outputs = submitted && v.status != v1::RESULT_STATUS_PASSED;
   return v;
 }
 

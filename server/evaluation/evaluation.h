@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "kerneleval/v1/kerneleval.pb.h"
 #include "server/device/backend.h"
+#include "server/evaluation/measurement_checks.h"
 #include "server/evaluation/sol.h"
 #include "server/evaluation/statistics.h"
 
@@ -82,13 +83,16 @@ absl::StatusOr<Evaluation> Evaluate(Backend& backend, const EvaluationSpec& spec
 struct Verdict {
   v1::ResultStatus status = v1::RESULT_STATUS_UNSPECIFIED;
   std::string error;  // why REJECTED; empty otherwise
+  // Submitted code that did not pass may have written anything it could reach (another
+  // caller's data included): the caller gets the finding, not the tensors.
+  bool withhold_outputs = false;
 };
 // REJECTED when an anti-cheat check caught it: a wrong output on fresh inputs or in a checked
 // call (e.verification_failure), or a time or traffic its declared bytes do not allow
-// (`too_good`, from AnnotateMeasurement, whose `integrity_flags` then say why). Otherwise
-// PASSED or INCORRECT from e.correctness, or UNSPECIFIED where the outputs were not checked.
-Verdict Judge(const Evaluation& e, bool too_good,
-              const google::protobuf::RepeatedPtrField<std::string>& integrity_flags);
+// (findings.too_good, from AnnotateMeasurement; notes such as throttling never reject).
+// Otherwise PASSED or INCORRECT from e.correctness, or UNSPECIFIED where the outputs were
+// not checked. `submitted`: the implementation is a caller's submission.
+Verdict Judge(const Evaluation& e, const IntegrityFindings& findings, bool submitted);
 
 // Copies the shared fields into a v1::RunResponse or a v1::WorkloadResult.
 template <typename Result>

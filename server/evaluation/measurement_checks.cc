@@ -37,9 +37,11 @@ std::string MeasuredAs(v1::Timer timer, const MeasureOptions& options) {
                         options.graph, std::max(1u, options.graph_calls), options.rotate_inputs);
 }
 
-bool AnnotateMeasurement(const Measurement& m, const Problem& problem, const v1::Device& device,
-                         const MeasureOptions& options, double median_seconds,
-                         v1::WorkloadResult* result, v1::Environment* env) {
+IntegrityFindings AnnotateMeasurement(const Measurement& m, const Problem& problem,
+                                      const v1::Device& device, const MeasureOptions& options,
+                                      double median_seconds, v1::WorkloadResult* result,
+                                      v1::Environment* env) {
+  IntegrityFindings findings;
   // Whether every call starts with nothing of its data in L2: cold, and not a graph replay
   // of several calls, where the flush comes before the replay and only its first call finds
   // L2 empty (an honest kernel replayed 10 times reads a tenth of its bytes per call).
@@ -53,13 +55,12 @@ bool AnnotateMeasurement(const Measurement& m, const Problem& problem, const v1:
   const bool throttled = (m.clocks.throttle_reasons() & ~kNonThrottlingReasons) != 0;
   result->set_throttled(throttled);
   if (throttled) {
-    result->add_integrity_flags(absl::StrCat(
+    findings.notes.push_back(absl::StrCat(
         "clocks held back while timing (", absl::StrJoin(m.clocks.throttle_reason_names(), ", "),
         "): SM clock ", m.clocks.sm_mhz_min(), "-", m.clocks.sm_mhz_max(), " MHz"));
   }
   MergeClockSummary(m.clocks, env->mutable_clocks_during());
 
-  const int clock_flags = result->integrity_flags_size();
   const DeclaredBytes declared = DeclaredReadWrite(problem);
   const std::uint64_t l2 = device.l2_cache_bytes();
   if (options.measure_dram_bytes) {
@@ -79,25 +80,25 @@ bool AnnotateMeasurement(const Measurement& m, const Problem& problem, const v1:
     // and keeps an answer it found falls far below.
     if (d.available() && d.l2_available()) {
       if (d.l2_read_bytes() < kTrafficTolerance * static_cast<double>(declared.read)) {
-        result->add_integrity_flags(absl::StrCat("L2 reads ", Mb(d.l2_read_bytes()),
+        findings.too_good.push_back(absl::StrCat("L2 reads ", Mb(d.l2_read_bytes()),
                                                  " per call, below the ", Mb(declared.read),
                                                  " every correct call must read"));
       }
       if (d.l2_write_bytes() < kTrafficTolerance * static_cast<double>(declared.write)) {
-        result->add_integrity_flags(absl::StrCat("L2 writes ", Mb(d.l2_write_bytes()),
+        findings.too_good.push_back(absl::StrCat("L2 writes ", Mb(d.l2_write_bytes()),
                                                  " per call, below the ", Mb(declared.write),
                                                  " every correct call must write"));
       }
     }
     if (d.available() && each_call_cold) {
       if (d.read_bytes() < kTrafficTolerance * static_cast<double>(declared.read)) {
-        result->add_integrity_flags(absl::StrCat("DRAM reads ", Mb(d.read_bytes()),
+        findings.too_good.push_back(absl::StrCat("DRAM reads ", Mb(d.read_bytes()),
                                                  " per call, below the ", Mb(declared.read),
                                                  " the definition must read"));
       }
       const double must_write = static_cast<double>(declared.write) - static_cast<double>(l2);
       if (must_write > 0 && d.write_bytes() < kTrafficTolerance * must_write) {
-        result->add_integrity_flags(absl::StrCat(
+        findings.too_good.push_back(absl::StrCat(
             "DRAM writes ", Mb(d.write_bytes()), " per call, below the ", Mb(must_write),
             " the definition must write even with the whole L2 (", Mb(l2), ") left dirty"));
       }
@@ -118,13 +119,16 @@ bool AnnotateMeasurement(const Measurement& m, const Problem& problem, const v1:
   if (peak > 0 && median_seconds > 0 && (each_call_cold || working_set > static_cast<double>(l2))) {
     const double floor = bytes / peak;
     if (median_seconds < floor) {
-      result->add_integrity_flags(absl::StrCat("median ", Us(median_seconds),
+      findings.too_good.push_back(absl::StrCat("median ", Us(median_seconds),
                                                " is below the analytic floor ", Us(floor),
                                                " (declared bytes / attribute peak)"));
     }
   }
-  // The flags after the clock one say the result is better than the bytes allow.
-  return result->integrity_flags_size() > clock_flags;
+  // The reader sees every flag, the notes first; the verdict reads the kinds.
+  for (const std::vector<std::string>* kind : {&findings.notes, &findings.too_good}) {
+    for (const std::string& flag : *kind) result->add_integrity_flags(flag);
+  }
+  return findings;
 }
 
 void MergeClockSummary(const v1::ClockSummary& part, v1::ClockSummary* total) {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "kerneleval/v1/kerneleval.pb.h"
 #include "server/device/backend.h"
@@ -21,6 +23,18 @@ struct DeclaredBytes {
 };
 DeclaredBytes DeclaredReadWrite(const Problem& problem);
 
+// What the checks below found, by kind: the verdict reads these, never the position of a
+// flag among the result's integrity_flags (which hold both kinds, for the reader).
+struct IntegrityFindings {
+  // The result is better than its bytes allow (DRAM or L2 traffic, the analytic floor): it
+  // is rejected and never ranked.
+  std::vector<std::string> too_good;
+  // Worth reporting, no reason to reject (clocks held back while timing).
+  std::vector<std::string> notes;
+
+  bool rejects() const { return !too_good.empty(); }
+};
+
 // Fills result->measured_as / clocks / throttled / admission / dram / integrity_flags from
 // `m` and `options`, and folds the clocks into env->clocks_during. `median_seconds` is the
 // result's median; `device` gives the L2 size and the attribute peak. Integrity flags:
@@ -33,11 +47,11 @@ DeclaredBytes DeclaredReadWrite(const Problem& problem);
 //    served from L2 (cold, or larger than L2); cold, the writes that may stay dirty in L2
 //    (up to its size) are left out of those bytes, as they are of the DRAM writes;
 //  - a throttle reason other than kNonThrottlingReasons seen while timing.
-// Returns true when a flag says the result is better than its bytes allow (DRAM traffic or
-// the analytic floor, not throttling): the engine does not rank such a result.
-bool AnnotateMeasurement(const Measurement& m, const Problem& problem, const v1::Device& device,
-                         const MeasureOptions& options, double median_seconds,
-                         v1::WorkloadResult* result, v1::Environment* env);
+// Returns the flags again, sorted into findings that reject and notes.
+IntegrityFindings AnnotateMeasurement(const Measurement& m, const Problem& problem,
+                                      const v1::Device& device, const MeasureOptions& options,
+                                      double median_seconds, v1::WorkloadResult* result,
+                                      v1::Environment* env);
 
 // "cupti, cold", "cuda_events, hot, graph x50, rotate" (common/enum_names.h MeasuredAsName).
 std::string MeasuredAs(v1::Timer timer, const MeasureOptions& options);

@@ -1,8 +1,11 @@
 #include "server/queue/queue_metrics.h"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 
 #include "common/enum_names.h"
+#include "server/queue/runs_on.h"
 
 namespace kerneleval::server {
 namespace {
@@ -64,17 +67,29 @@ QueueMetrics::QueueMetrics(prometheus::Registry& registry, const std::vector<std
 }
 
 void QueueMetrics::SetDepth(const std::vector<store::JobQueue::Depth>& depth, std::int64_t now_us) {
-  for (const store::JobQueue::Depth& d : depth) kinds_[d.device_kind] = true;
+  // One series per kind and architecture: jobs pinned to a node count under their kind.
+  struct Queued {
+    double count = 0;
+    std::int64_t oldest_enqueued_at_us = 0;
+  };
+  std::map<std::pair<std::string, v1::JobPriority>, Queued> by_label;
+  for (const store::JobQueue::Depth& d : depth) {
+    const std::string kind = KindLabel(d.device_kind);
+    kinds_[kind] = true;
+    Queued& q = by_label[{kind, d.priority}];
+    if (q.count == 0 || d.oldest_enqueued_at_us < q.oldest_enqueued_at_us) {
+      q.oldest_enqueued_at_us = d.oldest_enqueued_at_us;
+    }
+    q.count += static_cast<double>(d.queued);
+  }
   for (const auto& [kind, unused] : kinds_) {
     for (v1::JobPriority priority : kPriorities) {
       const prometheus::Labels labels = {{"device_kind", kind},
                                          {"priority", PriorityLabel(priority)}};
       double queued = 0, oldest = 0;
-      for (const store::JobQueue::Depth& d : depth) {
-        if (d.device_kind == kind && d.priority == priority) {
-          queued = static_cast<double>(d.queued);
-          oldest = std::max(0.0, static_cast<double>(now_us - d.oldest_enqueued_at_us) / 1e6);
-        }
+      if (const auto q = by_label.find({kind, priority}); q != by_label.end()) {
+        queued = q->second.count;
+        oldest = std::max(0.0, static_cast<double>(now_us - q->second.oldest_enqueued_at_us) / 1e6);
       }
       queued_.Add(labels).Set(queued);
       oldest_.Add(labels).Set(oldest);

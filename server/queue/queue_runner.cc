@@ -13,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "common/log.h"
 #include "server/core/benchmark_call.h"
+#include "server/queue/runs_on.h"
 #include "server/store/result_store.h"
 
 namespace kerneleval::server {
@@ -49,14 +50,25 @@ QueueRunner::QueueRunner(ServiceState& state, store::JobQueue& queue, QueueOptio
     : state_(state), queue_(queue), options_(std::move(options)) {
   std::set<std::string> kinds;
   for (const auto& w : state_.devices->workers()) kinds.insert(w->backend().kind());
-  kinds_.assign(kinds.begin(), kinds.end());
   capacity_ =
       options_.workers >= 0 ? options_.workers : static_cast<int>(state_.devices->workers().size());
-  if (registry != nullptr) metrics_ = std::make_unique<QueueMetrics>(*registry, kinds_);
+  if (registry != nullptr) {
+    metrics_ = std::make_unique<QueueMetrics>(*registry,
+                                              std::vector<std::string>(kinds.begin(), kinds.end()));
+  }
   loop_ = std::thread([this] { Loop(); });
 }
 
 QueueRunner::~QueueRunner() { Stop(); }
+
+std::vector<std::string> QueueRunner::ClaimableKindsNow() const {
+  std::vector<DeviceOffer> offers;
+  for (const auto& w : state_.devices->workers()) {
+    const v1::Device d = w->backend().Describe();
+    offers.push_back({w->backend().kind(), d.compute_capability()});
+  }
+  return ClaimableKinds(offers, options_.node_name);
+}
 
 void QueueRunner::Wake() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -124,13 +136,15 @@ void QueueRunner::Tick() {
   RefreshDepth(now);
   // Claims only while every device is warm and the server is not draining: a claimed job
   // must be able to start here.
+  if (!state_.ready.load() || state_.draining.load()) return;
+  const std::vector<std::string> kinds = ClaimableKindsNow();
   while (state_.ready.load() && !state_.draining.load()) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_ || static_cast<int>(running_.size()) >= capacity_) return;
     }
     absl::StatusOr<std::optional<store::QueuedJob>> claimed =
-        queue_.Claim(options_.worker_name, kinds_, NowMicros(), Micros(options_.lease_seconds));
+        queue_.Claim(options_.worker_name, kinds, NowMicros(), Micros(options_.lease_seconds));
     if (!claimed.ok()) {
       LogWarning(absl::StrCat("queue: claim failed: ", claimed.status().message()));
       return;
@@ -138,7 +152,7 @@ void QueueRunner::Tick() {
     if (!claimed->has_value()) return;
     if (metrics_ != nullptr) {
       const store::QueuedJob& job = **claimed;
-      metrics_->ObserveClaim(job.device_kind,
+      metrics_->ObserveClaim(KindLabel(job.device_kind),
                              static_cast<double>(job.started_at_us - job.enqueued_at_us) / 1e6);
     }
     StartJob(std::move(**claimed));
@@ -237,6 +251,18 @@ void QueueRunner::StartJob(store::QueuedJob job) {
     }
     Ended(running->lease.run_id, outcome);
   };
+  // A job for one GPU architecture runs on a device of it where the request names none (a
+  // server may hold GPUs of two architectures).
+  if (absl::StatusOr<RunsOn> runs_on = ParseRunsOn(job.device_kind, "device_kind");
+      runs_on.ok() && !runs_on->arch.empty() && job.request.device().empty()) {
+    for (const auto& w : state_.devices->workers()) {
+      if (w->backend().kind() == runs_on->kind &&
+          ArchOfCapability(w->backend().Describe().compute_capability()) == runs_on->arch) {
+        job.request.set_device(w->name());
+        break;
+      }
+    }
+  }
   absl::StatusOr<std::shared_ptr<BenchmarkCall>> call =
       StartBenchmark(state_, caller, std::move(job.request), std::move(callbacks));
   if (!call.ok()) {

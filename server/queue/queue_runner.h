@@ -35,6 +35,7 @@ struct QueueOptions {
   int max_attempts = 3;       // claims of one job before a lease that runs out fails it
   int max_queued_per_owner = 1000;
   std::string worker_name;  // unique per process: node name, pid and a random part
+  std::string node_name;    // --node-name: jobs pinned to it (runs_on "...@NODE") are claimed
 };
 
 class QueueRunner {
@@ -45,8 +46,9 @@ class QueueRunner {
   ~QueueRunner();  // Stop()
 
   const QueueOptions& options() const { return options_; }
-  // The device kinds this server claims jobs of ("cuda", "cpu").
-  const std::vector<std::string>& device_kinds() const { return kinds_; }
+  // The job kinds this server claims (runs_on.h): its device kinds and GPU architectures,
+  // each also pinned to its node. Read from the devices, so only once they are all warm.
+  std::vector<std::string> ClaimableKindsNow() const;
   // A job was just enqueued through this server: look now rather than at the next poll.
   void Wake();
   // Stops claiming and releases every running job to the queue; returns when the loop ended.
@@ -66,7 +68,6 @@ class QueueRunner {
   ServiceState& state_;
   store::JobQueue& queue_;
   const QueueOptions options_;
-  std::vector<std::string> kinds_;
   int capacity_ = 0;
   std::unique_ptr<QueueMetrics> metrics_;  // null without a registry
   std::int64_t depth_read_us_ = 0;         // when the queue's depth was last read (Tick only)

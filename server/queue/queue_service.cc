@@ -9,12 +9,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/bounded_text.h"
 #include "common/status_macros.h"
 #include "server/core/admission.h"
 #include "server/core/request_validation.h"
 #include "server/grpc/raw_unary.h"
 #include "server/grpc/status.h"
 #include "server/identity/caller_identity.h"
+#include "server/queue/runs_on.h"
 #include "server/store/result_store.h"
 
 namespace kerneleval::server {
@@ -199,11 +201,24 @@ absl::StatusOr<v1::Job> QueueService::DoEnqueue(const std::string& owner,
   job.suite = plan.suite.name();
   job.request = request.benchmark();
   job.max_attempts = runner_->options().max_attempts;
-  // The kind of device it needs: the named device's, else a GPU where this server has one.
+  // The servers that may claim it: as asked, else the named device's kind, else a GPU where
+  // this server has one.
+  std::string named_kind;
   if (!request.benchmark().device().empty()) {
     ASSIGN_OR_RETURN(DeviceWorker * d,
                      state_->devices->Find(request.benchmark().device(), "benchmark.device"));
-    job.device_kind = d->backend().kind();
+    named_kind = d->backend().kind();
+  }
+  if (!request.runs_on().empty()) {
+    ASSIGN_OR_RETURN(RunsOn runs_on, ParseRunsOn(request.runs_on(), "runs_on"));
+    if (!named_kind.empty() && named_kind != runs_on.kind) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("runs_on: ", runs_on.Text(), " is not the kind of benchmark.device ",
+                       Quote(request.benchmark().device()), " (", named_kind, ")"));
+    }
+    job.device_kind = runs_on.Text();
+  } else if (!named_kind.empty()) {
+    job.device_kind = named_kind;
   } else {
     job.device_kind = state_->devices->OfKind("cuda").empty() ? "cpu" : "cuda";
   }

@@ -71,7 +71,8 @@ TEST(MeasurementChecks, AnHonestKernelWithWritesLeftInL2IsNotFlagged) {
   v1::WorkloadResult r;
   v1::Environment env;
   EXPECT_FALSE(
-      AnnotateMeasurement(WithDram(d.read + 1e5, 45.0e6), p, H200(), Cold(), 44.5e-6, &r, &env));
+      AnnotateMeasurement(WithDram(d.read + 1e5, 45.0e6), p, H200(), Cold(), 44.5e-6, &r, &env)
+          .rejects());
   EXPECT_EQ(r.integrity_flags_size(), 0) << r.integrity_flags(0);
   EXPECT_EQ(r.dram().declared_read_bytes(), d.read);
   EXPECT_EQ(r.dram().declared_write_bytes(), d.write);
@@ -97,7 +98,8 @@ TEST(MeasurementChecks, HalfTheRowsIsFlaggedAndSoIsATimeBelowTheFloor) {
   const DeclaredBytes d = DeclaredReadWrite(p);
   v1::WorkloadResult r;
   v1::Environment env;
-  EXPECT_TRUE(AnnotateMeasurement(WithDram(d.read / 2.0, 0.0), p, H200(), Cold(), 22e-6, &r, &env));
+  EXPECT_TRUE(AnnotateMeasurement(WithDram(d.read / 2.0, 0.0), p, H200(), Cold(), 22e-6, &r, &env)
+                  .rejects());
   EXPECT_TRUE(HasFlag(r, "DRAM reads")) << r.DebugString();
   // 66.6 MB declared, 62.9 MB may stay in L2: writing nothing is still short of 3.7 MB.
   EXPECT_TRUE(HasFlag(r, "DRAM writes")) << r.DebugString();
@@ -116,12 +118,14 @@ TEST(MeasurementChecks, ColdWritesThatFitInL2AreNotPartOfTheFloor) {
   const DeclaredBytes d = DeclaredReadWrite(p);
   v1::WorkloadResult r;
   v1::Environment env;
-  EXPECT_FALSE(AnnotateMeasurement(WithDram(d.read, 0.5e6), p, h100, Cold(), 44.385e-6, &r, &env));
+  EXPECT_FALSE(
+      AnnotateMeasurement(WithDram(d.read, 0.5e6), p, h100, Cold(), 44.385e-6, &r, &env).rejects());
   EXPECT_EQ(r.integrity_flags_size(), 0) << r.DebugString();
   // Faster than its reads alone allow: below the floor.
   v1::WorkloadResult fast;
   EXPECT_TRUE(AnnotateMeasurement(WithDram(d.read, 0.5e6), p, h100, Cold(),
-                                  0.9 * static_cast<double>(d.read) / 3.352e12, &fast, &env));
+                                  0.9 * static_cast<double>(d.read) / 3.352e12, &fast, &env)
+                  .rejects());
   EXPECT_TRUE(HasFlag(fast, "below the analytic floor")) << fast.DebugString();
   // Hot, back to back, each call pays for the last one's write-backs: every byte counts.
   MeasureOptions hot;
@@ -129,7 +133,7 @@ TEST(MeasurementChecks, ColdWritesThatFitInL2AreNotPartOfTheFloor) {
   Measurement m;
   m.timer = v1::TIMER_CUPTI;
   v1::WorkloadResult back_to_back;
-  EXPECT_TRUE(AnnotateMeasurement(m, p, h100, hot, 44.385e-6, &back_to_back, &env));
+  EXPECT_TRUE(AnnotateMeasurement(m, p, h100, hot, 44.385e-6, &back_to_back, &env).rejects());
   EXPECT_TRUE(HasFlag(back_to_back, "below the analytic floor")) << back_to_back.DebugString();
 }
 
@@ -138,7 +142,8 @@ TEST(MeasurementChecks, SmallBatchesMayLeaveEveryWriteInL2) {
   const DeclaredBytes d = DeclaredReadWrite(p);
   v1::WorkloadResult r;
   v1::Environment env;
-  EXPECT_FALSE(AnnotateMeasurement(WithDram(d.read, 0.0), p, H200(), Cold(), 1.9e-6, &r, &env));
+  EXPECT_FALSE(
+      AnnotateMeasurement(WithDram(d.read, 0.0), p, H200(), Cold(), 1.9e-6, &r, &env).rejects());
   EXPECT_EQ(r.integrity_flags_size(), 0) << r.integrity_flags(0);
 }
 
@@ -154,11 +159,13 @@ TEST(MeasurementChecks, ColdGraphReplayIsNotHeldToPerCallDramReads) {
   v1::WorkloadResult r;
   v1::Environment env;
   EXPECT_FALSE(
-      AnnotateMeasurement(WithDram(d.read / 10.0, 0.0), p, H200(), replay, 1.3e-6, &r, &env));
+      AnnotateMeasurement(WithDram(d.read / 10.0, 0.0), p, H200(), replay, 1.3e-6, &r, &env)
+          .rejects());
   EXPECT_EQ(r.integrity_flags_size(), 0) << r.integrity_flags(0);
   v1::WorkloadResult single;
   EXPECT_TRUE(
-      AnnotateMeasurement(WithDram(d.read / 10.0, 0.0), p, H200(), Cold(), 1.3e-6, &single, &env));
+      AnnotateMeasurement(WithDram(d.read / 10.0, 0.0), p, H200(), Cold(), 1.3e-6, &single, &env)
+          .rejects());
   EXPECT_TRUE(HasFlag(single, "DRAM reads")) << single.DebugString();
 }
 
@@ -200,26 +207,29 @@ TEST(MeasurementChecks, L2TrafficBelowTheDeclaredBytesIsFlaggedInHotReplayToo) {
   v1::Environment env;
   v1::WorkloadResult honest;
   EXPECT_FALSE(
-      AnnotateMeasurement(with_l2(d.read * 1.02, d.write), p, H200(), hot, 1.3e-6, &honest, &env));
+      AnnotateMeasurement(with_l2(d.read * 1.02, d.write), p, H200(), hot, 1.3e-6, &honest, &env)
+          .rejects());
   EXPECT_EQ(honest.integrity_flags_size(), 0) << honest.DebugString();
   EXPECT_TRUE(honest.dram().l2_available());
 
   v1::WorkloadResult probe;
-  EXPECT_TRUE(AnnotateMeasurement(with_l2(79 * 32.0 + 4096, d.write), p, H200(), hot, 0.9e-6,
-                                  &probe, &env));
+  EXPECT_TRUE(
+      AnnotateMeasurement(with_l2(79 * 32.0 + 4096, d.write), p, H200(), hot, 0.9e-6, &probe, &env)
+          .rejects());
   EXPECT_TRUE(HasFlag(probe, "L2 reads 6.62 kB per call, below the")) << probe.DebugString();
   EXPECT_FALSE(HasFlag(probe, "L2 writes"));
 
   v1::WorkloadResult skips_writes;
-  EXPECT_TRUE(AnnotateMeasurement(with_l2(d.read, d.write / 2), p, H200(), hot, 0.9e-6,
-                                  &skips_writes, &env));
+  EXPECT_TRUE(
+      AnnotateMeasurement(with_l2(d.read, d.write / 2), p, H200(), hot, 0.9e-6, &skips_writes, &env)
+          .rejects());
   EXPECT_TRUE(HasFlag(skips_writes, "L2 writes")) << skips_writes.DebugString();
 
   // Where the chip could not count L2 with DRAM in one pass, no L2 figure and no flag.
   Measurement no_l2 = with_l2(0, 0);
   no_l2.dram.set_l2_available(false);
   v1::WorkloadResult r;
-  EXPECT_FALSE(AnnotateMeasurement(no_l2, p, H200(), hot, 1.3e-6, &r, &env));
+  EXPECT_FALSE(AnnotateMeasurement(no_l2, p, H200(), hot, 1.3e-6, &r, &env).rejects());
   EXPECT_EQ(r.integrity_flags_size(), 0) << r.DebugString();
 }
 

@@ -276,6 +276,29 @@ def test_a_queued_benchmark_is_watched_to_its_end_and_stored(client):
         client.enqueue(suite, priority="urgent")
 
 
+def test_a_job_for_an_architecture_no_server_has_waits_where_it_is_seen(client):
+    """runs_on: a job for cuda:sm_90 queued through a CPU server is claimed by none of its
+    devices; it waits first in line among sm_90 jobs until cancelled. A kind the service does
+    not know is refused by name."""
+    from kerneleval.v1 import queue_pb2 as qpb
+
+    suite = kerneleval.custom_suite("py_queue_arch", [1], 64, dtype="fp32")
+    job = client.enqueue(suite, implementations=["cpu_fused"], runs_on="cuda:sm_90")
+    try:
+        assert job.device_kind == "cuda:sm_90"
+        assert job.state == qpb.JOB_STATE_QUEUED and job.position == 1
+        time.sleep(1.5)  # a few of the server's polls: still nobody's
+        jobs = client.queue()
+        row = jobs[jobs["run_id"] == job.run_id].iloc[0]
+        assert row["state"] == "queued" and row["device_kind"] == "cuda:sm_90"
+    finally:
+        client.cancel(job.run_id)
+    with pytest.raises(kerneleval.KernelEvalError) as refused:
+        client.enqueue(suite, runs_on="gpu:sm_90")
+    assert refused.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert "runs_on: 'gpu:sm_90'" in str(refused.value)
+
+
 def test_bench_compare_to_previous_is_the_nightly_gate(client, runs):
     """bench(compare_to="previous") as `kerneleval bench --compare-to previous`: the new run
     against the newest complete run of the same suite content and protocol."""

@@ -77,11 +77,15 @@ class QueueFleet : public ::testing::Test {
     return RunCli(dir_.string(), args);
   }
 
-  // Queues `suite_file` through `server`; the run id.
+  // Queues `suite_file` through `server` (for the servers `runs_on` names, where given); the
+  // run id.
   std::string Enqueue(const std::string& server, const std::string& suite_file,
-                      const std::string& repetitions) {
-    const Process p = Cli(server, {"bench", "--suite-file", suite_file, "--impl", "cpu_fused",
-                                   "--repetitions", repetitions, "--detach", "--json"});
+                      const std::string& repetitions, const std::string& runs_on = "") {
+    std::vector<std::string> args = {"bench",     "--suite-file", suite_file,
+                                     "--impl",    "cpu_fused",    "--repetitions",
+                                     repetitions, "--detach",     "--json"};
+    if (!runs_on.empty()) args.insert(args.end(), {"--runs-on", runs_on});
+    const Process p = Cli(server, args);
     EXPECT_EQ(p.rc, 0) << p.err;
     const json job = json::parse(p.out, nullptr, false);
     EXPECT_FALSE(job.is_discarded()) << p.out;
@@ -222,6 +226,41 @@ TEST_F(QueueFleet, ACancelledQueuedJobNeverRunsAndAnUnknownOneIsNotFound) {
   const Process unknown = Cli("front", {"watch", "0123456789abcdef"});
   EXPECT_EQ(unknown.rc, 5);
   EXPECT_NE(unknown.err.find("NOT_FOUND"), std::string::npos) << unknown.err;
+}
+
+TEST_F(QueueFleet, AJobPinnedToANodeRunsThereAndOneForAnAbsentArchitectureWaits) {
+  Start("front", "0");
+  Start("a");
+  Start("b");
+  // Pinned to b: a has room and polls as often, but never claims it.
+  for (int i = 0; i < 3; ++i) {
+    const std::string id = Enqueue("front", short_suite_, "5", "cpu@b");
+    ASSERT_FALSE(id.empty());
+    const Process watched = Cli("front", {"watch", id});
+    EXPECT_EQ(watched.rc, 0) << watched.out << watched.err;
+    const json job = Job("front", id);
+    EXPECT_EQ(job.value("state", ""), "done") << job.dump();
+    EXPECT_EQ(job.value("device_kind", ""), "cpu@b") << job.dump();
+    EXPECT_NE(job.value("worker", "").find(":" + std::to_string(servers_["b"]->pid()) + ":"),
+              std::string::npos)
+        << job.dump();
+  }
+  // For GPUs of compute capability 9.0: no server here has one, so it waits, first in line
+  // among its kind, while a CPU job queued after it runs.
+  const std::string waiting = Enqueue("front", short_suite_, "5", "cuda:sm_90");
+  const std::string cpu = Enqueue("front", short_suite_, "5", "cpu");
+  EXPECT_EQ(Cli("front", {"watch", cpu}).rc, 0);
+  const json job = Job("front", waiting);
+  EXPECT_EQ(job.value("state", ""), "queued") << job.dump();
+  EXPECT_EQ(job.value("device_kind", ""), "cuda:sm_90") << job.dump();
+  EXPECT_EQ(job.value("position", 0), 1) << job.dump();
+  EXPECT_EQ(Cli("front", {"cancel", waiting}).rc, 0);
+  // Refused at the door, naming the field.
+  const Process bad =
+      Cli("front", {"bench", "--suite-file", short_suite_, "--detach", "--runs-on", "cuda:90"});
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.err.find("INVALID_ARGUMENT"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("runs_on: 'cuda:90'"), std::string::npos) << bad.err;
 }
 
 }  // namespace

@@ -625,18 +625,21 @@ class Client:
         seed: Optional[int] = None,
         max_total_seconds: float = 0.0,
         priority: str = "waited_for",
+        runs_on: str = "",
         timeout: Optional[float] = None,
     ) -> qpb.Job:
         """Queues a benchmark for any server of the fleet to run, as `kerneleval bench
         --detach`, and returns at once: the kerneleval.v1.Job with its `run_id` and
         `position`. The arguments are `bench`'s; `priority` is "waited_for", "scheduled" or
-        "reproduction"."""
+        "reproduction"; `runs_on` which servers may claim it: "cpu", "cuda" or "cuda:sm_XY"
+        (a GPU architecture), optionally followed by "@NODE" (empty: the server decides)."""
         request = qpb.EnqueueRequest(
             benchmark=_bench_request(
                 suite, implementations, device, all_devices, warmup, repetitions, cache,
                 cuda_graph, rotate_inputs, timer, seed, max_total_seconds,
             ),
             priority=_priority(priority),
+            runs_on=runs_on,
         )
         return self._call(self._queue.Enqueue, request, timeout)
 
