@@ -171,7 +171,12 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
                 const BenchmarkPlan& plan) {
     state_.metrics->ObserveQueueWait(backend.name(), queue_seconds);
     if (absl::Status s = StillWanted(caller_, InQueueOf(backend, queue_seconds)); !s.ok()) {
-      return EndJob(s);
+      if (run_id_.empty()) return EndJob(s);
+      // The client already holds the run id (BenchmarkStarted): the store keeps the run, each
+      // workload SKIPPED as a cancelled one's are, so that the id resolves whenever it left.
+      cancelled_.store(true);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopped_before_start_.ok()) stopped_before_start_ = s;
     }
     StartCapClock();
     const auto t0 = Clock::now();
@@ -222,9 +227,12 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
       report.set_run_id(run_id_);
       report.set_run_id(state_.results->Record(report, caller_.owner));
     }
-    if (plan_.named_suite) {
+    // A run some device never started (its caller left while it was queued) is kept for its
+    // id, not counted as a benchmark run.
+    if (plan_.named_suite && stopped_before_start_.ok()) {
       state_.metrics->RecordReport(report, absl::ToDoubleSeconds(absl::Now() - absl::UnixEpoch()));
     }
+    if (!stopped_before_start_.ok()) return callbacks_.done(stopped_before_start_);
     if (caller_.DeadlinePassed()) {
       return callbacks_.done(
           absl::DeadlineExceededError("deadline passed while the benchmark ran; stopped early"));
@@ -244,6 +252,8 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
   std::once_flag cap_started_;
   std::atomic<Clock::rep> cap_ticks_{Clock::time_point::max().time_since_epoch().count()};
   std::atomic<bool> cancelled_{false};
+  // Why a device's job never started (its caller went away while it was queued), under mu_.
+  absl::Status stopped_before_start_;
   std::string run_id_;  // "" without a results store; set once in Start()
 
   std::mutex mu_;

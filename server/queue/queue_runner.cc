@@ -24,6 +24,9 @@ struct QueueRunner::Running {
   std::string owner;
   std::shared_ptr<BenchmarkCall> call;
   std::int64_t last_heartbeat_us = 0;
+  // Up to when its owner was charged for the device it holds (JobQueue::Charge): the
+  // heartbeats and the end charge what came after, each once.
+  std::atomic<std::int64_t> charged_until_us{0};
   std::atomic<bool> lost{false};              // the lease ran out: another server may hold it
   std::atomic<bool> released{false};          // given back to the queue as the server stops
   std::atomic<bool> cancel_requested{false};  // by its owner
@@ -178,6 +181,7 @@ void QueueRunner::Heartbeats(std::int64_t now_us) {
       continue;
     }
     job->last_heartbeat_us = now_us;
+    ChargeOwner(*job, now_us);
     if (!beat->held) {
       LogWarning(absl::StrCat("queue: job ", job->lease.run_id,
                               " lost its lease; stopping it without storing its results"));
@@ -196,6 +200,7 @@ void QueueRunner::StartJob(store::QueuedJob job) {
   running->lease = {job.run_id, options_.worker_name, job.attempts};
   running->owner = job.owner;
   running->last_heartbeat_us = NowMicros();
+  running->charged_until_us.store(running->last_heartbeat_us);
   running->cancel_requested.store(job.cancel_requested);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -234,6 +239,7 @@ void QueueRunner::StartJob(store::QueuedJob job) {
     }
   };
   callbacks.done = [this, running](absl::StatusOr<v1::BenchmarkReport> report) {
+    ChargeOwner(*running, NowMicros());
     std::string outcome = running->outcome;
     if (running->lost.load()) {
       outcome = "lost";
@@ -277,6 +283,16 @@ void QueueRunner::StartJob(store::QueuedJob job) {
   std::lock_guard<std::mutex> lock(mu_);
   running->call = *std::move(call);
   if (running->released.load() || running->lost.load()) running->call->Cancel();
+}
+
+void QueueRunner::ChargeOwner(Running& job, std::int64_t now_us) {
+  const std::int64_t since = job.charged_until_us.exchange(now_us);
+  if (now_us <= since) return;
+  // The device time was spent whoever holds the lease now: it counts against the owner.
+  if (absl::Status s = queue_.Charge(job.owner, now_us - since, now_us); !s.ok()) {
+    LogWarning(absl::StrCat("queue: device time of job ", job.lease.run_id,
+                            " not charged to its owner: ", s.message()));
+  }
 }
 
 void QueueRunner::Ended(const std::string& run_id, const std::string& outcome) {

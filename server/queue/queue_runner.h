@@ -60,6 +60,8 @@ class QueueRunner {
   void Tick();
   void StartJob(store::QueuedJob job);
   void Heartbeats(std::int64_t now_us);
+  // Charges `job`'s owner the device time since its last charge (the claim order's fairness).
+  void ChargeOwner(Running& job, std::int64_t now_us);
   // The job left this server: `outcome` as QueueMetrics::Ended counts it.
   void Ended(const std::string& run_id, const std::string& outcome);
   void RefreshDepth(std::int64_t now_us);

@@ -60,7 +60,11 @@ absl::StatusOr<v1::Job> ToWire(store::JobQueue& queue, const store::QueuedJob& j
   if (job.state != v1::JOB_STATE_QUEUED) return out;
   auto order = view.order.find(job.device_kind);
   if (order == view.order.end()) {
-    ASSIGN_OR_RETURN(std::vector<std::string> ids, queue.ClaimOrder(job.device_kind));
+    // Each job placed ahead is charged the recent mean job time, as running it would be.
+    ASSIGN_OR_RETURN(
+        std::vector<std::string> ids,
+        queue.ClaimOrder(job.device_kind, NowMicros(),
+                         static_cast<std::int64_t>(view.throughput.mean_job_seconds * 1e6)));
     order = view.order.emplace(job.device_kind, std::move(ids)).first;
   }
   const auto at = std::find(order->second.begin(), order->second.end(), job.run_id);

@@ -23,10 +23,12 @@ constexpr char kJobColumns[] =
     "started_at_us, finished_at_us, worker, lease_until_us, attempts, max_attempts, "
     "cancel_requested, message";
 
-// The claim order's key for a queued job (job_queue.h): class, then the owner whose last job
-// started longest ago, then age. Claim's SQL and ClaimOrder's replay of it share this text.
+// The claim order's key for a queued job (job_queue.h): class, then the owner whose jobs held
+// devices least lately, then the one whose last job started longest ago, then age.
+// ClaimOrder replays the same keys.
 constexpr char kClaimOrder[] =
-    " ORDER BY j.priority, COALESCE(o.last_started_at_us, 0), j.enqueued_at_us, j.run_id";
+    " ORDER BY j.priority, COALESCE(o.fair_at_us, 0), COALESCE(o.last_started_at_us, 0), "
+    "j.enqueued_at_us, j.run_id";
 // The jobs with their owner's latest claim (job_owners, migration 0009), for kClaimOrder.
 constexpr char kJobsWithOwners[] = " FROM jobs j LEFT JOIN job_owners o ON o.owner = j.owner";
 
@@ -175,6 +177,19 @@ absl::Status JobQueue::Finish(Database& tx, const JobLease& lease, v1::JobState 
   return absl::OkStatus();
 }
 
+absl::Status JobQueue::Charge(const std::string& owner, std::int64_t device_us,
+                              std::int64_t now_us) {
+  if (device_us <= 0) return absl::OkStatus();
+  const std::int64_t floor = now_us - kFairnessWindowUs;
+  return db_
+      ->Query(
+          "INSERT INTO job_owners (owner, last_started_at_us, fair_at_us) VALUES ($1, 0, $2) "
+          "ON CONFLICT (owner) DO UPDATE SET fair_at_us = CASE WHEN job_owners.fair_at_us < $3 "
+          "THEN $3 ELSE job_owners.fair_at_us END + $4",
+          {owner, floor + device_us, floor, device_us})
+      .status();
+}
+
 absl::StatusOr<bool> JobQueue::Release(const JobLease& lease) {
   auto rows = db_->Query(
       "UPDATE jobs SET state = CASE WHEN cancel_requested = 1 THEN 'cancelled' ELSE 'queued' END, "
@@ -281,9 +296,12 @@ absl::StatusOr<std::vector<QueuedJob>> JobQueue::List(const std::optional<std::s
                            params));
 }
 
-absl::StatusOr<std::vector<std::string>> JobQueue::ClaimOrder(const std::string& device_kind) {
-  // Claim's ORDER BY, replayed: each claim makes its owner the one served most recently, so
-  // owners take turns within a class. At most the first 10000 queued jobs are placed.
+absl::StatusOr<std::vector<std::string>> JobQueue::ClaimOrder(const std::string& device_kind,
+                                                              std::int64_t now_us,
+                                                              std::int64_t job_us) {
+  // Claim's ORDER BY, replayed: each claim charges its owner a job's time and makes it the one
+  // served most recently, so owners take turns within a class by their device time. At most
+  // the first 10000 queued jobs are placed.
   std::vector<SqlValue> params;
   std::string kind;
   if (!device_kind.empty()) {
@@ -297,10 +315,13 @@ absl::StatusOr<std::vector<std::string>> JobQueue::ClaimOrder(const std::string&
                                         "10000"),
                            params);
   if (!queued.ok()) return queued.status();
-  auto last = db_->Query("SELECT owner, last_started_at_us FROM job_owners");
+  auto last = db_->Query("SELECT owner, last_started_at_us, fair_at_us FROM job_owners");
   if (!last.ok()) return last.status();
-  std::map<std::string, std::int64_t> last_start;
-  for (const SqlRow& row : *last) last_start[row.at(0).value_or("")] = Int(row.at(1));
+  std::map<std::string, std::int64_t> last_start, fair_at;
+  for (const SqlRow& row : *last) {
+    last_start[row.at(0).value_or("")] = Int(row.at(1));
+    fair_at[row.at(0).value_or("")] = Int(row.at(2));
+  }
   // Per class, per owner: that owner's queued jobs (enqueued at, run id), oldest first.
   using Queued = std::pair<std::int64_t, std::string>;
   std::map<std::int64_t, std::map<std::string, std::deque<Queued>>> classes;
@@ -312,14 +333,19 @@ absl::StatusOr<std::vector<std::string>> JobQueue::ClaimOrder(const std::string&
   std::int64_t turn = std::numeric_limits<std::int64_t>::max() / 2;
   for (auto& [priority, owners] : classes) {
     while (!owners.empty()) {
-      // The owner served longest ago (ties: the older job, as the SQL's next key does).
+      // The owner with the least device time lately, then the one served longest ago (ties:
+      // the older job, as the SQL's next key does).
       auto next = std::min_element(owners.begin(), owners.end(), [&](const auto& a, const auto& b) {
-        return std::tie(last_start[a.first], a.second.front()) <
-               std::tie(last_start[b.first], b.second.front());
+        return std::tie(fair_at[a.first], last_start[a.first], a.second.front()) <
+               std::tie(fair_at[b.first], last_start[b.first], b.second.front());
       });
       order.push_back(next->second.front().second);
       next->second.pop_front();
       last_start[next->first] = ++turn;
+      if (job_us > 0) {
+        std::int64_t& at = fair_at[next->first];
+        at = std::max(at, now_us - kFairnessWindowUs) + job_us;
+      }
       if (next->second.empty()) owners.erase(next);
     }
   }

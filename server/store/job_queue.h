@@ -12,8 +12,11 @@
 // whose job another server now holds) changes nothing, and the results of a job are stored in
 // the transaction that finishes it (ResultStore::RecordFenced), so they are stored once.
 //
-// Order of claims: priority class, then the owner whose last claimed job started longest ago
-// (one owner's hundred queued jobs let another owner's single job go next), then age.
+// Order of claims: priority class, then the owner whose jobs held devices least in the last
+// hour (job_owners.fair_at_us, migration 0010: each device-second an owner's job holds moves
+// its place ahead by a second, from a floor of an hour before the charge), then the owner
+// whose last claimed job started longest ago (one owner's hundred queued jobs let another
+// owner's single job go next), then age.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +32,8 @@
 namespace kerneleval::server::store {
 
 inline constexpr std::int64_t kQueueRequeueLockKey = 4242001603;
+// How long an owner's device time counts against its place in the claim order.
+inline constexpr std::int64_t kFairnessWindowUs = std::int64_t{3600} * 1000000;
 
 // A job as the queue holds it.
 struct QueuedJob {
@@ -76,6 +81,9 @@ class JobQueue {
                       std::int64_t now_us) {
     return Finish(*db_, lease, state, message, now_us);
   }
+  // `owner`'s jobs held devices for `device_us` more, ending `now_us`: its place in the claim
+  // order moves ahead by as much, from no earlier than now - kFairnessWindowUs.
+  absl::Status Charge(const std::string& owner, std::int64_t device_us, std::int64_t now_us);
   // Gives a running job back to the queue at once (the server stops): the attempt is not
   // counted. False when the lease no longer held it.
   absl::StatusOr<bool> Release(const JobLease& lease);
@@ -100,8 +108,11 @@ class JobQueue {
                                               std::int64_t now_us, std::int64_t ended_within_us,
                                               std::int64_t limit);
   // Every queued job's run id in claim order (the first is claimed next), of `device_kind`
-  // or every kind when empty: what positions are counted from.
-  absl::StatusOr<std::vector<std::string>> ClaimOrder(const std::string& device_kind);
+  // or every kind when empty: what positions are counted from. Each job placed charges its
+  // owner `job_us` (the recent mean, 0 when unknown), as running it would.
+  absl::StatusOr<std::vector<std::string>> ClaimOrder(const std::string& device_kind,
+                                                      std::int64_t now_us = 0,
+                                                      std::int64_t job_us = 0);
   // Queued and running jobs of `owner` (nullopt: everyone's).
   struct Counts {
     std::int64_t queued = 0, running = 0;

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import signal
+import threading
 import time
 from typing import List
 
@@ -328,3 +329,46 @@ def test_ctrl_c_during_the_first_workload_names_the_partial_run(client):
         time.sleep(0.1)
     assert list(runs.run_id) == [run_id]
     assert not runs.complete.iloc[0]
+
+
+def test_a_run_cancelled_while_queued_behind_another_is_still_kept(client):
+    """The run id a client learns at once (BenchmarkStarted) resolves even when it went away
+    before the device took its job: the store keeps the run, cut short, its workload
+    skipped."""
+    busy = kerneleval.custom_suite("py_busy", batch_sizes=[256], hidden_size=4096, dtype="fp32")
+    waiting = kerneleval.custom_suite("py_queued", batch_sizes=[4], hidden_size=64, dtype="fp32")
+    first_started = threading.Event()
+    first = {}
+
+    def occupy() -> None:
+        first["report"] = client.bench(
+            busy, device="cpu", implementations=["cpu_fused"], warmup=0, repetitions=3000,
+            on_started=lambda _: first_started.set(),
+        )
+
+    thread = threading.Thread(target=occupy)
+    thread.start()
+    try:
+        assert first_started.wait(60)
+        time.sleep(1.0)  # the first job is on the device; the next one waits behind it
+
+        def ctrl_c(event: pb.BenchmarkStarted) -> None:
+            signal.raise_signal(signal.SIGINT)
+
+        with pytest.raises(kerneleval.BenchInterrupted) as interrupted:
+            client.bench(waiting, device="cpu", implementations=["cpu_fused"], warmup=0,
+                         repetitions=5, on_started=ctrl_c)
+        run_id = interrupted.value.run_id
+    finally:
+        thread.join(300)
+    assert "report" in first and first["report"].complete
+    for _ in range(600):
+        runs = client.history(runs=True, run_id=run_id)
+        if len(runs):
+            break
+        time.sleep(0.1)
+    assert list(runs.run_id) == [run_id]
+    assert not runs.complete.iloc[0]
+    # Its one workload stopped before it started, as a cancelled run's are.
+    results = client.history(run_id=run_id)
+    assert list(results.status) == ["skipped"], results

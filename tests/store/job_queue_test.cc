@@ -48,6 +48,7 @@ class JobQueueTest : public ::testing::TestWithParam<std::string> {
     }
     ASSERT_TRUE(Migrate(db_.get()).ok());
     ASSERT_TRUE(db_->Query("DELETE FROM jobs").ok());
+    ASSERT_TRUE(db_->Query("DELETE FROM job_owners").ok());
     queue_ = std::make_unique<JobQueue>(db_.get());
   }
   void TearDown() override {
@@ -119,6 +120,48 @@ TEST_P(JobQueueTest, OwnersTakeTurnsAndClaimOrderForetellsTheClaims) {
   auto gpu_only = queue_->Claim("w", {"cuda"}, kT0 + 301, kSecond);
   ASSERT_TRUE(gpu_only.ok());
   EXPECT_FALSE(gpu_only->has_value());
+}
+
+TEST_P(JobQueueTest, OwnersWhoseJobsHeldDevicesLongerWaitAndOldUseIsForgotten) {
+  // Alice's jobs held devices for 20 minutes lately, bob's for one: bob's job, queued after
+  // hers, is claimed first, and the order foretells it.
+  ASSERT_TRUE(queue_->Charge("alice", 1200 * kSecond, kT0).ok());
+  ASSERT_TRUE(queue_->Charge("bob", 60 * kSecond, kT0).ok());
+  const std::string alices = Add("alice", 1);
+  const std::string bobs = Add("bob", 2);
+  auto order = queue_->ClaimOrder("cpu", kT0 + 3, 0);
+  ASSERT_TRUE(order.ok()) << order.status();
+  EXPECT_EQ(*order, (std::vector<std::string>{bobs, alices}));
+  // Bob's next job will run 25 minutes (the recent mean): placed after it, alice goes next.
+  const std::string bobs_second = Add("bob", 3);
+  order = queue_->ClaimOrder("cpu", kT0 + 4, 1500 * kSecond);
+  ASSERT_TRUE(order.ok());
+  EXPECT_EQ(*order, (std::vector<std::string>{bobs, alices, bobs_second}));
+  std::optional<QueuedJob> first = ClaimAs("w", 5);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->run_id, bobs);
+  // Bob's claimed job holds its device for half an hour: now he is the heavier user.
+  ASSERT_TRUE(queue_->Charge("bob", 1800 * kSecond, kT0 + 1800 * kSecond).ok());
+  std::optional<QueuedJob> second = ClaimAs("w", 1800 * kSecond + 1);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->run_id, alices);
+
+  std::optional<QueuedJob> third = ClaimAs("w", 1800 * kSecond + 2);
+  ASSERT_TRUE(third.has_value());
+  EXPECT_EQ(third->run_id, bobs_second);
+
+  // Three hours on, use older than the hour is forgotten: alice's twenty minutes then weigh
+  // less than carol's one minute now.
+  const std::int64_t later = 3 * 3600 * kSecond;
+  ASSERT_TRUE(queue_->Charge("carol", 60 * kSecond, kT0 + later).ok());
+  const std::string carols = Add("carol", later + 1);
+  const std::string alices_late = Add("alice", later + 2);
+  std::optional<QueuedJob> fourth = ClaimAs("w", later + 3);
+  ASSERT_TRUE(fourth.has_value());
+  EXPECT_EQ(fourth->run_id, alices_late);
+  std::optional<QueuedJob> fifth = ClaimAs("w", later + 4);
+  ASSERT_TRUE(fifth.has_value());
+  EXPECT_EQ(fifth->run_id, carols);
 }
 
 TEST_P(JobQueueTest, ALeaseThatRanOutFencesTheServerThatHeldIt) {

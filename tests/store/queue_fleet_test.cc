@@ -41,6 +41,7 @@ class QueueFleet : public ::testing::Test {
     auto db = server::store::OpenPostgres(url_);
     ASSERT_TRUE(db.ok()) << db.status();
     (void)(*db)->Query("DELETE FROM jobs");  // absent before the first server migrates
+    (void)(*db)->Query("DELETE FROM job_owners");
     dir_ = fs::temp_directory_path() /
            ("kerneleval-queue-fleet-" + std::to_string(getpid()) + "-" +
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
@@ -229,6 +230,9 @@ TEST_F(QueueFleet, ACancelledQueuedJobNeverRunsAndAnUnknownOneIsNotFound) {
 }
 
 TEST_F(QueueFleet, AJobPinnedToANodeRunsThereAndOneForAnAbsentArchitectureWaits) {
+  const long long started_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count();
   Start("front", "0");
   Start("a");
   Start("b");
@@ -244,6 +248,18 @@ TEST_F(QueueFleet, AJobPinnedToANodeRunsThereAndOneForAnAbsentArchitectureWaits)
     EXPECT_NE(job.value("worker", "").find(":" + std::to_string(servers_["b"]->pid()) + ":"),
               std::string::npos)
         << job.dump();
+  }
+  // The device time those jobs held was charged to their owner: its place in the claim order
+  // (job_owners.fair_at_us) moved from the empty default to past the floor of its charges
+  // (an hour before each), all after the test started.
+  {
+    auto db = server::store::OpenPostgres(url_);
+    ASSERT_TRUE(db.ok()) << db.status();
+    auto rows = (*db)->Query("SELECT fair_at_us FROM job_owners WHERE owner = 'anonymous'");
+    ASSERT_TRUE(rows.ok()) << rows.status();
+    ASSERT_EQ(rows->size(), 1u);
+    const long long fair_at = std::stoll(rows->front().at(0).value_or("0"));
+    EXPECT_GT(fair_at, started_us - 3600LL * 1000000);
   }
   // For GPUs of compute capability 9.0: no server here has one, so it waits, first in line
   // among its kind, while a CPU job queued after it runs.
