@@ -300,6 +300,17 @@ def test_sol_above_peak_is_flagged_with_its_reason(client):
         assert (row["sol_above_peak_reason"] is not None) == row["sol_above_peak"], row
 
 
+def stored_run(client, run_id: str):
+    """The run's row in history once the store has written it (a cancelled run is stored
+    once its job has stopped between samples: generous, the machine may be busy)."""
+    for _ in range(600):
+        runs = client.history(runs=True, run_id=run_id)
+        if len(runs):
+            return runs
+        time.sleep(0.1)
+    return runs
+
+
 def test_ctrl_c_during_the_first_workload_names_the_partial_run(client):
     # One workload of 4096 cold calls on 4 MiB tensors: seconds, interrupted at its start.
     suite = kerneleval.custom_suite("py_ctrl_c", batch_sizes=[256, 257], hidden_size=4096,
@@ -320,13 +331,8 @@ def test_ctrl_c_during_the_first_workload_names_the_partial_run(client):
     assert re.fullmatch(r"[0-9a-f]{32}", run_id) and run_id == started[0].run_id
     assert interrupted.value.partial.run_id == run_id
     assert interrupted.value.partial.rows() == []  # no workload had finished
-    # The server stopped and kept the partial run under that id, cut short (stored once the
-    # cancelled job has stopped between samples: generous, the machine may be busy).
-    for _ in range(600):
-        runs = client.history(runs=True, run_id=run_id)
-        if len(runs):
-            break
-        time.sleep(0.1)
+    # The server stopped and kept the partial run under that id, cut short.
+    runs = stored_run(client, run_id)
     assert list(runs.run_id) == [run_id]
     assert not runs.complete.iloc[0]
 
@@ -362,11 +368,7 @@ def test_a_run_cancelled_while_queued_behind_another_is_still_kept(client):
     finally:
         thread.join(300)
     assert "report" in first and first["report"].complete
-    for _ in range(600):
-        runs = client.history(runs=True, run_id=run_id)
-        if len(runs):
-            break
-        time.sleep(0.1)
+    runs = stored_run(client, run_id)
     assert list(runs.run_id) == [run_id]
     assert not runs.complete.iloc[0]
     # Its one workload stopped before it started, as a cancelled run's are.
