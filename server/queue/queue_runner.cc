@@ -64,13 +64,16 @@ QueueRunner::QueueRunner(ServiceState& state, store::JobQueue& queue, QueueOptio
 
 QueueRunner::~QueueRunner() { Stop(); }
 
-std::vector<std::string> QueueRunner::ClaimableKindsNow() const {
+void QueueRunner::ReadDevicesOnce() {
+  if (!claim_kinds_.empty()) return;
   std::vector<DeviceOffer> offers;
+  device_archs_.clear();
   for (const auto& w : state_.devices->workers()) {
     const v1::Device d = w->backend().Describe();
     offers.push_back({w->backend().kind(), d.compute_capability()});
+    device_archs_.push_back(ArchOfCapability(d.compute_capability()));
   }
-  return ClaimableKinds(offers, options_.node_name);
+  claim_kinds_ = ClaimableKinds(offers, options_.node_name);
 }
 
 void QueueRunner::Wake() {
@@ -140,14 +143,14 @@ void QueueRunner::Tick() {
   // Claims only while every device is warm and the server is not draining: a claimed job
   // must be able to start here.
   if (!state_.ready.load() || state_.draining.load()) return;
-  const std::vector<std::string> kinds = ClaimableKindsNow();
+  ReadDevicesOnce();
   while (state_.ready.load() && !state_.draining.load()) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (stop_ || static_cast<int>(running_.size()) >= capacity_) return;
     }
-    absl::StatusOr<std::optional<store::QueuedJob>> claimed =
-        queue_.Claim(options_.worker_name, kinds, NowMicros(), Micros(options_.lease_seconds));
+    absl::StatusOr<std::optional<store::QueuedJob>> claimed = queue_.Claim(
+        options_.worker_name, claim_kinds_, NowMicros(), Micros(options_.lease_seconds));
     if (!claimed.ok()) {
       LogWarning(absl::StrCat("queue: claim failed: ", claimed.status().message()));
       return;
@@ -261,10 +264,10 @@ void QueueRunner::StartJob(store::QueuedJob job) {
   // server may hold GPUs of two architectures).
   if (absl::StatusOr<RunsOn> runs_on = ParseRunsOn(job.device_kind, "device_kind");
       runs_on.ok() && !runs_on->arch.empty() && job.request.device().empty()) {
-    for (const auto& w : state_.devices->workers()) {
-      if (w->backend().kind() == runs_on->kind &&
-          ArchOfCapability(w->backend().Describe().compute_capability()) == runs_on->arch) {
-        job.request.set_device(w->name());
+    const auto& workers = state_.devices->workers();
+    for (std::size_t i = 0; i < workers.size() && i < device_archs_.size(); ++i) {
+      if (device_archs_[i] == runs_on->arch) {
+        job.request.set_device(workers[i]->name());
         break;
       }
     }

@@ -46,9 +46,6 @@ class QueueRunner {
   ~QueueRunner();  // Stop()
 
   const QueueOptions& options() const { return options_; }
-  // The job kinds this server claims (runs_on.h): its device kinds and GPU architectures,
-  // each also pinned to its node. Read from the devices, so only once they are all warm.
-  std::vector<std::string> ClaimableKindsNow() const;
   // A job was just enqueued through this server: look now rather than at the next poll.
   void Wake();
   // Stops claiming and releases every running job to the queue; returns when the loop ended.
@@ -59,6 +56,10 @@ class QueueRunner {
   void Loop();
   void Tick();
   void StartJob(store::QueuedJob job);
+  // Reads once, when every device is first warm, what they are: each worker's GPU
+  // architecture ("sm_90", "" for none) and the job kinds this server claims (runs_on.h: its
+  // device kinds and architectures, each also pinned to its node). Loop thread only.
+  void ReadDevicesOnce();
   void Heartbeats(std::int64_t now_us);
   // Charges `job`'s owner the device time since its last charge (the claim order's fairness).
   void ChargeOwner(Running& job, std::int64_t now_us);
@@ -71,6 +72,8 @@ class QueueRunner {
   store::JobQueue& queue_;
   const QueueOptions options_;
   int capacity_ = 0;
+  std::vector<std::string> device_archs_;  // by worker index (ReadDevicesOnce)
+  std::vector<std::string> claim_kinds_;   // empty until ReadDevicesOnce
   std::unique_ptr<QueueMetrics> metrics_;  // null without a registry
   std::int64_t depth_read_us_ = 0;         // when the queue's depth was last read (Tick only)
 
