@@ -14,7 +14,7 @@
 #include "common/status_macros.h"
 #include "common/suites.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "server/evaluation/correctness.h"
+#include "server/figures/correctness.h"
 
 namespace kerneleval::server {
 namespace {

@@ -6,10 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/parallel_ranges.h"
-#include "server/evaluation/correctness.h"
+#include "server/figures/correctness.h"
 #include "server/evaluation/evaluation.h"
 #include "server/evaluation/measurement_checks.h"
-#include "server/evaluation/sol.h"
+#include "server/figures/sol.h"
 
 namespace kerneleval::server {
 namespace {

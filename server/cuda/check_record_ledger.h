@@ -1,4 +1,4 @@
-// The host's copy of each checked call's record (kEveryCall, server/evaluation/call_checks.h).
+// The host's copy of each checked call's record (kEveryCall, server/device/call_checks.h).
 // A record lives in device memory of the submission's own context, where its kernels can
 // write too: a call could pre-set its record to "passed", or a later call wipe an earlier
 // call's findings before they are read. So each record is reset to "not yet checked" (all

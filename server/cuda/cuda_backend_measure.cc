@@ -17,8 +17,8 @@
 #include "server/cuda/cupti_timer.h"
 #include "server/device/clock_sampler.h"
 #include "server/device/sample_loop.h"
-#include "server/evaluation/call_checks.h"
-#include "server/evaluation/kernel_breakdown.h"
+#include "server/device/call_checks.h"
+#include "server/figures/kernel_breakdown.h"
 
 namespace kerneleval::server {
 namespace {

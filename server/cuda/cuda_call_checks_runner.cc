@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "kerneleval/kernels/call_check_cuda.h"
-#include "server/evaluation/call_checks.h"
+#include "server/device/call_checks.h"
 
 namespace kerneleval::server {
 namespace {

@@ -1,4 +1,4 @@
-// Carrying out a CallCheckPlan (server/evaluation/call_checks.h) on a CUDA device: the checked
+// Carrying out a CallCheckPlan (server/device/call_checks.h) on a CUDA device: the checked
 // calls' inputs generated from seeds, outputs poisoned, guards written after every tensor, and
 // after the calls the device-side checks (kernels/.../call_check_cuda.h) and their verdict.
 // Every function works on one measurement's CudaWorkspace, on its stream, from the device's

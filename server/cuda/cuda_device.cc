@@ -10,7 +10,7 @@
 #include "kerneleval/kernels/stream_gate_cuda.h"
 #include "server/cuda/cupti_timer.h"
 #include "server/device/clock_admission.h"
-#include "server/evaluation/sol.h"
+#include "server/figures/sol.h"
 
 namespace kerneleval::server {
 namespace {

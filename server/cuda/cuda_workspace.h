@@ -19,7 +19,7 @@
 #include "server/cuda/cuda_resources.h"
 #include "server/cuda/cupti_timer.h"
 #include "server/device/backend.h"
-#include "server/evaluation/call_checks.h"
+#include "server/device/call_checks.h"
 
 namespace kerneleval::server {
 
@@ -99,7 +99,7 @@ struct CudaWorkspace {
   // The call on set `s` with the kept weight.
   FusedAddRmsNormArgs Args(const CudaBufferSet& s) const;
   // Call `position` of a window: a rotation set's (`position` is the set), or, chained,
-  // slot `position`'s (server/evaluation/call_checks.h).
+  // slot `position`'s (server/device/call_checks.h).
   FusedAddRmsNormArgs CallArgs(std::size_t position) const;
   void* Scratch(std::size_t position) const {
     return sets[Chained() ? position % sets.size() : position]->scratch.get();

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/evaluation/kernel_breakdown.h"
+#include "server/figures/kernel_breakdown.h"
 
 namespace kerneleval::server {
 

@@ -74,7 +74,7 @@ struct MeasureOptions {
   bool measure_dram_bytes = false;
   // Submitted kernels: every warm-up and timed call checked on the device against the fp64
   // reference under `check_tolerance`, inputs and the guard regions after every tensor
-  // checked unchanged (server/evaluation/call_checks.h). Backends that run no submitted code ignore
+  // checked unchanged (server/device/call_checks.h). Backends that run no submitted code ignore
   // it.
   bool check_calls = false;
   v1::Tolerance check_tolerance;  // resolved

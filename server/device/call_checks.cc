@@ -1,4 +1,4 @@
-#include "server/evaluation/call_checks.h"
+#include "server/device/call_checks.h"
 
 #include <algorithm>
 #include <atomic>

@@ -11,8 +11,8 @@
 #include "common/input_generator.h"
 #include "common/parallel_ranges.h"
 #include "kerneleval/kernels/half_types.h"
-#include "server/evaluation/call_checks.h"
-#include "server/evaluation/correctness.h"
+#include "server/device/call_checks.h"
+#include "server/figures/correctness.h"
 
 namespace kerneleval::server {
 namespace {

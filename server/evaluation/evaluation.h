@@ -14,8 +14,8 @@
 #include "kerneleval/v1/kerneleval.pb.h"
 #include "server/device/backend.h"
 #include "server/evaluation/measurement_checks.h"
-#include "server/evaluation/sol.h"
-#include "server/evaluation/statistics.h"
+#include "server/figures/sol.h"
+#include "server/figures/statistics.h"
 
 namespace kerneleval::server {
 
@@ -40,7 +40,7 @@ v1::Correctness CheckOutputs(const Problem& problem, const HostOutputs& outputs,
                              const Reference& reference, const v1::Tolerance& tolerance);
 
 // Verification rounds a submitted kernel gets after its timed calls, on top of the checks of
-// every warm-up and timed call (MeasureOptions::check_calls, server/evaluation/call_checks.h):
+// every warm-up and timed call (MeasureOptions::check_calls, server/device/call_checks.h):
 // these run the kernel on inputs of the caller's distribution, in new buffers, whatever protocol.
 inline constexpr int kSubmissionVerificationRounds = 3;
 

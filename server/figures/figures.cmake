@@ -1,5 +1,6 @@
-# Engine pieces that need no RPC and no threads: statistics, SOL, correctness, the kernel
-# breakdown. Paths are relative to this file so that the list can be included from anywhere.
+# The figures of a measurement, needing no RPC, no threads and no other room of the server:
+# statistics, SOL, correctness, the kernel breakdown. Paths are relative to this file so that
+# the list can be included from anywhere.
 add_library(kerneleval_engine_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/statistics.cc
   ${CMAKE_CURRENT_LIST_DIR}/kernel_breakdown.cc

@@ -1,11 +1,11 @@
-#include "server/evaluation/kernel_breakdown.h"
+#include "server/figures/kernel_breakdown.h"
 
 #include <cxxabi.h>
 
 #include <cstdlib>
 #include <memory>
 
-#include "server/evaluation/statistics.h"
+#include "server/figures/statistics.h"
 
 namespace kerneleval::server {
 

@@ -1,4 +1,4 @@
-#include "server/evaluation/sol.h"
+#include "server/figures/sol.h"
 
 #include <cmath>
 #include <cstdio>

@@ -2,7 +2,7 @@
 // protocol checks and when, the guard regions, the input repeats, what a failed check says,
 // and that Evaluate turns the checks on for submissions only and reports a failed one as
 // the verification failure that makes a result REJECTED.
-#include "server/evaluation/call_checks.h"
+#include "server/device/call_checks.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "server/evaluation/correctness.h"
+#include "server/figures/correctness.h"
 #include "server/evaluation/evaluation.h"
 
 namespace kerneleval::server {

@@ -1,4 +1,4 @@
-#include "server/evaluation/correctness.h"
+#include "server/figures/correctness.h"
 
 #include <cmath>
 #include <cstdint>

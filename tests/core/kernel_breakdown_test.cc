@@ -1,4 +1,4 @@
-#include "server/evaluation/kernel_breakdown.h"
+#include "server/figures/kernel_breakdown.h"
 
 #include <string>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "server/evaluation/sol.h"
+#include "server/figures/sol.h"
 
 #include "gtest/gtest.h"
 #include "kerneleval/kernels/fused_add_rmsnorm.h"

@@ -1,4 +1,4 @@
-#include "server/evaluation/statistics.h"
+#include "server/figures/statistics.h"
 
 #include <vector>
 

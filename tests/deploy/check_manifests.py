@@ -32,7 +32,7 @@ GPUS_PER_NODE = 8  # the evaluation pool takes every GPU of an HGX node
 # product. Where each comes from (deploy/README.md, "GPU product labels"):
 #   h200: read by this project on its H200 (docs/results/device-isolation-h200.md, checked
 #         below against the recorded `device cuda:0 NVIDIA H200 GPU-...` line);
-#   h100: the SXM5 80 GB board (server/evaluation/sol.cc records the same name);
+#   h100: the SXM5 80 GB board (server/figures/sol.cc records the same name);
 #   b200: NVIDIA's B200 (HGX B200) name.
 NVML_NAMES = {
     "h100": "NVIDIA H100 80GB HBM3",

@@ -1,4 +1,4 @@
-// The checks of every call of a submitted kernel (server/evaluation/call_checks.h) on a GPU,
+// The checks of every call of a submitted kernel (server/device/call_checks.h) on a GPU,
 // through the CUDA backend itself: the honest built-in kernel and the honest PDL example pass them
 // in every dtype, mode, odd shape and protocol (a check that rejects honest kernels would be worse
 // than none); a kernel that skips rows on its later calls into the same buffer is caught at its
@@ -20,7 +20,7 @@
 #include "server/cuda/cuda_backend.h"
 #include "server/cuda/cuda_call_checks_runner.h"
 #include "server/cuda/cuda_workspace.h"
-#include "server/evaluation/correctness.h"
+#include "server/figures/correctness.h"
 #include "server/evaluation/evaluation.h"
 #include "server/submissions/compiler.h"
 #include "server/submissions/source_rules.h"

@@ -18,7 +18,7 @@
 #include "server/core/request_validation.h"
 #include "server/device/device_host_channel.h"
 #include "server/device/device_host_reply.h"
-#include "server/evaluation/correctness.h"
+#include "server/figures/correctness.h"
 #include "server/evaluation/evaluation.h"
 
 namespace kerneleval::server {

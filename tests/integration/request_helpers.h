@@ -9,7 +9,7 @@
 #include "common/conversions.h"
 #include "kerneleval/kernels/fused_add_rmsnorm.h"
 #include "kerneleval/v1/kerneleval.pb.h"
-#include "server/evaluation/correctness.h"
+#include "server/figures/correctness.h"
 
 namespace kerneleval::testing {
 

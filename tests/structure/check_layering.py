@@ -33,22 +33,25 @@ ROOMS = {
     "server/metrics": _BASE + ("metrics",),
     "server/driver": _BASE,
     "server/identity": _BASE + ("server/metrics",),
-    # The Backend interface, device workers and hosts, the CPU backend.
-    "server/device": _BASE + ("server/metrics", "server/grpc"),
+    # The figures of a measurement: statistics, SOL, correctness, the kernel breakdown.
+    "server/figures": _BASE,
+    # The Backend interface, device workers and hosts, the CPU backend, the per-call checks
+    # a backend carries out.
+    "server/device": _BASE + ("server/metrics", "server/grpc", "server/figures"),
     # prepare -> measure -> check -> report on any Backend.
-    "server/evaluation": _BASE + ("server/device", "server/metrics"),
+    "server/evaluation": _BASE + ("server/device", "server/figures", "server/metrics"),
     # Submitted kernels: rules, the compile jail, the registry, the launcher.
     "server/submissions": _BASE + ("server/driver", "server/grpc", "server/identity"),
-    # The CUDA backend: a Backend that measures with evaluation's pieces and launches
-    # submissions.
-    "server/cuda": _BASE + ("server/driver", "server/device", "server/evaluation",
+    # The CUDA backend: a Backend (device/) that computes its figures (figures/) and launches
+    # submissions through their launcher; evaluation/ drives it and is never included by it.
+    "server/cuda": _BASE + ("server/driver", "server/device", "server/figures",
                             "server/submissions", "server/metrics"),
-    # Storage (and, for now, the Results service: its Reproduce dials the server).
+    # Storage only.
     "server/store": _BASE + ("metrics", "server/grpc", "server/identity", "server/submissions"),
     # Front-agnostic entry points: Run, Benchmark, admission, validation, the service state.
     "server/core": _BASE + ("metrics", "server/grpc", "server/metrics", "server/identity",
-                            "server/device", "server/evaluation", "server/submissions",
-                            "server/store"),
+                            "server/device", "server/figures", "server/evaluation",
+                            "server/submissions", "server/store"),
 }
 _BELOW_FRONTS = tuple(r for r in ROOMS if r.startswith("server/")) + _BASE + ("metrics",)
 # The fronts: each over the core, none over another.

@@ -63,7 +63,7 @@ struct CallCheckArgs {
   std::uint64_t hidden_states_seed = 0;
   std::uint64_t residual_seed = 0;
   const void* pristine_weight = nullptr;
-  // hidden_states is another call's output (a chained call, server/evaluation/call_checks.h): the
+  // hidden_states is another call's output (a chained call, server/device/call_checks.h): the
   // reference reads its values from memory instead of regenerating them from the seed, and
   // it is not compared with anything.
   bool hidden_states_given = false;
@@ -72,7 +72,7 @@ struct CallCheckArgs {
 // Checks one call (see the header comment): counts into `counts` (device memory, zeroed).
 cudaError_t CheckCall(const CallCheckArgs& args, CallCheckCounts* counts, cudaStream_t stream);
 
-// IN_PLACE calls chained through one residual buffer (server/evaluation/call_checks.h): call j got
+// IN_PLACE calls chained through one residual buffer (server/device/call_checks.h): call j got
 // its own generated hidden_states (`hidden_states_seeds[j]`, in the slot at `slots + j *
 // slot_stride`, where it left its output) and the residual buffer as call j - 1 left it
 // (generated from `residual_seed` before call 0). The check replays the chain, each stored
