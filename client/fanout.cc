@@ -297,6 +297,7 @@ std::vector<TargetResult> RunFanOut(const std::vector<BenchTarget>& targets,
       std::unique_ptr<KernelEvalClient> client;
       result.status = KernelEvalClient::Create(client_options, &client);
       if (result.status.ok()) {
+        client->WaitForConnection(std::min(options.connect_seconds, base.deadline_seconds));
         result.status = client->Benchmark(request, [&](const v1::BenchmarkEvent& event) {
           if (event.has_report()) result.report = event.report();
         });

@@ -74,6 +74,10 @@ struct TargetResult {
 
 struct FanOutOptions {
   int concurrency = 4;  // Servers benchmarked at once (at least 1).
+  // How long each target may take to accept a connection before its call is made anyway (and
+  // fails as unreachable). One refused or failed attempt on a loaded node is retried within
+  // this window instead of failing that node's whole run.
+  double connect_seconds = 5;
   // Called on a worker thread as each target finishes (calls are serialized).
   std::function<void(const TargetResult&, size_t done, size_t total)> on_done;
 };

@@ -139,6 +139,12 @@ KernelEvalClient::KernelEvalClient(std::shared_ptr<grpc::Channel> channel, Clien
       stub_(v1::KernelEval::NewStub(channel_)),
       generic_stub_(std::make_unique<grpc::GenericStub>(channel_)) {}
 
+bool KernelEvalClient::WaitForConnection(double seconds) const {
+  return channel_->WaitForConnected(std::chrono::system_clock::now() +
+                                    std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                                        std::chrono::duration<double>(seconds)));
+}
+
 std::unique_ptr<grpc::ClientContext> NewCallContext(const ClientOptions& options) {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(std::chrono::system_clock::now() +

@@ -71,6 +71,11 @@ class KernelEvalClient {
 
   const ClientOptions& options() const { return options_; }
 
+  // Waits up to `seconds` for the channel to connect, letting gRPC's reconnect backoff retry
+  // a failed attempt. False when no connection came; a call made then fails fast with the
+  // channel's last error.
+  bool WaitForConnection(double seconds) const;
+
   grpc::Status Run(const v1::RunRequest& request, v1::RunResponse* response) const;
 
   // Reads the event stream synchronously, calling `on_event` for every event in order on the

@@ -1,6 +1,11 @@
 // `kerneleval bench` fanned out over three real servers on loopback ports, through the CLI
 // (argument parsing, the fan-out, the merged JSON and the exit code): one server gone before
 // the run, or shut down while its benchmark runs; the other two still report.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <sstream>
@@ -163,6 +168,48 @@ TEST(FanOutLoopback, ServerShutDownMidRun) {
       << status;
   EXPECT_TRUE(doc["targets"][1]["report"].is_null());
   EXPECT_EQ(doc["summary"]["failed"], 1);
+}
+
+// A free loopback port, found by binding port 0 and closing the socket.
+int FreeLoopbackPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+// A node that refuses the first connection (it is still starting) is dialled again within the
+// connect window, not reported unreachable.
+TEST(FanOutLoopback, ANodeThatListensAMomentLateStillReports) {
+  TestServer a = StartServer();
+  ASSERT_TRUE(a.server);
+  const int port = FreeLoopbackPort();
+  ASSERT_GT(port, 0);
+  const std::string late_target = "127.0.0.1:" + std::to_string(port);
+
+  CliRun run;
+  std::thread cli([&] { run = RunCli(BenchArgs({a.target(), late_target})); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  server::ServerOptions options = testing::LoopbackOptions();
+  options.listen = late_target;
+  TestServer late = StartServer(options);
+  cli.join();
+  ASSERT_TRUE(late.server);
+
+  EXPECT_EQ(run.code, client::cli::kExitOk) << run.err;
+  const nlohmann::json doc = nlohmann::json::parse(run.out);
+  ASSERT_EQ(doc["targets"].size(), 2u) << run.out;
+  ExpectGood(doc["targets"][0], a.target());
+  ExpectGood(doc["targets"][1], late_target);
+  EXPECT_EQ(doc["summary"]["failed"], 0);
 }
 
 TEST(FanOutLoopback, SingleTargetOutputIsUnchanged) {
