@@ -13,6 +13,7 @@
 #include "client/text_table.h"
 #include "common/enum_names.h"
 #include "common/preferred_sol.h"
+#include "common/protocol.h"
 
 namespace kerneleval::client {
 namespace {

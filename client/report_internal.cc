@@ -13,6 +13,7 @@
 #include "client/report_format.h"
 #include "client/text_table.h"
 #include "common/conversions.h"
+#include "common/protocol.h"
 
 namespace kerneleval::client {
 
@@ -72,35 +73,6 @@ bool MultiDevice(const v1::BenchmarkReport& report) {
   return devices.size() > 1;
 }
 
-std::string CacheText(const v1::Protocol& protocol) {
-  return ProtocolShortText(protocol.cache(), protocol.cuda_graph(),
-                           protocol.graph_calls() ? protocol.graph_calls() : 20,
-                           protocol.rotate_inputs());
-}
-
-std::string ProtocolText(const v1::Protocol& protocol) {
-  std::vector<std::string> parts;
-  parts.push_back(absl::StrCat(CacheShortName(protocol.cache()), " cache"));
-  if (protocol.cuda_graph()) {
-    parts.push_back(absl::StrCat("CUDA graph of ",
-                                 protocol.graph_calls() ? protocol.graph_calls() : 20, " calls"));
-  }
-  if (protocol.rotate_inputs()) parts.push_back("rotating inputs");
-  parts.push_back(absl::StrCat("warm-up ", protocol.warmup()));
-  if (protocol.has_adaptive()) {
-    const v1::AdaptiveStop& a = protocol.adaptive();
-    parts.push_back(absl::StrCat("adaptive ", a.min_samples(), "..", a.max_samples(),
-                                 " samples to ", Fixed(100 * a.target_relative_spread(), 2),
-                                 "% spread, cap ", Number(a.max_seconds()), " s"));
-  } else {
-    parts.push_back(absl::StrCat(protocol.repetitions(), " repetitions"));
-  }
-  parts.push_back(absl::StrCat("timer ", TimerShortName(protocol.timer())));
-  parts.push_back(absl::StrCat("seed ", protocol.seed()));
-  if (protocol.measure_copy_bandwidth()) parts.push_back("copy bandwidth measured");
-  return absl::StrJoin(parts, ", ");
-}
-
 std::string CorrectnessText(const v1::WorkloadResult& result) {
   // Statuses that end before a check print their name alone; a checked output prints the
   // status the check gave, with its error.
@@ -147,7 +119,7 @@ std::string Number(double value) {
 
 std::string MeasuredAsText(const v1::BenchmarkReport& report, const v1::WorkloadResult& result) {
   if (!result.measured_as().empty()) return result.measured_as();
-  return absl::StrCat(TimerShortName(result.timer()), ", ", CacheText(report.protocol()));
+  return absl::StrCat(TimerShortName(result.timer()), ", ", ProtocolShortText(report.protocol()));
 }
 
 std::string DramText(const v1::DramTraffic& d) {

@@ -32,10 +32,6 @@ std::string PlotAxis(const v1::BenchmarkReport& report);
 // True when the results span more than one device, so tables need a device column.
 bool MultiDevice(const v1::BenchmarkReport& report);
 
-// "cold", "cold, graph x20", "hot, rotate" for the report's resolved protocol.
-std::string CacheText(const v1::Protocol& protocol);
-// One sentence describing the whole protocol.
-std::string ProtocolText(const v1::Protocol& protocol);
 // "passed 3.9e-03", "incorrect 1.2e+00", "runtime_error", "skipped", "rejected", "unchecked".
 std::string CorrectnessText(const v1::WorkloadResult& result);
 // 100 x the preferred figure's ratio; negative when there is none.

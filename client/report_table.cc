@@ -12,6 +12,7 @@
 #include "client/report_internal.h"
 #include "client/text_table.h"
 #include "common/conversions.h"
+#include "common/protocol.h"
 
 namespace kerneleval::client {
 

@@ -16,6 +16,7 @@
 #include "client/text_table.h"
 #include "common/bounded_text.h"
 #include "common/enum_names.h"
+#include "common/protocol.h"
 
 namespace kerneleval::client::cli {
 namespace {
@@ -219,11 +220,10 @@ int History(const ResultsClient& client, const CliConfig& config, const ResultsF
     TextTable table({"run", "time (UTC)", "suite", "results", "complete", "device", "SOL peak",
                      "server", "protocol"});
     for (const v1::RunSummary& r : response.runs()) {
-      table.AddRow(
-          {r.run_id(), When(r.created_unix_seconds()), r.suite(), std::to_string(r.results()),
-           r.complete() ? "yes" : "NO (cut short)", r.device_model(),
-           PeakText(r.peak_source(), r.peak_bytes_per_second()), r.server(),
-           r.has_protocol() ? report_internal::ProtocolText(r.protocol()) : std::string("-")});
+      table.AddRow({r.run_id(), When(r.created_unix_seconds()), r.suite(),
+                    std::to_string(r.results()), r.complete() ? "yes" : "NO (cut short)",
+                    r.device_model(), PeakText(r.peak_source(), r.peak_bytes_per_second()),
+                    r.server(), r.has_protocol() ? ProtocolText(r.protocol()) : std::string("-")});
     }
     out << table.Render();
     if (!response.next_page_token().empty()) {

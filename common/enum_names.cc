@@ -115,18 +115,6 @@ std::string CacheShortName(v1::CacheMode cache) { return NameIn(kCaches, cache);
 std::string ResultStatusShortName(v1::ResultStatus status) { return NameIn(kStatuses, status); }
 std::string PeakSourceShortName(v1::PeakSource source) { return NameIn(kPeakSources, source); }
 
-std::string ProtocolShortText(v1::CacheMode cache, bool graph, unsigned graph_calls, bool rotate) {
-  std::string text = CacheShortName(cache);
-  if (graph) text += ", graph x" + std::to_string(graph_calls);
-  if (rotate) text += ", rotate";
-  return text;
-}
-
-std::string MeasuredAsName(v1::Timer timer, v1::CacheMode cache, bool graph, unsigned graph_calls,
-                           bool rotate) {
-  return TimerShortName(timer) + ", " + ProtocolShortText(cache, graph, graph_calls, rotate);
-}
-
 namespace {
 
 // The generic rule: the enum's prefix is its values' common leading words ("VERDICT_" of

@@ -29,13 +29,6 @@ std::string ResultStatusShortName(v1::ResultStatus status);
 // A SOL figure's peak: "device_attributes", "datasheet", "measured_copy".
 std::string PeakSourceShortName(v1::PeakSource source);
 
-// How a number was measured, as results' measured_as and every format print it: the timer,
-// the cache mode, then ", graph x<calls>" and ", rotate" when they apply ("cupti, cold",
-// "cuda_events, hot, graph x50, rotate"). Without a timer, the protocol alone ("cold, rotate").
-std::string ProtocolShortText(v1::CacheMode cache, bool graph, unsigned graph_calls, bool rotate);
-std::string MeasuredAsName(v1::Timer timer, v1::CacheMode cache, bool graph, unsigned graph_calls,
-                           bool rotate);
-
 // The printed name of value `number` of any enum of the contract, for formats that walk
 // messages by descriptor (the CLI's JSON): the tables above for the enums they cover, and for
 // the others (Verdict, ExportFormat, SourceLanguage, and any enum added later) the same rule

@@ -3,19 +3,13 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "common/conversions.h"
+#include "common/protocol.h"
 
 namespace kerneleval::metrics {
 namespace {
 
 using prometheus::BuildGauge;
-
-// The protocol the scheduled benchmark runs with (`kerneleval bench` without protocol
-// flags): the defaults documented in proto/kerneleval/v1/kerneleval.proto.
-constexpr std::uint32_t kDefaultWarmup = 10;
-constexpr std::uint32_t kDefaultRepetitions = 50;
-constexpr std::uint64_t kDefaultSeed = 200;
 
 template <typename T>
 void RemoveIfPresent(prometheus::Family<T>& family, const prometheus::Labels& labels) {
@@ -48,27 +42,6 @@ void RecordSol(prometheus::Family<prometheus::Gauge>& sol, const prometheus::Lab
 }
 
 }  // namespace
-
-std::string ProtocolLabel(const v1::Protocol& p) {
-  std::string label = p.cache() == v1::CACHE_MODE_HOT ? "hot" : "cold";
-  if (p.cuda_graph()) label += "_graph";
-  if (p.rotate_inputs()) label += "_rotate";
-  const bool custom = p.warmup() != kDefaultWarmup || p.repetitions() != kDefaultRepetitions ||
-                      p.has_adaptive() || p.seed() != kDefaultSeed;
-  if (custom) label += "_custom";
-  return label;
-}
-
-bool IsProtocolLabel(std::string_view label) {
-  absl::string_view text(label.data(), label.size());
-  if (!absl::ConsumePrefix(&text, "hot")) {
-    if (!absl::ConsumePrefix(&text, "cold")) return false;
-  }
-  absl::ConsumePrefix(&text, "_graph");
-  absl::ConsumePrefix(&text, "_rotate");
-  absl::ConsumePrefix(&text, "_custom");
-  return text.empty();
-}
 
 std::string ReportSuite(const v1::BenchmarkReport& report) {
   return !report.suite().empty() ? report.suite() : report.definition().name();

@@ -14,8 +14,8 @@
 //   kerneleval_benchmark_last_run_timestamp_seconds  when the run finished
 // Labels: suite, workload, implementation, device, uuid (the GPU's, empty on a CPU), model
 // (the device name NVML and CUDA report, so that the rules compare a GPU with the fleet of
-// its model without a join), node, protocol (ProtocolLabel), and peak where the figure
-// depends on it.
+// its model without a join), node, protocol (common/protocol.h ProtocolLabel), and peak where the
+// figure depends on it.
 //
 // Rules: a skipped result (cancelled, out of time) changes nothing. A runtime error has no
 // verdict and no figures: its correct / latency / bandwidth / SOL series are removed (not
@@ -39,16 +39,6 @@
 namespace kerneleval::metrics {
 
 namespace v1 = ::kerneleval::v1;
-
-// A bounded label for a resolved protocol: cache mode ("cold" / "hot"), then "_graph" for
-// CUDA-graph replay, "_rotate" for rotated inputs, and "_custom" when warm-up, repetitions,
-// adaptive stopping or seed differ from the defaults the scheduled benchmark uses (10, 50,
-// fixed, 200). An ad-hoc 3-repetition run therefore never overwrites the scheduled series,
-// and the label takes at most 16 values.
-std::string ProtocolLabel(const v1::Protocol& protocol);
-
-// Whether `label` is one ProtocolLabel can return ("cold", "hot_graph_rotate_custom", ...).
-bool IsProtocolLabel(std::string_view label);
 
 // The suite a report belongs to: its named suite, else its definition's name.
 std::string ReportSuite(const v1::BenchmarkReport& report);

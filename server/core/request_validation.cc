@@ -11,6 +11,7 @@
 #include "common/bounded_text.h"
 #include "common/did_you_mean.h"
 #include "common/enum_names.h"
+#include "common/protocol.h"
 #include "common/status_macros.h"
 #include "common/suites.h"
 #include "google/protobuf/util/message_differencer.h"
@@ -295,10 +296,7 @@ absl::StatusOr<Problem> ValidateRunRequest(const v1::RunRequest& request,
 
 absl::StatusOr<v1::Protocol> ResolveProtocol(const v1::Protocol& requested,
                                              const RequestLimits& limits) {
-  v1::Protocol p = requested;
-  if (!p.has_warmup()) p.set_warmup(10);
-  if (!p.has_repetitions()) p.set_repetitions(50);
-  if (!p.has_seed()) p.set_seed(200);
+  v1::Protocol p = WithProtocolDefaults(requested);
   if (p.warmup() > limits.max_warmup) {
     return Invalid("protocol.warmup",
                    absl::StrCat(p.warmup(), " is over the maximum ", limits.max_warmup));
@@ -311,9 +309,7 @@ absl::StatusOr<v1::Protocol> ResolveProtocol(const v1::Protocol& requested,
     return Invalid("protocol.repetitions", "must be at least 1 (or set protocol.adaptive)");
   }
   if (p.has_adaptive()) {
-    v1::AdaptiveStop* a = p.mutable_adaptive();
-    if (a->min_samples() == 0) a->set_min_samples(10);
-    if (a->max_samples() == 0) a->set_max_samples(1000);
+    const v1::AdaptiveStop* a = &p.adaptive();
     if (a->max_samples() > limits.max_repetitions) {
       return Invalid(
           "protocol.adaptive.max_samples",
@@ -327,17 +323,14 @@ absl::StatusOr<v1::Protocol> ResolveProtocol(const v1::Protocol& requested,
       return Invalid("protocol.adaptive.target_relative_spread",
                      absl::StrCat("must be finite and >= 0, got ", a->target_relative_spread()));
     }
-    if (a->target_relative_spread() == 0) a->set_target_relative_spread(0.005);
     if (!std::isfinite(a->max_seconds()) || a->max_seconds() < 0) {
       return Invalid("protocol.adaptive.max_seconds",
                      absl::StrCat("must be finite and >= 0, got ", a->max_seconds()));
     }
-    if (a->max_seconds() == 0) a->set_max_seconds(5);
   }
   if (!v1::CacheMode_IsValid(p.cache())) {
     return Invalid("protocol.cache", absl::StrCat("unknown value ", p.cache()));
   }
-  if (p.cache() == v1::CACHE_MODE_UNSPECIFIED) p.set_cache(v1::CACHE_MODE_COLD);
   if (!v1::Timer_IsValid(p.timer())) {
     return Invalid("protocol.timer", absl::StrCat("unknown value ", p.timer()));
   }
@@ -345,7 +338,6 @@ absl::StatusOr<v1::Protocol> ResolveProtocol(const v1::Protocol& requested,
     return Invalid("protocol.graph_calls",
                    absl::StrCat(p.graph_calls(), " is over the maximum ", limits.max_graph_calls));
   }
-  if (p.graph_calls() == 0) p.set_graph_calls(20);
   if (!std::isfinite(p.max_total_seconds()) || p.max_total_seconds() < 0) {
     return Invalid("protocol.max_total_seconds",
                    absl::StrCat("must be finite and >= 0, got ", p.max_total_seconds()));

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "common/protocol.h"
 #include "common/submission_id.h"
 #include "kerneleval/kernels/fused_add_rmsnorm.h"
 #include "kerneleval/v1/kerneleval.pb.h"
@@ -54,20 +55,24 @@ struct HostOutputs {
 
 struct AdaptiveOptions {
   bool enabled = false;
-  std::uint32_t min_samples = 10;
-  std::uint32_t max_samples = 1000;
-  double target_relative_spread = 0.005;
-  double max_seconds = 5.0;
+  std::uint32_t min_samples = ProtocolDefaults::kAdaptiveMinSamples;
+  std::uint32_t max_samples = ProtocolDefaults::kAdaptiveMaxSamples;
+  double target_relative_spread = ProtocolDefaults::kAdaptiveTargetSpread;
+  double max_seconds = ProtocolDefaults::kAdaptiveMaxSeconds;
 };
 
-// How to time. Defaults are the benchmark defaults; Run uses warmup 0, repetitions 1, hot.
+// How to time: a resolved protocol as a backend reads it (server/device/measure_options.h
+// converts), its defaults those of common/protocol.h, the benchmark's; Run uses warmup 0,
+// repetitions 1, hot.
 struct MeasureOptions {
-  std::uint32_t warmup = 10;
-  std::uint32_t repetitions = 50;
+  std::uint32_t warmup = ProtocolDefaults::kWarmup;
+  std::uint32_t repetitions = ProtocolDefaults::kRepetitions;
   AdaptiveOptions adaptive;
-  bool cold = true;    // flush caches before every timed call, outside the window
+  // Flush caches before every timed call, outside the window (CACHE_MODE_COLD, the default);
+  // a backend has only the two modes, so the cache mode is a flag here.
+  bool cold = ProtocolDefaults::kCache == v1::CACHE_MODE_COLD;
   bool graph = false;  // CUDA-graph replay of graph_calls calls per sample
-  std::uint32_t graph_calls = 20;
+  std::uint32_t graph_calls = ProtocolDefaults::kGraphCalls;
   bool rotate_inputs = false;  // rotate among input copies larger than the last-level cache
   v1::Timer timer = v1::TIMER_UNSPECIFIED;  // unspecified = best available
   // Also count DRAM bytes per call (CUPTI range profiler) in windows after the timed ones.

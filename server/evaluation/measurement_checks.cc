@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/enum_names.h"
+#include "common/protocol.h"
 
 namespace kerneleval::server {
 namespace {

@@ -1,6 +1,7 @@
 #include "server/metrics/metrics.h"
 
 #include "common/conversions.h"
+#include "common/protocol.h"
 #include "server/metrics/process_metrics.h"
 
 namespace kerneleval::server {
@@ -306,7 +307,7 @@ void Metrics::RecordReport(const v1::BenchmarkReport& report, double unix_second
   }
   report_.Record(report, node_, unix_seconds);
   const std::string suite = metrics::ReportSuite(report);
-  const std::string protocol = metrics::ProtocolLabel(report.protocol());
+  const std::string protocol = ProtocolLabel(report.protocol());
   for (const v1::Environment& env : report.environments()) {
     prometheus::Labels labels = DeviceLabelsLocked(env.device().name());
     labels["suite"] = suite;

@@ -7,7 +7,7 @@
 // the same code the CLI's Pushgateway push uses.
 //
 // Label values are bounded: methods, gRPC code names, devices, suites loaded at start,
-// protocols (metrics::ProtocolLabel), and implementations. Built-in implementations
+// protocols (ProtocolLabel), and implementations. Built-in implementations
 // (AddBuiltinImplementations) are kept; any other implementation (a submitted kernel) is
 // one of at most kMaxOtherImplementations whose series exist, the least recently used
 // making room for a new one, and its series are removed once it has not run for

@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/bounded_text.h"
+#include "common/protocol.h"
 #include "kerneleval/v1/kerneleval.grpc.pb.h"
-#include "metrics/report_metrics.h"
 #include "server/core/benchmark_call.h"
 #include "server/core/caller_of.h"
 #include "server/grpc/raw_unary.h"
@@ -53,7 +53,7 @@ grpc::Status CheckFilter(const v1::ResultFilter& f) {
         {"filter.run_id", &f.run_id()}}) {
     if (grpc::Status s = CheckName(field, *value); !s.ok()) return s;
   }
-  if (!f.protocol().empty() && !metrics::IsProtocolLabel(f.protocol())) {
+  if (!f.protocol().empty() && !IsProtocolLabel(f.protocol())) {
     return Invalid(absl::StrCat(
         "filter.protocol: ", Quote(f.protocol()),
         " is not a protocol label: hot or cold, then _graph, _rotate, _custom as measured "

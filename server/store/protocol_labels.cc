@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "metrics/report_metrics.h"
+#include "common/protocol.h"
 #include "server/store/result_rows.h"
 
 namespace kerneleval::server::store {
@@ -14,7 +14,7 @@ absl::Status FillProtocolLabels(Database* db) {
     v1::BenchmarkReport header;
     // A header that does not parse is labelled as an empty Protocol is: "cold", the default.
     (void)FromJson(row[1].value_or("{}"), &header);
-    const std::string label = metrics::ProtocolLabel(header.protocol());
+    const std::string label = ProtocolLabel(header.protocol());
     const std::string id = row[0].value_or("");
     absl::Status s = db->Transaction([&](Database& tx) -> absl::Status {
       auto results = tx.Query("UPDATE results SET protocol = $1 WHERE run_id = $2", {label, id});

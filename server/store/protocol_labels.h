@@ -1,4 +1,4 @@
-// Each stored run and result carries its protocol's label (metrics::ProtocolLabel: "cold",
+// Each stored run and result carries its protocol's label (ProtocolLabel: "cold",
 // "hot_graph", ...; migration 0008), which history and export filter by. Rows stored before
 // that column are labelled from their run's stored report when the store opens.
 #pragma once

@@ -1,6 +1,6 @@
 // The regression gauges, one series per (suite, workload, implementation, gpu_model, device,
 // protocol), set from the verdict of each new result against its baseline. device ("cuda:3")
-// and protocol (metrics::ProtocolLabel: "cold", "hot_graph", ...) keep the eight GPUs of one
+// and protocol (ProtocolLabel: "cold", "hot_graph", ...) keep the eight GPUs of one
 // server, and a cold and a hot run of one suite, from overwriting each other's verdicts:
 //   kerneleval_result_baseline_ratio       candidate median / baseline median
 //   kerneleval_result_baseline_confidence  1 - p (Mann-Whitney U, two-sided)

@@ -9,7 +9,7 @@
 #include "common/csv_cell.h"
 #include "common/enum_names.h"
 #include "common/preferred_sol.h"
-#include "metrics/report_metrics.h"
+#include "common/protocol.h"
 
 namespace kerneleval::server::store {
 
@@ -89,7 +89,7 @@ nlohmann::ordered_json FlatRow(const v1::StoredResult& s) {
       {"seed", s.receipt().seed()},
       // What it was measured with, as leaderboards and metrics label it: results of two
       // protocols are not comparable.
-      {"protocol", metrics::ProtocolLabel(s.receipt().protocol())},
+      {"protocol", ProtocolLabel(s.receipt().protocol())},
   };
   for (const auto& [axis, value] : r.axes()) row["axis_" + axis] = value;
   return row;

@@ -21,9 +21,9 @@
 #include "common/bounded_text.h"
 #include "common/host_name.h"
 #include "common/private_files.h"
+#include "common/protocol.h"
 #include "common/status_macros.h"
 #include "common/submission_id.h"
-#include "metrics/report_metrics.h"
 #include "server/store/comparability.h"
 #include "server/store/compare_results.h"
 #include "server/store/result_rows.h"
@@ -214,7 +214,7 @@ absl::StatusOr<std::string> ResultStore::InsertRun(
   if (now == 0) now = absl::ToUnixSeconds(wall);
   const std::string run_id = report.run_id().empty() ? NewRunId() : report.run_id();
   const std::string suite_hash = SuiteHash(report.definition());
-  const std::string protocol = metrics::ProtocolLabel(report.protocol());
+  const std::string protocol = ProtocolLabel(report.protocol());
   v1::BenchmarkReport header = report;
   header.clear_results();
   std::map<std::string, v1::Environment> environments;
@@ -324,7 +324,7 @@ absl::Status ResultStore::DetectRegressions(const std::string& run_id, std::int6
     if (!stored.ok()) return stored.status();
     if (gauges_ != nullptr) {
       gauges_->Set({s.suite(), r.workload(), r.implementation(), model, r.device(),
-                    metrics::ProtocolLabel(s.receipt().protocol())},
+                    ProtocolLabel(s.receipt().protocol())},
                    c.ratio(), baseline.empty() ? 0 : 1 - c.p_value(),
                    change == Change::kSlower || correctness_changed);
     }

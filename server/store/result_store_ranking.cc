@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/bounded_text.h"
+#include "common/protocol.h"
 #include "common/status_macros.h"
-#include "metrics/report_metrics.h"
 #include "server/store/comparability.h"
 #include "server/store/compare_results.h"
 #include "server/store/result_rows.h"
@@ -36,7 +36,7 @@ using RunHeaders = std::map<std::string, RunHeader>;
 std::string ProtocolsOf(const std::vector<v1::StoredResult>& results) {
   std::vector<std::string> labels;
   for (const v1::StoredResult& r : results) {
-    std::string label = metrics::ProtocolLabel(r.receipt().protocol());
+    std::string label = ProtocolLabel(r.receipt().protocol());
     if (std::find(labels.begin(), labels.end(), label) == labels.end()) {
       labels.push_back(std::move(label));
     }
@@ -192,7 +192,7 @@ absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
     const v1::LeaderboardRequest& request, const Viewer& viewer) {
   if (absl::Status connected = CheckConnected(); !connected.ok()) return connected;
   RETURN_IF_ERROR(CheckSuiteKnown(request.suite(), "suite", viewer));
-  if (!request.protocol().empty() && !metrics::IsProtocolLabel(request.protocol())) {
+  if (!request.protocol().empty() && !IsProtocolLabel(request.protocol())) {
     return absl::InvalidArgumentError(absl::StrCat(
         "protocol: ", Quote(request.protocol()),
         " is not a protocol label: hot or cold, then _graph, _rotate, _custom as measured "
@@ -244,8 +244,7 @@ absl::StatusOr<v1::LeaderboardResponse> ResultStore::Leaderboard(
   for (const SqlRow& run : *runs) {
     v1::BenchmarkReport report;
     RETURN_IF_ERROR(FromJson(run[1].value_or("{}"), &report));
-    headers[run[0].value_or("")] = {metrics::ProtocolLabel(report.protocol()), Int(run[2]),
-                                    Int(run[3])};
+    headers[run[0].value_or("")] = {ProtocolLabel(report.protocol()), Int(run[2]), Int(run[3])};
   }
   v1::LeaderboardResponse response;
   const std::vector<v1::LeaderboardEntry> board =

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "client/report_format.h"
 #include "client/results_command.h"
+#include "common/protocol.h"
 #include "kerneleval/v1/results.pb.h"
 #include "kerneleval/v1/submissions.pb.h"
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "client/push.h"
+#include "common/protocol.h"
 #include "gtest/gtest.h"
 #include "metrics/report_metrics.h"
 #include "server/metrics/metrics.h"
@@ -149,11 +150,11 @@ TEST(MetricsSchema, AnAdHocProtocolDoesNotOverwriteTheScheduledSeries) {
   EXPECT_TRUE(std::regex_search(
       text, std::regex("last_run_timestamp_seconds\\{[^}]*protocol=\"hot_custom\"[^}]*\\} 2\\n")))
       << text;
-  EXPECT_EQ(metrics::ProtocolLabel(quick.protocol()), "hot_custom");
+  EXPECT_EQ(ProtocolLabel(quick.protocol()), "hot_custom");
   v1::Protocol graph = Report(v1::RESULT_STATUS_PASSED).protocol();
   graph.set_cuda_graph(true);
   graph.set_rotate_inputs(true);
-  EXPECT_EQ(metrics::ProtocolLabel(graph), "cold_graph_rotate");
+  EXPECT_EQ(ProtocolLabel(graph), "cold_graph_rotate");
 }
 
 TEST(MetricsSchema, DeviceSeriesCarryNodeAndUuidAndMoveWhenTheUuidIsLearnt) {

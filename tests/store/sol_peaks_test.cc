@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_split.h"
 
-#include "metrics/report_metrics.h"
+#include "common/protocol.h"
 #include "server/store/database.h"
 #include "server/store/result_store.h"
 #include "store_test_helpers.h"
@@ -130,7 +130,8 @@ TEST(SolPeaks, CompareSaysThePeaksDifferAndKeepsTheTimeVerdict) {
     moved = *(*store)->RecordNow(WithPeak(Scaled(report, 1.05), "fused", 10.20e9), 2000);
   }
   TestServer t = StartServer(StoreOptions(dir));
-  const nlohmann::json cmp = Json(Cli(t.target(), {"compare", base, moved, "--json", "--fail-on", "none"}));
+  const nlohmann::json cmp =
+      Json(Cli(t.target(), {"compare", base, moved, "--json", "--fail-on", "none"}));
   ASSERT_EQ(cmp["comparisons"].size(), 2u) << cmp.dump();
   EXPECT_EQ(cmp["slower"], 2) << cmp.dump();
   const std::string expected =
@@ -140,7 +141,8 @@ TEST(SolPeaks, CompareSaysThePeaksDifferAndKeepsTheTimeVerdict) {
   const CliResult table = Cli(t.target(), {"compare", base, moved});
   EXPECT_NE(table.out.find(expected), std::string::npos) << table.out;
   // Against itself: one peak, nothing said.
-  const nlohmann::json same = Json(Cli(t.target(), {"compare", base, base, "--json", "--fail-on", "none"}));
+  const nlohmann::json same =
+      Json(Cli(t.target(), {"compare", base, base, "--json", "--fail-on", "none"}));
   for (const auto& c : same["comparisons"]) EXPECT_EQ(c.value("peak_difference", ""), "");
   std::filesystem::remove_all(dir);
 }
@@ -212,7 +214,7 @@ TEST(SolPeaks, RegressionGaugesAreLabelledByDeviceAndProtocol) {
       regression[labels["device"] + "/" + labels["protocol"]] = m.gauge.value;
     }
   }
-  const std::string protocol = metrics::ProtocolLabel(two_gpus(1, 1.0).protocol());
+  const std::string protocol = ProtocolLabel(two_gpus(1, 1.0).protocol());
   EXPECT_EQ(regression,
             (std::map<std::string, double>{{"cuda:0/" + protocol, 0}, {"cuda:3/" + protocol, 1}}));
   store->reset();
