@@ -19,6 +19,7 @@
 #include "server/app/device_factory.h"
 #include "server/app/metrics_gate.h"
 #include "server/app/server_credentials.h"
+#include "server/app/shared_owner_usage.h"
 #include "server/device/owner_job_limit.h"
 #include "server/device/tenant_backend.h"
 #include "server/evaluation/server_version.h"
@@ -77,6 +78,8 @@ struct KernelEvalServer::Impl {
   std::shared_ptr<Identities> identities;
   Metrics metrics;
   DeviceSet devices;
+  // Shared by every device worker; reads and writes the store's database once it opens.
+  std::shared_ptr<OwnerJobLimit> owner_limit;
   ServiceState state;
   StoreHealth store_health;  // before the store: its thread may tell it until the store closes
   // Before the services: destroyed after them, writing what they queued last.
@@ -109,7 +112,10 @@ struct KernelEvalServer::Impl {
   std::thread telemetry;
   std::thread secrets;  // re-reads --auth-token-file (SecretsLoop)
 
-  ~Impl() { store_health.Detach(); }
+  ~Impl() {
+    store_health.Detach();
+    if (owner_limit != nullptr) owner_limit->set_shared_usage({});  // before the store closes
+  }
 
   // Both servers answer health with the same statuses.
   void SetServing(const std::string& service, bool serving) {
@@ -309,7 +315,7 @@ void BuildDevices(Impl* s, std::vector<std::unique_ptr<Backend>> backends) {
   const std::size_t per_owner = options.max_queued_per_owner < 0
                                     ? options.queue_capacity
                                     : static_cast<std::size_t>(options.max_queued_per_owner);
-  auto owner_limit = std::make_shared<OwnerJobLimit>(
+  s->owner_limit = std::make_shared<OwnerJobLimit>(
       per_owner, OwnerDeviceBudget{options.owner_device_seconds_per_hour, 3600});
   for (auto& b : backends) {
     const std::string name = b->name();
@@ -320,7 +326,7 @@ void BuildDevices(Impl* s, std::vector<std::unique_ptr<Backend>> backends) {
         [metrics, name](std::size_t depth) { metrics->SetQueueDepth(name, depth); },
         [s, name](bool healthy) { s->OnHealth(name, healthy); }, [s, name] { s->OnGaveUp(name); }));
     s->devices.workers().back()->set_idle_spin(idle_spin);
-    s->devices.workers().back()->set_owner_limit(owner_limit);
+    s->devices.workers().back()->set_owner_limit(s->owner_limit);
   }
   s->metrics.SetBuildInfo(ServerVersion(), GitRevision(),
                           s->devices.workers().front()->backend().RuntimeVersion());
@@ -389,6 +395,11 @@ absl::Status AddResultsService(Impl* s, grpc::ServerBuilder& builder) {
   s->state.results = s->results.get();
   s->results_service = std::make_unique<ResultsService>(&s->state);
   builder.RegisterService(s->results_service.get());
+  // Owners' device budgets: one across the servers sharing this database, and kept across
+  // restarts, wherever the store has a database.
+  if (options.owner_device_seconds_per_hour > 0 && s->results->database() != nullptr) {
+    s->owner_limit->set_shared_usage(SharedOwnerUsageIn(*s->results));
+  }
   // The verdict queue lives in the same database: one server alone, or a fleet sharing it.
   QueueOptions queue_options = options.queue;
   if (queue_options.worker_name.empty()) {

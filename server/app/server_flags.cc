@@ -122,8 +122,9 @@ void AddLimitFlags(CLI::App& app, ServerCommandLine& c) {
   app.add_option("--owner-device-seconds-per-hour", o.owner_device_seconds_per_hour,
                  "Device-seconds one owner's jobs (built-ins and submissions alike, charged to "
                  "the caller's identity) may hold the devices in any hour; checked again as "
-                 "each job starts, running jobs counted, a job past it gets RESOURCE_EXHAUSTED "
-                 "(0: no budget)")
+                 "each job starts, running jobs counted, a job past it gets RESOURCE_EXHAUSTED; "
+                 "kept in the results database where there is one, so one budget across the "
+                 "servers sharing --results-db and across restarts (0: no budget)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--worker-idle-spin-us", o.worker_idle_spin_us,

@@ -5,7 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
 #include "common/bounded_text.h"
+#include "common/log.h"
 
 namespace kerneleval::server {
 namespace {
@@ -20,6 +22,8 @@ double SecondsBetween(From from, To to) {
 }  // namespace
 
 absl::Status OwnerJobLimit::Acquire(const std::string& owner) {
+  const Clock::time_point now = Clock::now();
+  const std::optional<std::deque<Charged>> shared = SharedCharges(owner, now);
   std::lock_guard<std::mutex> lock(mu_);
   std::size_t& held = held_[owner];
   if (max_ > 0 && held >= max_) {
@@ -29,7 +33,7 @@ absl::Status OwnerJobLimit::Acquire(const std::string& owner) {
                      "); retry when one has started"));
   }
   // Early, before the job waits in a queue; Start checks again when it would run.
-  if (absl::Status s = BudgetLeftLocked(owner, Clock::now()); !s.ok()) {
+  if (absl::Status s = BudgetLeftLocked(owner, now, shared); !s.ok()) {
     if (held == 0) held_.erase(owner);
     return s;
   }
@@ -45,9 +49,10 @@ void OwnerJobLimit::Release(const std::string& owner) {
 }
 
 absl::StatusOr<OwnerJobLimit::Running> OwnerJobLimit::Start(const std::string& owner) {
-  std::lock_guard<std::mutex> lock(mu_);
   const Clock::time_point now = Clock::now();
-  if (absl::Status s = BudgetLeftLocked(owner, now); !s.ok()) return s;
+  const std::optional<std::deque<Charged>> shared = SharedCharges(owner, now);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (absl::Status s = BudgetLeftLocked(owner, now, shared); !s.ok()) return s;
   Running job{owner, next_id_++, now};
   if (budget_.seconds > 0) running_[owner][job.id] = now;
   return job;
@@ -67,10 +72,54 @@ void OwnerJobLimit::Finish(const Running& job) {
 
 void OwnerJobLimit::Charge(const std::string& owner, double seconds) {
   if (budget_.seconds <= 0 || !(seconds > 0)) return;  // nothing to bound, or nothing held
+  decltype(shared_.charge) write_shared;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Clock::time_point now = Clock::now();
+    UsedLocked(owner, now);  // trims what left the window first
+    charged_[owner].push_back({now, seconds});
+    write_shared = shared_.charge;
+  }
+  if (write_shared) NoteShared(write_shared(owner, seconds, absl::ToUnixMicros(absl::Now())));
+}
+
+void OwnerJobLimit::set_shared_usage(SharedOwnerUsage usage) {
   std::lock_guard<std::mutex> lock(mu_);
-  const Clock::time_point now = Clock::now();
-  UsedLocked(owner, now);  // trims what left the window first
-  charged_[owner].push_back({now, seconds});
+  shared_ = std::move(usage);
+}
+
+void OwnerJobLimit::NoteShared(const absl::Status& status) const {
+  const bool failing = !status.ok();
+  if (shared_failing_.exchange(failing) == failing) return;  // logged when it changes
+  if (failing) {
+    LogWarning(
+        absl::StrCat("owner device budgets: the shared usage in the results database "
+                     "cannot be read or written (each server counts its own meanwhile): ",
+                     status.ToString()));
+  } else {
+    LogInfo("owner device budgets: the shared usage in the results database is back");
+  }
+}
+
+std::optional<std::deque<OwnerJobLimit::Charged>> OwnerJobLimit::SharedCharges(
+    const std::string& owner, Clock::time_point now) const {
+  if (budget_.seconds <= 0) return std::nullopt;
+  decltype(shared_.charged_since) read;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    read = shared_.charged_since;
+  }
+  if (!read) return std::nullopt;
+  const std::int64_t now_us = absl::ToUnixMicros(absl::Now());
+  auto charged = read(owner, now_us - static_cast<std::int64_t>(budget_.window_seconds * 1e6));
+  NoteShared(charged.status());
+  if (!charged.ok()) return std::nullopt;
+  std::deque<Charged> out;
+  for (const SharedOwnerUsage::Charged& c : *charged) {
+    // On this server's steady clock; a charge of the current minute lies ahead of `now`.
+    out.push_back({now + std::chrono::microseconds(c.by_unix_us - now_us), c.seconds});
+  }
+  return out;
 }
 
 std::size_t OwnerJobLimit::held(const std::string& owner) const {
@@ -85,23 +134,37 @@ double OwnerJobLimit::used_seconds(const std::string& owner) const {
   return UsedLocked(owner, now) + RunningLocked(owner, now, /*reserved=*/false);
 }
 
-absl::Status OwnerJobLimit::BudgetLeftLocked(const std::string& owner,
-                                             Clock::time_point now) const {
+absl::Status OwnerJobLimit::BudgetLeftLocked(
+    const std::string& owner, Clock::time_point now,
+    const std::optional<std::deque<Charged>>& shared) const {
   if (budget_.seconds <= 0) return absl::OkStatus();
-  const double charged = UsedLocked(owner, now);
+  const std::deque<Charged> none;
+  const std::deque<Charged>* charges = &none;
+  double charged = UsedLocked(owner, now);
+  if (auto it = charged_.find(owner); it != charged_.end()) charges = &it->second;
+  if (shared) {
+    double in_shared = 0;
+    for (const Charged& c : *shared) {
+      if (now - c.at < Seconds(budget_.window_seconds)) in_shared += c.seconds;
+    }
+    // The shared usage holds this server's charges too, unless writing them failed.
+    if (in_shared > charged) {
+      charged = in_shared;
+      charges = &*shared;
+    }
+  }
   const double running = RunningLocked(owner, now, /*reserved=*/true);
   if (charged + running < budget_.seconds) return absl::OkStatus();
   // When enough of the oldest charges have left the window to bring the owner under its
   // budget; the running jobs count as charged now.
   double left = charged + running;
   double frees_in = budget_.window_seconds;
-  if (auto it = charged_.find(owner); it != charged_.end()) {
-    for (const Charged& c : it->second) {
-      left -= c.seconds;
-      if (left < budget_.seconds) {
-        frees_in = SecondsBetween(now, c.at + Seconds(budget_.window_seconds));
-        break;
-      }
+  for (const Charged& c : *charges) {
+    if (now - c.at >= Seconds(budget_.window_seconds)) continue;  // already out
+    left -= c.seconds;
+    if (left < budget_.seconds) {
+      frees_in = SecondsBetween(now, c.at + Seconds(budget_.window_seconds));
+      break;
     }
   }
   std::string held_by_running;
@@ -110,9 +173,11 @@ absl::Status OwnerJobLimit::BudgetLeftLocked(const std::string& owner,
                                       static_cast<int>(it->second.size()));
   }
   return absl::ResourceExhaustedError(
-      absl::StrFormat("owner %s has used %.3f device-seconds in the last %.0f s%s, its budget "
-                      "(--owner-device-seconds-per-hour %g); its next job is accepted in %.0f s",
-                      Quote(owner), charged + running, budget_.window_seconds, held_by_running,
+      absl::StrFormat("owner %s has used %.3f device-seconds in the last %.0f s%s%s, its "
+                      "budget (--owner-device-seconds-per-hour %g); its next job is accepted in "
+                      "%.0f s",
+                      Quote(owner), charged + running, budget_.window_seconds,
+                      shared ? " on the servers sharing the results database" : "", held_by_running,
                       budget_.seconds, std::ceil(std::max(0.0, frees_in))));
 }
 

@@ -20,15 +20,26 @@
 // once on several devices see each other. The bound: an owner's jobs of a window take at most
 // its budget plus the one job that started under it (on one device exactly; across devices
 // as far as its longest earlier job predicts the running ones).
+//
+// Servers that share a results database share the budget (set_shared_usage): every charge
+// is also written there, by the minute, and the budget reads the owner's charges of the
+// window from there, every server's and those from before a restart; a minute leaves the
+// window whole, up to a minute late. Other servers' running jobs are not seen, so across a
+// fleet the bound is the budget plus one job per server. While the database cannot be read,
+// the server's own charges count.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -38,6 +49,21 @@ namespace kerneleval::server {
 struct OwnerDeviceBudget {
   double seconds = 0;            // per window and owner; 0: no budget
   double window_seconds = 3600;  // sliding
+};
+
+// Device time charged by every server sharing a database (server/store/owner_usage_table.h),
+// wired in by the server's assembly.
+struct SharedOwnerUsage {
+  struct Charged {
+    std::int64_t by_unix_us = 0;  // the latest moment the charge can have been made
+    double seconds = 0;
+  };
+  std::function<absl::Status(const std::string& owner, double seconds, std::int64_t at_unix_us)>
+      charge;
+  // The owner's charges made after `since_unix_us`, oldest first.
+  std::function<absl::StatusOr<std::vector<Charged>>(const std::string& owner,
+                                                     std::int64_t since_unix_us)>
+      charged_since;
 };
 
 class OwnerJobLimit {
@@ -69,18 +95,27 @@ class OwnerJobLimit {
   // A job of `owner` held a device for `seconds`, ending now.
   void Charge(const std::string& owner, double seconds);
   std::size_t held(const std::string& owner) const;
-  // Device-seconds `owner`'s jobs used in the window ending now, its running jobs' time so
-  // far included.
+  // Device-seconds `owner`'s jobs used on this server in the window ending now, its running
+  // jobs' time so far included.
   double used_seconds(const std::string& owner) const;
+  // From now on, charges are also written to `usage` and the budget reads them from there.
+  void set_shared_usage(SharedOwnerUsage usage);
 
  private:
   struct Charged {
     Clock::time_point at;
     double seconds;
   };
+  // `owner`'s charges of the window ending at `now` as the shared usage has them, oldest
+  // first; nullopt without shared usage or a budget, or when it cannot be read (logged).
+  // Called without mu_: it may wait on the database.
+  std::optional<std::deque<Charged>> SharedCharges(const std::string& owner,
+                                                   Clock::time_point now) const;
   // OK while `owner` has budget left at `now`, counting what its running jobs hold (each at
-  // least its reservation); the refusal otherwise. Under mu_.
-  absl::Status BudgetLeftLocked(const std::string& owner, Clock::time_point now) const;
+  // least its reservation); the refusal otherwise. Charged time is this server's, or the
+  // shared usage's (`shared`, when read) where that is more. Under mu_.
+  absl::Status BudgetLeftLocked(const std::string& owner, Clock::time_point now,
+                                const std::optional<std::deque<Charged>>& shared) const;
   // Drops what left the window; the sum of what is left. Under mu_.
   double UsedLocked(const std::string& owner, Clock::time_point now) const;
   // The owner's running jobs: their time so far (`reserved` false), or each at least its
@@ -95,6 +130,10 @@ class OwnerJobLimit {
   // Start times of running jobs, by owner and job id; no empty inner maps.
   std::map<std::string, std::map<std::uint64_t, Clock::time_point>> running_;
   std::uint64_t next_id_ = 1;
+  SharedOwnerUsage shared_;  // empty functions: none
+  // Whether the last read or write of the shared usage failed: a change is logged once.
+  mutable std::atomic<bool> shared_failing_{false};
+  void NoteShared(const absl::Status& status) const;
 };
 
 }  // namespace kerneleval::server

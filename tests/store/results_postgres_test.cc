@@ -88,9 +88,9 @@ TEST(ResultsPostgres, MigrationsApplyOnce) {
   ASSERT_TRUE(rows.ok()) << rows.status();
   // Each of server/store/migrations once: 0001_results, 0002_result_owner, 0003_sol_peak,
   // 0004_retention_index, 0005_submissions, 0006_run_order, 0007_jobs, 0008_protocol_label,
-  // 0009_job_owners, 0010_job_owner_usage.
-  EXPECT_EQ(rows->at(0).at(0), "10");
-  EXPECT_EQ(rows->at(0).at(1), "10");
+  // 0009_job_owners, 0010_job_owner_usage, 0011_owner_device_usage.
+  EXPECT_EQ(rows->at(0).at(0), "11");
+  EXPECT_EQ(rows->at(0).at(1), "11");
 }
 
 // The peak columns of migration 0003 on PostgreSQL: written with each result, filled at start
