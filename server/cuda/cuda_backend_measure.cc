@@ -9,15 +9,15 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "server/cuda/clock_sampler.h"
 #include "server/cuda/cuda_backend.h"
 #include "server/cuda/cuda_call_checks_runner.h"
 #include "server/cuda/cuda_dram_count.h"
 #include "server/cuda/cuda_measurement.h"
 #include "server/cuda/cuda_result_call.h"
 #include "server/cuda/cupti_timer.h"
-#include "server/device/clock_sampler.h"
-#include "server/device/sample_loop.h"
 #include "server/device/call_checks.h"
+#include "server/device/sample_loop.h"
 #include "server/figures/kernel_breakdown.h"
 
 namespace kerneleval::server {

@@ -8,8 +8,8 @@
 #include "common/status_macros.h"
 #include "kerneleval/kernels/l2_flush_cuda.h"
 #include "kerneleval/kernels/stream_gate_cuda.h"
+#include "server/cuda/clock_admission.h"
 #include "server/cuda/cupti_timer.h"
-#include "server/device/clock_admission.h"
 #include "server/figures/sol.h"
 
 namespace kerneleval::server {

@@ -41,7 +41,7 @@ class CudaDevice {
   // The stream gate (stream_gate_cuda.h): the stream waits at CloseGate until OpenGate.
   absl::Status CloseGate();
   void OpenGate();
-  // Waits for a settled SM clock under load before timing (server/device/clock_admission.h).
+  // Waits for a settled SM clock under load before timing (server/cuda/clock_admission.h).
   absl::Status Admit(v1::ClockAdmission* admission);
 
  private:

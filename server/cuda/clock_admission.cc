@@ -1,4 +1,4 @@
-#include "server/device/clock_admission.h"
+#include "server/cuda/clock_admission.h"
 
 #include <chrono>
 #include <cstdlib>

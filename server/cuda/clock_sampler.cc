@@ -1,4 +1,4 @@
-#include "server/device/clock_sampler.h"
+#include "server/cuda/clock_sampler.h"
 
 #include <algorithm>
 #include <chrono>
