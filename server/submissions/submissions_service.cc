@@ -9,9 +9,12 @@
 
 #include "absl/strings/cord.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/bounded_text.h"
 #include "common/submission_id.h"
 #include "server/grpc/raw_unary.h"
 #include "server/grpc/status.h"
+#include "server/submissions/cubin_params.h"
 #include "server/submissions/param_binding.h"
 #include "server/submissions/source_rules.h"
 
@@ -136,6 +139,36 @@ absl::Status CheckBindingAgainstPtx(const v1::LaunchPlan& plan,
                                          absl::StrCat("submission.launch_plan.kernels[", i, "]"));
         !s.ok()) {
       return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Each kernel's parameters as the assembled module records them (cubin_params.h) against
+// those the PTX declared, which the binding was checked against: what each launch fills must
+// match the module that runs.
+absl::Status CheckPtxAgainstCubin(const v1::CompileDiagnostics& diagnostics,
+                                  absl::string_view cubin) {
+  for (int i = 0; i < diagnostics.kernels_size(); ++i) {
+    const v1::KernelResources& kernel = diagnostics.kernels(i);
+    const auto& declared = kernel.param_bytes();
+    absl::StatusOr<std::vector<CubinParam>> recorded =
+        CubinKernelParams(cubin, kernel.lowered_name());
+    if (!recorded.ok()) {
+      if (declared.empty()) continue;  // a kernel without parameters may have no records
+      return recorded.status();
+    }
+    bool same = static_cast<int>(recorded->size()) == declared.size();
+    for (int j = 0; same && j < declared.size(); ++j) {
+      same = static_cast<std::int64_t>((*recorded)[j].bytes) == declared[j];
+    }
+    if (!same) {
+      std::vector<std::string> sizes;
+      for (const CubinParam& p : *recorded) sizes.push_back(absl::StrCat(p.bytes));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "submission.launch_plan.kernels[", i, "].entry: ", Quote(kernel.entry()),
+          " was assembled with ", recorded->size(), " parameters of [", absl::StrJoin(sizes, ", "),
+          "] bytes, its PTX declares [", absl::StrJoin(declared, ", "), "]"));
     }
   }
   return absl::OkStatus();
@@ -329,6 +362,9 @@ absl::StatusOr<v1::RegisterSubmissionResponse> SubmissionsService::Register(
   }
   if (absl::Status s = CheckBindingAgainstPtx(spec.launch_plan(), compiled->diagnostics());
       !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckPtxAgainstCubin(compiled->diagnostics(), compiled->cubin()); !s.ok()) {
     return s;
   }
 
