@@ -13,13 +13,6 @@ bool Inside(std::uint64_t offset, std::uint64_t size, std::uint64_t file_size) {
   return offset <= file_size && size <= file_size - offset;
 }
 
-template <typename T>
-T ReadAt(absl::string_view elf, std::uint64_t offset) {
-  T value;
-  std::memcpy(&value, elf.data() + offset, sizeof(T));  // callers checked the bounds
-  return value;
-}
-
 }  // namespace
 
 absl::Status MalformedCubin(absl::string_view why) {

@@ -6,6 +6,8 @@
 #include <elf.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -13,6 +15,15 @@
 #include "absl/strings/string_view.h"
 
 namespace kerneleval::server::submissions {
+
+// The T at byte `offset` of `bytes`, whatever its alignment; the caller checked that
+// [offset, offset + sizeof(T)) lies inside `bytes`.
+template <typename T>
+T ReadAt(absl::string_view bytes, std::uint64_t offset) {
+  T value;
+  std::memcpy(&value, bytes.data() + offset, sizeof(T));
+  return value;
+}
 
 // INVALID_ARGUMENT naming submission.source: the compiled module is no well-formed cubin.
 absl::Status MalformedCubin(absl::string_view why);

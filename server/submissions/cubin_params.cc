@@ -1,6 +1,5 @@
 #include "server/submissions/cubin_params.h"
 
-#include <cstring>
 #include <map>
 
 #include "absl/strings/str_cat.h"
@@ -13,16 +12,9 @@ namespace {
 constexpr std::uint8_t kFormatSval = 0x04;  // EIFMT_SVAL: a size, then that many bytes
 constexpr std::uint8_t kKparamInfo = 0x17;  // EIATTR_KPARAM_INFO
 constexpr std::size_t kKparamInfoBytes = 12;
-// More parameters than a kernel can take (4 KB of parameter bank, at least 1 byte each):
-// a module that records more is malformed.
+// More parameters than a kernel can take (32,764 bytes of parameters since CUDA 12.1, at
+// least 1 byte each): a module that records more is malformed.
 constexpr std::size_t kMaxRecordedParams = 32764;
-
-template <typename T>
-T Read(absl::string_view bytes, std::size_t at) {
-  T value;
-  std::memcpy(&value, bytes.data() + at, sizeof(T));  // callers checked the bounds
-  return value;
-}
 
 }  // namespace
 
@@ -48,16 +40,16 @@ absl::StatusOr<std::vector<CubinParam>> CubinKernelParams(absl::string_view cubi
   for (std::size_t at = 0; at + 4 <= info.size();) {
     const auto format = static_cast<std::uint8_t>(info[at]);
     const auto attribute = static_cast<std::uint8_t>(info[at + 1]);
-    const std::uint16_t value = Read<std::uint16_t>(info, at + 2);
+    const std::uint16_t value = ReadAt<std::uint16_t>(info, at + 2);
     at += 4;
     if (format != kFormatSval) continue;  // the value is in the header
     if (value > info.size() - at) return MalformedCubin("an attribute runs past .nv.info");
     if (attribute == kKparamInfo) {
       if (value != kKparamInfoBytes) return MalformedCubin("a parameter record of another size");
-      const std::uint16_t ordinal = Read<std::uint16_t>(info, at + 4);
+      const std::uint16_t ordinal = ReadAt<std::uint16_t>(info, at + 4);
       CubinParam p;
-      p.offset = Read<std::uint16_t>(info, at + 6);
-      p.bytes = Read<std::uint32_t>(info, at + 8) >> 18;
+      p.offset = ReadAt<std::uint16_t>(info, at + 6);
+      p.bytes = ReadAt<std::uint32_t>(info, at + 8) >> 18;
       if (by_ordinal.size() >= kMaxRecordedParams) {
         return MalformedCubin("more parameter records than a kernel can take");
       }
