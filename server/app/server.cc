@@ -396,8 +396,10 @@ absl::Status AddResultsService(Impl* s, grpc::ServerBuilder& builder) {
   s->results_service = std::make_unique<ResultsService>(&s->state);
   builder.RegisterService(s->results_service.get());
   // Owners' device budgets: one across the servers sharing this database, and kept across
-  // restarts, wherever the store has a database.
-  if (options.owner_device_seconds_per_hour > 0 && s->results->database() != nullptr) {
+  // restarts, wherever the store keeps a database (not the in-memory one of a server without
+  // --data-dir or --results-db).
+  const bool kept = !store_options.data_dir.empty() || !store_options.results_db.empty();
+  if (options.owner_device_seconds_per_hour > 0 && kept && s->results->database() != nullptr) {
     s->owner_limit->set_shared_usage(SharedOwnerUsageIn(*s->results));
   }
   // The verdict queue lives in the same database: one server alone, or a fleet sharing it.
