@@ -6,9 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/parallel_ranges.h"
-#include "server/figures/correctness.h"
 #include "server/evaluation/evaluation.h"
 #include "server/evaluation/measurement_checks.h"
+#include "server/figures/correctness.h"
 #include "server/figures/sol.h"
 
 namespace kerneleval::server {

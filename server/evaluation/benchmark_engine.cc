@@ -12,9 +12,9 @@
 #include "server/evaluation/evaluation.h"
 #include "server/evaluation/measurement_checks.h"
 #include "server/evaluation/server_version.h"
+#include "server/evaluation/workload_preparation.h"
 #include "server/figures/sol.h"
 #include "server/figures/statistics.h"
-#include "server/evaluation/workload_preparation.h"
 
 namespace kerneleval::server {
 namespace {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "server/figures/correctness.h"
 #include "server/evaluation/evaluation.h"
+#include "server/figures/correctness.h"
 
 namespace kerneleval::server {
 namespace {

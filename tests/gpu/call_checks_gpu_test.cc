@@ -20,8 +20,8 @@
 #include "server/cuda/cuda_backend.h"
 #include "server/cuda/cuda_call_checks_runner.h"
 #include "server/cuda/cuda_workspace.h"
-#include "server/figures/correctness.h"
 #include "server/evaluation/evaluation.h"
+#include "server/figures/correctness.h"
 #include "server/submissions/compiler.h"
 #include "server/submissions/source_rules.h"
 

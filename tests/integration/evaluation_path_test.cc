@@ -18,8 +18,8 @@
 #include "server/core/request_validation.h"
 #include "server/device/device_host_channel.h"
 #include "server/device/device_host_reply.h"
-#include "server/figures/correctness.h"
 #include "server/evaluation/evaluation.h"
+#include "server/figures/correctness.h"
 
 namespace kerneleval::server {
 namespace {
