@@ -23,7 +23,6 @@ double SecondsBetween(From from, To to) {
 
 absl::Status OwnerJobLimit::Acquire(const std::string& owner) {
   const Clock::time_point now = Clock::now();
-  const std::optional<std::deque<Charged>> shared = SharedCharges(owner, now);
   std::lock_guard<std::mutex> lock(mu_);
   std::size_t& held = held_[owner];
   if (max_ > 0 && held >= max_) {
@@ -32,8 +31,9 @@ absl::Status OwnerJobLimit::Acquire(const std::string& owner) {
                      " jobs waiting on this server's devices (--max-queued-per-owner ", max_,
                      "); retry when one has started"));
   }
-  // Early, before the job waits in a queue; Start checks again when it would run.
-  if (absl::Status s = BudgetLeftLocked(owner, now, shared); !s.ok()) {
+  // Early, before the job waits in a queue, on this server's charges alone (no database read
+  // on the RPC's path); Start checks again, with the shared usage, when it would run.
+  if (absl::Status s = BudgetLeftLocked(owner, now, std::nullopt); !s.ok()) {
     if (held == 0) held_.erase(owner);
     return s;
   }

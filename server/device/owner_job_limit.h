@@ -22,8 +22,9 @@
 // as far as its longest earlier job predicts the running ones).
 //
 // Servers that share a results database share the budget (set_shared_usage): every charge
-// is also written there, by the minute, and the budget reads the owner's charges of the
-// window from there, every server's and those from before a restart; a minute leaves the
+// is also written there, by the minute, and Start (the check that holds; Acquire's early one
+// stays local) reads the owner's charges of the window from there, every server's and those
+// from before a restart; a minute leaves the
 // window whole, up to a minute late. Other servers' running jobs are not seen, so across a
 // fleet the bound is the budget plus one job per server. While the database cannot be read,
 // the server's own charges count.

@@ -19,9 +19,14 @@ absl::Status OwnerUsageTable::Charge(const std::string& owner, std::int64_t devi
   auto added = db_->Query(
       "INSERT INTO owner_device_usage (owner, minute_us, device_us) VALUES ($1, $2, $3) "
       "ON CONFLICT (owner, minute_us) DO UPDATE SET device_us = owner_device_usage.device_us + "
-      "excluded.device_us",
+      "excluded.device_us RETURNING device_us",
       {owner, MinuteOf(at_us), device_us});
   if (!added.ok()) return added.status();
+  // The owner's old minutes go when a new minute's row is made (it holds this charge alone),
+  // so once per owner and minute rather than with every charge.
+  const bool new_minute =
+      !added->empty() && !added->front().empty() && added->front()[0] == std::to_string(device_us);
+  if (!new_minute) return absl::OkStatus();
   return db_
       ->Query("DELETE FROM owner_device_usage WHERE owner = $1 AND minute_us < $2",
               {owner, MinuteOf(at_us) - kKeptUs})

@@ -31,7 +31,8 @@ class OwnerUsageTable {
       : db_(db), usable_(std::move(usable)) {}
 
   // Adds `device_us` to `owner`'s minute of `at_us` (one upsert: servers charging the same
-  // owner at once add up), and deletes the owner's minutes older than a day.
+  // owner at once add up); the first charge of a minute also deletes the owner's minutes
+  // older than a day.
   absl::Status Charge(const std::string& owner, std::int64_t device_us, std::int64_t at_us);
   // `owner`'s minutes that overlap (since_us, ...), oldest first.
   absl::StatusOr<std::vector<Minute>> MinutesSince(const std::string& owner, std::int64_t since_us);

@@ -18,6 +18,8 @@
 
 #include "cli_process.h"
 #include "server/store/database.h"
+#include "server/store/owner_usage_table.h"
+#include "server/store/result_store.h"
 #include "server_process.h"
 
 namespace kerneleval::testing {
@@ -148,6 +150,38 @@ TEST_F(OwnerBudget, UseCountsAfterARestartOnTheSameDataDirectory) {
   ExpectRefusedForAlice(Run("one", kAlice), "after the restart");
   const Process bobs = Run("one", kBob);
   EXPECT_EQ(bobs.rc, 0) << bobs.err;
+}
+
+// The table alone, on SQLite: charges of one minute add up, the window is read oldest first,
+// and the first charge of a new minute deletes the owner's minutes older than a day (only
+// that owner's).
+TEST(OwnerUsageTable, MinutesAddUpAndOldOnesGo) {
+  using server::store::OwnerUsageTable;
+  auto db = server::store::OpenSqlite(":memory:");
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE(server::store::Migrate(db->get()).ok());
+  OwnerUsageTable table(db->get(), [] { return absl::OkStatus(); });
+  const std::int64_t minute = OwnerUsageTable::kMinuteUs;
+  const std::int64_t now = 1'800'000'000LL * 1'000'000 + 7;  // 7 us into a minute
+  const std::int64_t two_days_ago = now - 2 * 24 * 60 * minute;
+  ASSERT_TRUE(table.Charge("alice", 5, two_days_ago).ok());
+  ASSERT_TRUE(table.Charge("bob", 9, two_days_ago).ok());
+  ASSERT_TRUE(table.Charge("alice", 100, now - 2 * minute).ok());
+  ASSERT_TRUE(table.Charge("alice", 20, now).ok());
+  ASSERT_TRUE(table.Charge("alice", 3, now + 1).ok());  // the same minute
+
+  auto recent = table.MinutesSince("alice", now - 3 * minute);
+  ASSERT_TRUE(recent.ok()) << recent.status();
+  ASSERT_EQ(recent->size(), 2u);
+  EXPECT_EQ((*recent)[0].device_us, 100);
+  EXPECT_EQ((*recent)[1].device_us, 23);
+  EXPECT_EQ((*recent)[1].start_us % minute, 0);
+  auto all =
+      (*db)->Query("SELECT owner, device_us FROM owner_device_usage ORDER BY owner, minute_us");
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 3u) << "alice's two-day-old minute is gone, bob's stays";
+  EXPECT_EQ(*(*all)[0][1], "100");
+  EXPECT_EQ(*(*all)[2][0], "bob");
 }
 
 }  // namespace
