@@ -58,6 +58,7 @@ absl::Status BuildBenchRequest(const BenchFlags& flags, v1::BenchmarkRequest* re
   if (flags.seed) p->set_seed(*flags.seed);
   p->set_measure_copy_bandwidth(flags.measure_copy);
   p->set_measure_dram_bytes(flags.measure_dram_bytes);
+  p->set_profile(flags.profile);
   p->set_check_every_call(flags.check_every_call);
   p->set_max_total_seconds(flags.max_total_seconds);
   return absl::OkStatus();

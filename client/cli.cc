@@ -118,6 +118,8 @@ void AddRunCommand(CLI::App* app, RunFlags* r) {
                   "the CPU")
       ->check(CLI::IsMember(TimerSpellings()))
       ->capture_default_str();
+  run->add_flag("--profile", r->profile,
+                "Also profile the call's kernels, in replays after the timed calls (CUDA only)");
   run->add_option("--output", r->output, "Write output (and residual_out) as safetensors");
 }
 
@@ -169,6 +171,9 @@ void AddBenchCommand(CLI::App* app, BenchFlags* b) {
   bench->add_flag("--measure-copy", b->measure_copy, "Also report SOL against a measured copy");
   bench->add_flag("--measure-dram-bytes", b->measure_dram_bytes,
                   "Also count DRAM bytes read and written per call (CUPTI range profiler)");
+  bench->add_flag("--profile", b->profile,
+                  "Also profile each kernel (throughput, memory, occupancy, stalls, roofline, "
+                  "advice) in replays after the timed calls; CUDA devices only");
   bench->add_flag("--check-every-call", b->check_every_call,
                   "Check every call of the built-ins on the device, as submissions' calls are");
   bench

@@ -76,6 +76,7 @@ absl::Status BuildRunRequest(const RunFlags& flags, v1::RunRequest* request) {
   request->set_warmup(flags.warmup);
   request->set_repetitions(flags.repetitions);
   request->set_timer(TimerFromFlag(flags.timer));
+  request->set_profile(flags.profile);
   // Outputs cross the wire only when they are going to be saved.
   request->set_omit_outputs(flags.output.empty());
   return absl::OkStatus();

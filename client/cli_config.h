@@ -57,7 +57,8 @@ struct RunFlags {
   uint32_t warmup = 0;
   uint32_t repetitions = 1;
   std::string timer = "auto";
-  std::string output;  // Writes `output` (and `residual_out`) as safetensors.
+  bool profile = false;  // RunRequest.profile
+  std::string output;    // Writes `output` (and `residual_out`) as safetensors.
 };
 
 // Zero / empty values mean "the server's default" (see the Protocol message).
@@ -85,6 +86,7 @@ struct BenchFlags {
   bool measure_copy = false;
   bool measure_dram_bytes = false;
   bool check_every_call = false;
+  bool profile = false;     // Protocol.profile: each kernel's counters, figures and advice
   std::string format;       // table | json | jsonl | csv | html; empty = table (json with --json).
   std::string out;          // Write the report here instead of stdout.
   int concurrency = 4;      // Targets benchmarked at once.
@@ -108,6 +110,7 @@ struct SubmitFlags {
   SubmitSpec spec;
   bool show_log = false;        // print NVRTC's log on success too
   std::string suite;            // submit: benchmark this suite once registered
+  bool profile = false;         // submit --suite: profile every implementation's kernels too
   std::string action = "list";  // submissions: list | get | delete
   std::string submission;       // submissions get|delete: id or name
 };

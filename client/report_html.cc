@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "client/report_format.h"
+#include "client/report_html_profile.h"
 #include "client/report_internal.h"
 #include "client/tensors.h"
 #include "client/text_table.h"
@@ -22,29 +23,7 @@ using namespace report_internal;  // NOLINT
 
 constexpr char kMicro[] = "\xC2\xB5s";  // UTF-8 "µs".
 
-std::string Escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
+std::string Escape(const std::string& text) { return HtmlEscape(text); }
 
 std::string Cell(const std::string& text, const char* tag = "td", const char* cls = nullptr) {
   return absl::StrCat("<", tag, cls ? absl::StrCat(" class=\"", cls, "\"") : "", ">", Escape(text),
@@ -212,6 +191,7 @@ std::string WorkloadTables(const v1::BenchmarkReport& report) {
              Cell(flags.empty() ? "-" : flags, "td", flags.empty() ? "l" : "fail") + "</tr>\n";
     }
     out += "</table>\n";
+    for (const v1::WorkloadResult* r : group.results) out += ProfileHtml(*r);
   }
   return out;
 }

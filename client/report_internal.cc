@@ -134,6 +134,41 @@ std::string DramText(const v1::DramTraffic& d) {
   return text;
 }
 
+std::string HtmlEscape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string ShortKernelName(const std::string& full) {
+  // "void ns::(anonymous namespace)::AddKernel<bf16, 8>(const void*, ...)" reads as
+  // "ns::AddKernel".
+  std::string name = absl::StrReplaceAll(full, {{"(anonymous namespace)::", ""}});
+  name = name.substr(0, name.find_first_of("<("));
+  if (const std::size_t space = name.rfind(' '); space != std::string::npos) {
+    name = name.substr(space + 1);
+  }
+  return name.empty() ? full : name;
+}
+
 std::string KernelsText(const google::protobuf::RepeatedPtrField<v1::KernelTiming>& kernels) {
   if (kernels.size() < 2) return "";
   std::vector<std::string> parts;
@@ -142,15 +177,8 @@ std::string KernelsText(const google::protobuf::RepeatedPtrField<v1::KernelTimin
       // In us whatever its size, and signed: kernels launched with PDL overlap.
       parts.push_back(absl::StrFormat("gap %.2f us", k.gap_before().median_seconds() * 1e6));
     }
-    // "void ns::(anonymous namespace)::AddKernel<bf16, 8>(const void*, ...)" reads as
-    // "ns::AddKernel".
-    std::string name = absl::StrReplaceAll(k.name(), {{"(anonymous namespace)::", ""}});
-    name = name.substr(0, name.find_first_of("<("));
-    if (const std::size_t space = name.rfind(' '); space != std::string::npos) {
-      name = name.substr(space + 1);
-    }
-    parts.push_back(absl::StrCat(name.empty() ? k.name() : name, " ",
-                                 FormatSeconds(k.duration().median_seconds())));
+    parts.push_back(
+        absl::StrCat(ShortKernelName(k.name()), " ", FormatSeconds(k.duration().median_seconds())));
   }
   return absl::StrCat("kernels (medians): ", absl::StrJoin(parts, ", "));
 }

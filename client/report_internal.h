@@ -52,6 +52,10 @@ std::string DramText(const v1::DramTraffic& dram);
 // "kernels (medians): AddKernel 2.02 us, gap 0.83 us, RowKernel 1.21 us" for a call of
 // several kernels (names without template arguments or parameters); empty for one kernel
 // or none (events).
+// `text` safe inside HTML elements and attribute values.
+std::string HtmlEscape(const std::string& text);
+// A kernel's function without its return type, template arguments or parameters.
+std::string ShortKernelName(const std::string& full);
 std::string KernelsText(const google::protobuf::RepeatedPtrField<v1::KernelTiming>& kernels);
 // "SM 1980 MHz (1965-1980), memory 3201 MHz, 52 C, 420 W" over the samples; "-" without.
 std::string ClockSummaryText(const v1::ClockSummary& clocks);

@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "client/report_format.h"
 #include "client/report_internal.h"
+#include "client/report_profile.h"
 #include "client/text_table.h"
 #include "common/conversions.h"
 #include "common/protocol.h"
@@ -153,6 +154,9 @@ std::vector<std::string> ResultNotes(const v1::BenchmarkReport& report,
   }
   if (const std::string kernels = KernelsText(r.kernels()); !kernels.empty()) {
     notes.push_back(absl::StrCat(who, kernels));
+  }
+  for (const std::string& line : ProfileLines(r.profile())) {
+    notes.push_back(absl::StrCat(who, line));
   }
   if (r.calls_checked() > 0) {
     notes.push_back(absl::StrCat(who, r.calls_checked(),

@@ -5,6 +5,7 @@
 #include "absl/strings/str_join.h"
 #include "client/report_format.h"
 #include "client/report_internal.h"
+#include "client/report_profile.h"
 #include "client/text_table.h"
 #include "common/conversions.h"
 
@@ -118,7 +119,11 @@ std::string FormatRunResponse(const v1::RunResponse& response) {
   if (response.has_residual_out()) {
     table.AddRow({"residual_out", TensorText(response.residual_out())});
   }
-  return table.Render();
+  std::string text = table.Render();
+  for (const std::string& line : report_internal::ProfileLines(response.profile())) {
+    absl::StrAppend(&text, line, "\n");
+  }
+  return text;
 }
 
 std::string FormatDevices(const v1::ListDevicesResponse& response) {

@@ -36,6 +36,7 @@ int Benchmark(const CliConfig& config, const ClientOptions& options, const std::
   // The built-ins' calls checked as the submission's always are: both sides of the ranking
   // with the same device work between calls (Protocol.check_every_call).
   bench.bench.check_every_call = true;
+  bench.bench.profile = config.submit.profile;
   return RunBenchCommand(bench, out, err);
 }
 
@@ -103,7 +104,11 @@ void AddSubmitCommands(CLI::App* app, SubmitFlags* f) {
                      "float:X, scratch:BYTES (repeatable; none: the struct ABI)");
   submit->add_option("--description", s->description, "Free text");
   submit->add_flag("--log", f->show_log, "Print the NVRTC log on success too");
-  submit->add_option("--suite", f->suite, "Then benchmark this suite with the submission ranked");
+  auto* suite = submit->add_option("--suite", f->suite,
+                                   "Then benchmark this suite with the submission ranked");
+  submit
+      ->add_flag("--profile", f->profile, "With --suite: profile each kernel too (bench --profile)")
+      ->needs(suite);
 
   CLI::App* subs = app->add_subcommand("submissions", "List, show or delete your submissions");
   subs->add_option("action", f->action, "list | get | delete")

@@ -117,8 +117,9 @@ class Call final : public BenchmarkCall, public std::enable_shared_from_this<Cal
                                                           std::move(*resolved.submission)};
       }
     }
-    return CheckProtocolFits(backend.capabilities(), plan_.protocol.cuda_graph(),
-                             plan_.protocol.check_every_call(), plan_.protocol.timer(),
+    const v1::Protocol& p = plan_.protocol;
+    return CheckProtocolFits(backend.capabilities(),
+                             {p.cuda_graph(), p.check_every_call(), p.profile(), p.timer()},
                              backend.name());
   }
 

@@ -367,6 +367,7 @@ v1::Protocol RunProtocol(const v1::RunRequest& request, bool gpu) {
   p.set_timer(request.timer() != v1::TIMER_UNSPECIFIED ? request.timer()
               : gpu                                    ? v1::TIMER_CUDA_EVENTS
                                                        : v1::TIMER_UNSPECIFIED);
+  p.set_profile(request.profile());
   return p;
 }
 

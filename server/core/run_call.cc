@@ -54,6 +54,7 @@ Verdict WriteVerdict(const Evaluation& e, const Problem& problem, const v1::Devi
   response->set_measured_as(annotated.measured_as());
   *response->mutable_integrity_flags() = annotated.integrity_flags();
   response->set_calls_checked(e.measurement.calls_checked);
+  if (annotated.has_profile()) *response->mutable_profile() = annotated.profile();
   if (verdict.withhold_outputs) {
     response->mutable_correctness()->set_detail(absl::StrCat(
         response->correctness().detail(), "; outputs withheld: the submission did not pass"));
@@ -173,6 +174,11 @@ void StartRun(ServiceState& state, Caller caller, const v1::RunRequest& request,
   }
   if (absl::Status s = CheckTimerFits(request.timer(), backend, "timer"); !s.ok()) {
     return refuse(s);
+  }
+  if (request.profile()) {
+    if (absl::Status s = CheckProfile(backend.capabilities(), backend.name(), "profile"); !s.ok()) {
+      return refuse(s);
+    }
   }
   if (absl::Status s = StillWanted(caller, "before it was queued"); !s.ok()) return refuse(s);
   // The request and the outputs it will get back stay in memory until it is answered.

@@ -51,8 +51,23 @@ void CUPTIAPI BufferCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
       // CUPTI's name string is shared by the kernel's records and is not ours to keep: a
       // copy, demangled only once per measurement (SummarizeKernels).
-      c.by_device[k->deviceId].push_back(
-          {k->start, k->end, k->name != nullptr ? std::string(k->name) : std::string()});
+      TimedKernel t;
+      t.start = k->start;
+      t.end = k->end;
+      t.name = k->name != nullptr ? std::string(k->name) : std::string();
+      t.grid[0] = static_cast<std::uint32_t>(k->gridX);
+      t.grid[1] = static_cast<std::uint32_t>(k->gridY);
+      t.grid[2] = static_cast<std::uint32_t>(k->gridZ);
+      t.block[0] = static_cast<std::uint32_t>(k->blockX);
+      t.block[1] = static_cast<std::uint32_t>(k->blockY);
+      t.block[2] = static_cast<std::uint32_t>(k->blockZ);
+      t.cluster[0] = k->clusterX;
+      t.cluster[1] = k->clusterY;
+      t.cluster[2] = k->clusterZ;
+      t.registers_per_thread = k->registersPerThread;
+      t.static_shared_bytes = k->staticSharedMemory;
+      t.dynamic_shared_bytes = k->dynamicSharedMemory;
+      c.by_device[k->deviceId].push_back(std::move(t));
     }
   }
   std::free(buffer);

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/bounded_text.h"
 #include "common/enum_names.h"
+#include "common/status_macros.h"
 
 namespace kerneleval::server {
 
@@ -22,6 +23,7 @@ Capabilities CapabilitiesOfKind(absl::string_view kind) {
     c.graph_replay = true;
     c.call_checks = true;
     c.submissions = true;
+    c.profiles = true;
   } else if (kind == "cpu") {
     c.timers = {v1::TIMER_HOST_CLOCK};
   }
@@ -43,17 +45,27 @@ absl::Status CheckTimer(const Capabilities& caps, v1::Timer timer, const std::st
       absl::StrCat(field, ": ", TimerShortName(timer), " is not available on ", device));
 }
 
-absl::Status CheckProtocolFits(const Capabilities& caps, bool graph, bool check_calls,
-                               v1::Timer timer, const std::string& device) {
-  if (graph && !caps.graph_replay) {
+absl::Status CheckProtocolFits(const Capabilities& caps, const ProtocolNeeds& needs,
+                               const std::string& device) {
+  if (needs.graph && !caps.graph_replay) {
     return absl::InvalidArgumentError(
         absl::StrCat("protocol.cuda_graph: graph replay needs a CUDA device, not ", device));
   }
-  if (check_calls && !caps.call_checks) {
+  if (needs.check_calls && !caps.call_checks) {
     return absl::InvalidArgumentError(
         absl::StrCat("protocol.check_every_call: calls are checked on CUDA devices, not ", device));
   }
-  return CheckTimer(caps, timer, device, "protocol.timer");
+  if (needs.profile) RETURN_IF_ERROR(CheckProfile(caps, device, "protocol.profile"));
+  return CheckTimer(caps, needs.timer, device, "protocol.timer");
+}
+
+absl::Status CheckProfile(const Capabilities& caps, const std::string& device,
+                          absl::string_view field) {
+  if (caps.profiles) return absl::OkStatus();
+  // A valid request the chosen device cannot serve: it has no hardware counters to read.
+  return absl::FailedPreconditionError(
+      absl::StrCat(field, ": kernels are profiled from the hardware counters of a CUDA device; ",
+                   device, " has none"));
 }
 
 absl::Status CheckSubmissions(const Capabilities& caps, const std::string& submission_id,

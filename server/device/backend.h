@@ -77,6 +77,9 @@ struct MeasureOptions {
   v1::Timer timer = v1::TIMER_UNSPECIFIED;  // unspecified = best available
   // Also count DRAM bytes per call (CUPTI range profiler) in windows after the timed ones.
   bool measure_dram_bytes = false;
+  // Also profile each kernel of a call (CUPTI range profiler) in passes after the timed
+  // windows (v1::Protocol.profile); CUDA devices only.
+  bool profile = false;
   // Submitted kernels: every warm-up and timed call checked on the device against the fp64
   // reference under `check_tolerance`, inputs and the guard regions after every tensor
   // checked unchanged (server/device/call_checks.h). Backends that run no submitted code ignore
@@ -114,6 +117,9 @@ struct Measurement {
   std::string call_check_failure;
   // With the CUPTI timer: the timed samples' kernels by their place in the call.
   std::vector<v1::KernelTiming> kernels;
+  // With profile: each kernel's launch and counters and the device's limits, or available =
+  // false with the reason. The figures are the engine's (server/figures/kernel_profile.h).
+  v1::ProfileReport profile;
 };
 
 // A registered submission ready to load: its record (id, launch plan, dtype, mode) and the
@@ -157,6 +163,7 @@ struct Capabilities {
   bool graph_replay = false;  // protocol.cuda_graph
   bool call_checks = false;   // protocol.check_every_call, and so submitted kernels
   bool submissions = false;   // runs submitted kernels (in a device host of their owner)
+  bool profiles = false;      // protocol.profile (hardware counters, where readable)
 
   bool SupportsTimer(v1::Timer timer) const;
 };
@@ -168,8 +175,18 @@ Capabilities CapabilitiesOfKind(absl::string_view kind);
 // `field` the request field. OK when the device supports it (or it is not asked for).
 absl::Status CheckTimer(const Capabilities& caps, v1::Timer timer, const std::string& device,
                         absl::string_view field);
-absl::Status CheckProtocolFits(const Capabilities& caps, bool graph, bool check_calls,
-                               v1::Timer timer, const std::string& device);
+// What a protocol asks of its device beyond plain timing.
+struct ProtocolNeeds {
+  bool graph = false;        // protocol.cuda_graph
+  bool check_calls = false;  // protocol.check_every_call
+  bool profile = false;      // protocol.profile
+  v1::Timer timer = v1::TIMER_UNSPECIFIED;
+};
+absl::Status CheckProtocolFits(const Capabilities& caps, const ProtocolNeeds& needs,
+                               const std::string& device);
+// FAILED_PRECONDITION where the device has no counters to profile kernels with.
+absl::Status CheckProfile(const Capabilities& caps, const std::string& device,
+                          absl::string_view field);
 // FAILED_PRECONDITION where the device runs no submitted code.
 absl::Status CheckSubmissions(const Capabilities& caps, const std::string& submission_id,
                               const std::string& device, absl::string_view field);

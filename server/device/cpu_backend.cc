@@ -284,8 +284,8 @@ absl::StatusOr<Measurement> CpuBackend::Measure(const Problem& problem, const Ho
     return absl::NotFoundError(
         absl::StrCat("implementation '", impl, "' is not available on ", name_));
   }
-  RETURN_IF_ERROR(
-      CheckProtocolFits(capabilities(), options.graph, options.check_calls, options.timer, name_));
+  RETURN_IF_ERROR(CheckProtocolFits(
+      capabilities(), {options.graph, options.check_calls, options.profile, options.timer}, name_));
   const std::size_t row_bytes = problem.TensorBytes();
   const bool writes_residual = WritesResidual(problem.mode);
   const bool in_place = problem.mode == Mode::kInPlace;

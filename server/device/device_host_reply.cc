@@ -25,6 +25,7 @@ internal::MeasureReply ToMeasureReply(const absl::StatusOr<Measurement>& m, bool
   *reply.mutable_clocks() = m->clocks;
   *reply.mutable_admission() = m->admission;
   *reply.mutable_dram() = m->dram;
+  *reply.mutable_profile() = m->profile;
   reply.set_calls_checked(m->calls_checked);
   reply.set_call_check_failure(m->call_check_failure);
   reply.mutable_kernels()->Assign(m->kernels.begin(), m->kernels.end());
@@ -43,6 +44,7 @@ Measurement FromMeasureReply(const internal::MeasureReply& reply) {
   m.clocks = reply.clocks();
   m.admission = reply.admission();
   m.dram = reply.dram();
+  m.profile = reply.profile();
   m.calls_checked = reply.calls_checked();
   m.call_check_failure = reply.call_check_failure();
   m.kernels.assign(reply.kernels().begin(), reply.kernels().end());

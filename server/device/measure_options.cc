@@ -19,6 +19,7 @@ MeasureOptions ToMeasureOptions(const v1::Protocol& protocol) {
   o.rotate_inputs = protocol.rotate_inputs();
   o.timer = protocol.timer();
   o.measure_dram_bytes = protocol.measure_dram_bytes();
+  o.profile = protocol.profile();
   o.check_calls = protocol.check_every_call();
   return o;
 }
@@ -40,6 +41,7 @@ v1::Protocol ToProtocol(const MeasureOptions& o) {
   p.set_rotate_inputs(o.rotate_inputs);
   p.set_timer(o.timer);
   p.set_measure_dram_bytes(o.measure_dram_bytes);
+  p.set_profile(o.profile);
   p.set_check_every_call(o.check_calls);
   return p;
 }

@@ -63,6 +63,7 @@ absl::StatusOr<std::string> VerifyOnFreshInputs(Backend& backend, const Evaluati
   once.adaptive.enabled = false;
   once.graph = false;
   once.measure_dram_bytes = false;
+  once.profile = false;
   absl::StatusOr<Measurement> m =
       backend.Measure(p, inputs, {out.data(), res.data()}, spec.implementation, once);
   if (!m.ok()) return m.status();

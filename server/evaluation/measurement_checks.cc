@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "common/enum_names.h"
 #include "common/protocol.h"
+#include "server/figures/kernel_profile.h"
 
 namespace kerneleval::server {
 namespace {
@@ -64,6 +65,16 @@ IntegrityFindings AnnotateMeasurement(const Measurement& m, const Problem& probl
 
   const DeclaredBytes declared = DeclaredReadWrite(problem);
   const std::uint64_t l2 = device.l2_cache_bytes();
+  if (options.profile) {
+    // A profile informs; it never judges: its counters were taken outside the timed windows,
+    // replaying the call, and a kernel may tell the replays apart.
+    v1::ProfileReport& profile = *result->mutable_profile();
+    profile = m.profile;
+    if (!profile.available() && profile.unavailable_reason().empty()) {
+      profile.set_unavailable_reason("profile unavailable: this device has no hardware counters");
+    }
+    DeriveProfile(declared.read + declared.write, &profile);
+  }
   if (options.measure_dram_bytes) {
     v1::DramTraffic& d = *result->mutable_dram();
     d = m.dram;

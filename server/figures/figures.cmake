@@ -5,8 +5,16 @@ add_library(kerneleval_engine_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/statistics.cc
   ${CMAKE_CURRENT_LIST_DIR}/kernel_breakdown.cc
   ${CMAKE_CURRENT_LIST_DIR}/sol.cc
-  ${CMAKE_CURRENT_LIST_DIR}/correctness.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/correctness.cc
+  ${CMAKE_CURRENT_LIST_DIR}/kernel_profile.cc)
 target_include_directories(kerneleval_engine_core PUBLIC ${PROJECT_SOURCE_DIR})
+# The toolkit's occupancy calculator, a header of host code: profiles' theoretical occupancy.
+# Without the toolkit that figure is left unset (kernel_profile.cc).
+find_path(KERNELEVAL_CUDA_OCCUPANCY_DIR cuda_occupancy.h
+          HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+if(KERNELEVAL_CUDA_OCCUPANCY_DIR)
+  target_include_directories(kerneleval_engine_core PRIVATE ${KERNELEVAL_CUDA_OCCUPANCY_DIR})
+endif()
 target_link_libraries(kerneleval_engine_core
   PUBLIC kerneleval_common kerneleval_proto kerneleval_kernels absl::status absl::statusor
          absl::strings)

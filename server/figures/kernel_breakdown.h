@@ -17,6 +17,13 @@ struct TimedKernel {
   std::uint64_t start = 0;
   std::uint64_t end = 0;
   std::string name;  // as CUPTI names it (mangled for C++ kernels)
+  // How it was launched, from the same record (a profile's occupancy reads it).
+  std::uint32_t grid[3] = {0, 0, 0};
+  std::uint32_t block[3] = {0, 0, 0};
+  std::uint32_t cluster[3] = {0, 0, 0};
+  std::uint32_t registers_per_thread = 0;
+  std::uint32_t static_shared_bytes = 0;
+  std::uint32_t dynamic_shared_bytes = 0;
 };
 
 // `windows`: each timed window's kernels in the order they started; every window ran

@@ -58,20 +58,19 @@ TEST(Capabilities, FollowTheDeviceKind) {
   EXPECT_TRUE(cpu.SupportsTimer(v1::TIMER_UNSPECIFIED));
   EXPECT_FALSE(cpu.SupportsTimer(v1::TIMER_CUDA_EVENTS));
   EXPECT_FALSE(cpu.SupportsTimer(v1::TIMER_CUPTI));
-  EXPECT_FALSE(cpu.graph_replay || cpu.call_checks || cpu.submissions);
+  EXPECT_FALSE(cpu.graph_replay || cpu.call_checks || cpu.submissions || cpu.profiles);
 
   const Capabilities gpu = CapabilitiesOfKind("cuda");
   EXPECT_TRUE(gpu.gpu);
   EXPECT_TRUE(gpu.SupportsTimer(v1::TIMER_CUPTI));
   EXPECT_TRUE(gpu.SupportsTimer(v1::TIMER_CUDA_EVENTS));
   EXPECT_FALSE(gpu.SupportsTimer(v1::TIMER_HOST_CLOCK));
-  EXPECT_TRUE(gpu.graph_replay && gpu.call_checks && gpu.submissions);
+  EXPECT_TRUE(gpu.graph_replay && gpu.call_checks && gpu.submissions && gpu.profiles);
 
   const absl::Status host_on_gpu =
       CheckTimer(gpu, v1::TIMER_HOST_CLOCK, "cuda:0", "protocol.timer");
   EXPECT_EQ(host_on_gpu.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(host_on_gpu.message(),
-            "protocol.timer: host_clock is for the CPU backend, not cuda:0");
+  EXPECT_EQ(host_on_gpu.message(), "protocol.timer: host_clock is for the CPU backend, not cuda:0");
   const absl::Status submission = CheckSubmissions(cpu, "sub-1", "cpu", "implementation");
   EXPECT_EQ(submission.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(submission.message().find("needs a CUDA device, not cpu"), std::string::npos);
@@ -93,6 +92,8 @@ TEST(Capabilities, TheServerAndTheBackendRefuseInTheSameWords) {
   struct Case {
     const char* what;
     void (*set)(v1::Protocol*, MeasureOptions*);
+    grpc::StatusCode code = grpc::StatusCode::INVALID_ARGUMENT;
+    const char* field = "";
   };
   const std::vector<Case> cases = {
       {"graph", [](v1::Protocol* p, MeasureOptions* o) { p->set_cuda_graph(o->graph = true); }},
@@ -100,6 +101,9 @@ TEST(Capabilities, TheServerAndTheBackendRefuseInTheSameWords) {
        [](v1::Protocol* p, MeasureOptions* o) { p->set_check_every_call(o->check_calls = true); }},
       {"timer",
        [](v1::Protocol* p, MeasureOptions* o) { p->set_timer(o->timer = v1::TIMER_CUDA_EVENTS); }},
+      // A valid request the device cannot serve: it has no counters.
+      {"profile", [](v1::Protocol* p, MeasureOptions* o) { p->set_profile(o->profile = true); },
+       grpc::StatusCode::FAILED_PRECONDITION, "protocol.profile: "},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
@@ -111,9 +115,10 @@ TEST(Capabilities, TheServerAndTheBackendRefuseInTheSameWords) {
     const absl::StatusOr<Measurement> direct =
         cpu.Measure(p, {x.data(), r.data(), w.data()}, {}, cpu.DefaultImplementation(), options);
     ASSERT_FALSE(direct.ok());
-    EXPECT_EQ(served.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-    EXPECT_EQ(direct.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(served.error_code(), c.code);
+    EXPECT_EQ(static_cast<int>(direct.status().code()), static_cast<int>(c.code));
     EXPECT_EQ(served.error_message(), direct.status().message());
+    EXPECT_EQ(served.error_message().rfind(c.field, 0), 0u) << served.error_message();
   }
 }
 

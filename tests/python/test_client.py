@@ -178,6 +178,37 @@ def test_to_pandas(client):
     assert isinstance(frame, pd.DataFrame) and len(frame) >= 1
 
 
+def test_a_profile_is_refused_on_the_cpu_by_name(client):
+    suite = kerneleval.custom_suite("py_profile", batch_sizes=[2], hidden_size=64)
+    with pytest.raises(kerneleval.KernelEvalError) as error:
+        client.bench(suite, device="cpu", warmup=0, repetitions=2, profile=True)
+    assert error.value.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert "protocol.profile" in error.value.details
+
+
+def test_profile_rows_are_one_per_kernel():
+    report = pb.BenchmarkReport()
+    r = report.results.add(workload="b2", implementation="impl", device="cuda:0")
+    r.axes["batch"] = 2
+    k = r.profile.kernels.add(index=0, name="void add_rmsnorm<bf16>(...)")
+    r.profile.available = True
+    k.launch.grid.extend([132, 1, 1])
+    k.launch.block.extend([256, 1, 1])
+    k.throughput.dram_pct = 81.5
+    k.occupancy.limited_by.append("registers")
+    k.stalls.add(reason="long_scoreboard", cycles_per_instruction=7.0, share_pct=60.0)
+    k.advice.add(rule="at_memory_roof", text="...", figure="throughput.dram_pct", value=81.5)
+    unavailable = report.results.add(workload="b2", implementation="other", device="cuda:0")
+    unavailable.profile.unavailable_reason = "counters unavailable on this machine: no access"
+    rows = kerneleval.BenchReport(report).profiles()
+    assert len(rows) == 2
+    assert rows[0]["grid"] == "132x1x1" and rows[0]["axis.batch"] == 2
+    assert rows[0]["top_stall"] == "long_scoreboard" and rows[0]["advice"] == ["at_memory_roof"]
+    assert rows[1]["unavailable"].startswith("counters unavailable")
+    stalls = kerneleval.BenchReport(report).stalls()
+    assert [s["reason"] for s in stalls] == ["long_scoreboard"]
+
+
 def test_listings(client):
     devices = client.devices()
     assert [d.name for d in devices] == ["cpu"] and devices[0].kind == "cpu"

@@ -213,6 +213,7 @@ class Client:
         repetitions: int = 1,
         timer: Optional[str] = None,
         timeout: Optional[float] = None,
+        profile: bool = False,
     ) -> RunResult:
         """Runs the operation once on these tensors (plus optional timed repetitions).
 
@@ -229,6 +230,8 @@ class Client:
             warmup, repetitions: untimed and timed calls on copies of the inputs.
             timer: "cupti", "cuda_events" or "host_clock"; None for the device's default.
             timeout: this call's deadline in seconds (default: the client's).
+            profile: also profile the call's kernels (CUDA devices only): the result's
+                `profiles()`.
 
         Returns:
             A RunResult whose outputs have the inputs' type (and device, for torch).
@@ -243,6 +246,7 @@ class Client:
             check_correctness=check,
             warmup=warmup,
             repetitions=repetitions,
+            profile=profile,
         )
         if eps is not None:
             request.eps = eps
@@ -295,6 +299,7 @@ class Client:
         compare_to: str = "",
         threshold: float = 0.01,
         check_every_call: bool = False,
+        profile: bool = False,
     ) -> BenchReport:
         """Runs a benchmark suite, calling `on_progress` once per workload as results stream in.
 
@@ -317,9 +322,11 @@ class Client:
                 `fails()` is the nightly gate) at `threshold`. "": no comparison.
             check_every_call: check every call of the built-ins on the device too, as a
                 submission's always are (Protocol.check_every_call; CUDA devices only).
+            profile: also profile each kernel in replays after the timed calls
+                (Protocol.profile; CUDA devices only): `profiles()`, `stalls()`.
 
         Returns:
-            The report: `rows()`, `summaries()`, `to_pandas()`, and `proto`.
+            The report: `rows()`, `summaries()`, `to_pandas()`, `profiles()`, and `proto`.
 
         Raises:
             BenchInterrupted (a KeyboardInterrupt) on Ctrl-C: the benchmark is cancelled on
@@ -331,6 +338,7 @@ class Client:
             cuda_graph, rotate_inputs, timer, seed, max_total_seconds,
         )
         request.protocol.check_every_call = check_every_call
+        request.protocol.profile = profile
         stream = self._stub.Benchmark(
             request, timeout=timeout or self._timeout, metadata=self._metadata
         )

@@ -48,6 +48,11 @@ class RunResult:
         """The correctness verdict, or None when the run was not checked."""
         return None if self.correctness is None else self.correctness.passed
 
+    def profiles(self) -> List[Row]:
+        """With `run(profile=True)`: one dict per kernel of the call, as
+        `BenchReport.profiles()` gives them."""
+        return profile_rows(self.response)
+
     def __str__(self) -> str:
         lines = [
             f"{self.implementation} on {self.device}: {self.status}"
@@ -160,11 +165,34 @@ class BenchReport:
 
     def to_pandas(self) -> Any:
         """`rows()` as a pandas.DataFrame (pandas is optional: ImportError without it)."""
-        try:
-            import pandas as pd
-        except ImportError as error:
-            raise ImportError("BenchReport.to_pandas needs pandas: pip install pandas") from error
-        return pd.DataFrame(self.rows())
+        return _frame(self.rows(), "BenchReport.to_pandas")
+
+    def profiles(self) -> List[Row]:
+        """With `profile=True`: one dict per kernel of each profiled result (docs/profile.md).
+
+        Keys: workload, axis.<name>, implementation, device, kernel (its place in the call),
+        name, grid, block, registers, the throughput shares (sm_pct, memory_pct, dram_pct,
+        l2_pct, l1_pct), dram_read_mb, dram_write_mb, l2_hit_pct, load_sectors_per_request,
+        store_sectors_per_request, dram_vs_declared, theoretical_occupancy_pct,
+        achieved_occupancy_pct, limited_by, waves, top_stall, top_stall_pct,
+        arithmetic_intensity, bound, advice (the rules that fired). A result whose profile was
+        unavailable gives one row with `unavailable` set to the reason.
+        """
+        return [row for r in self.proto.results for row in profile_rows(r)]
+
+    def stalls(self) -> List[Row]:
+        """Every warp stall reason of every profiled kernel: workload, implementation,
+        kernel, reason, cycles_per_instruction, share_pct (the bars of a stall chart)."""
+        return [
+            {"workload": r.workload, "implementation": r.implementation, "device": r.device,
+             "kernel": k.index, "reason": s.reason,
+             "cycles_per_instruction": s.cycles_per_instruction, "share_pct": s.share_pct}
+            for r in self.proto.results for k in r.profile.kernels for s in k.stalls
+        ]
+
+    def profiles_pandas(self) -> Any:
+        """`profiles()` as a pandas.DataFrame."""
+        return _frame(self.profiles(), "BenchReport.profiles_pandas")
 
     def __repr__(self) -> str:
         n = len(self.proto.results)
@@ -192,3 +220,48 @@ class BenchInterrupted(KeyboardInterrupt):
         )
         self.partial = partial
         self.run_id = run
+
+
+def _frame(rows: List[Row], who: str) -> Any:
+    try:
+        import pandas as pd
+    except ImportError as error:
+        raise ImportError(f"{who} needs pandas: pip install pandas") from error
+    return pd.DataFrame(rows)
+
+
+def profile_rows(r: Any) -> List[Row]:
+    """The rows of `BenchReport.profiles()` for one WorkloadResult (or RunResponse)."""
+    head: Row = {"workload": getattr(r, "workload", ""),
+                 **{f"axis.{k}": v for k, v in getattr(r, "axes", {}).items()},
+                 "implementation": r.implementation, "device": r.device}
+    p = r.profile
+    if not p.available:
+        return [{**head, "unavailable": p.unavailable_reason}] if p.unavailable_reason else []
+    rows = []
+    for k in p.kernels:
+        t, m, o, roof = k.throughput, k.memory, k.occupancy, k.roofline
+        rows.append({
+            **head,
+            "kernel": k.index, "name": k.name,
+            "grid": "x".join(map(str, k.launch.grid)),
+            "block": "x".join(map(str, k.launch.block)),
+            "registers": k.launch.registers_per_thread,
+            "duration_us": k.duration_seconds * 1e6,
+            "sm_pct": t.sm_pct, "memory_pct": t.memory_pct, "dram_pct": t.dram_pct,
+            "l2_pct": t.l2_pct, "l1_pct": t.l1_pct,
+            "dram_read_mb": m.dram_read_bytes / 1e6, "dram_write_mb": m.dram_write_bytes / 1e6,
+            "l2_hit_pct": m.l2_hit_rate_pct,
+            "load_sectors_per_request": m.load_sectors_per_request,
+            "store_sectors_per_request": m.store_sectors_per_request,
+            "dram_vs_declared": m.dram_vs_declared or None,
+            "theoretical_occupancy_pct": o.theoretical_pct,
+            "achieved_occupancy_pct": o.achieved_pct,
+            "limited_by": list(o.limited_by), "waves": o.waves,
+            "top_stall": k.stalls[0].reason if k.stalls else None,
+            "top_stall_pct": k.stalls[0].share_pct if k.stalls else None,
+            "arithmetic_intensity": roof.arithmetic_intensity, "bound": roof.bound or None,
+            "advice": [a.rule for a in k.advice],
+            "unavailable": None,
+        })
+    return rows

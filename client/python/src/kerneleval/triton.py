@@ -61,6 +61,8 @@ _FLOATS = {"eps", "inv_hidden", "float"}
 # Triton 3.5 and later append these two to every kernel's parameter list.
 _TRITON_SCRATCH = ("global_scratch", "profile_scratch")
 _DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
+# The PTX ISA the service assembles (CUDA 13.0).
+_SERVICE_PTX = 90
 
 
 @dataclasses.dataclass
@@ -181,7 +183,7 @@ def compile(  # noqa: A001 - the verb Triton uses
     arch: str = "sm_90a",
     bindings: Optional[Mapping[str, str]] = None,
     types: Optional[Mapping[str, str]] = None,
-    ptx_version: int = 90,
+    ptx_version: Optional[int] = None,
     launch_pdl: bool = False,
 ) -> CompiledKernel:
     """Compiles `fn` for `arch` with Triton, on this machine (no GPU needed).
@@ -191,9 +193,11 @@ def compile(  # noqa: A001 - the verb Triton uses
     (`tl.extra.cuda.gdc_wait()`) before touching memory, and refuses it otherwise.
 
     Pointers are compiled as `*dtype`, floats as fp32 and integers as i32 unless `types`
-    says otherwise (`{"n_cols": "i64"}`). `ptx_version` is the PTX ISA written (90: CUDA
-    13.0, what the service assembles); Triton's own default may be newer than the server's
-    toolkit reads. ValueError for a parameter nothing binds, or a kernel the service cannot
+    says otherwise (`{"n_cols": "i64"}`). `ptx_version` is the PTX ISA written; by default
+    9.0 (CUDA 13.0, what the service assembles), or Triton's own default where the ptxas that
+    Triton checks its PTX with is older and cannot read 9.0 (Triton 3.6 ships one of CUDA
+    12.8): an older ISA the service reads too, while Triton's default on a newer toolkit
+    may be newer than the server's. ValueError for a parameter nothing binds, or a kernel the service cannot
     launch as Triton would (a global scratch per program, several CTAs per program, a
     cooperative grid), saying which.
     """
@@ -209,12 +213,16 @@ def compile(  # noqa: A001 - the verb Triton uses
     bound = bind(fn, bindings)
     source = ASTSource(fn, _signature(fn, bound, dtype, types or {}),
                        constexprs=dict(constexprs or {}))
-    kernel = triton.compile(
-        source,
-        target=GPUTarget("cuda", int(match.group(1)), 32),
-        options={"num_warps": num_warps, "num_stages": num_stages, "ptx_version": ptx_version,
-                 **({"launch_pdl": True} if launch_pdl else {})},
-    )
+    options = {"num_warps": num_warps, "num_stages": num_stages,
+               **({"launch_pdl": True} if launch_pdl else {})}
+    target = GPUTarget("cuda", int(match.group(1)), 32)
+    try:
+        kernel = triton.compile(source, target=target,
+                                options={**options, "ptx_version": ptx_version or _SERVICE_PTX})
+    except Exception as error:  # Triton's PTXASError has no stable import path
+        if ptx_version is not None or ".version" not in str(error):
+            raise
+        kernel = triton.compile(source, target=target, options=options)
     meta = kernel.metadata
     if getattr(meta, "num_ctas", 1) != 1:
         raise ValueError(f"num_ctas={meta.num_ctas}: programs of several CTAs are not launched "
@@ -335,7 +343,7 @@ def submit(
     suite: str = "",
     device: str = "",
     arch: str = "",
-    ptx_version: int = 90,
+    ptx_version: Optional[int] = None,
     on_progress: Optional[Callable[[Any], None]] = None,
     **bench_args: Any,
 ) -> Verdict:

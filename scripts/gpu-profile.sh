@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine from the repository root with bundle/gpu (scripts/gpu-bundle.sh):
+# kernel profiles (Protocol.profile) through the real server and CLI, set beside Nsight
+# Compute's figures for the same kernel. Results go to $OUT (or ./gpu-results); profile.md
+# there is the entry for docs/results/.
+#   1. bench --profile of fused_add_rmsnorm_h2048, cold, the built-in beside the test-only
+#      lazy_half_rows (planted device host), with DRAM bytes counted too; then hot graph
+#      replay with a profile (the profile replays plain calls).
+#   2. ncu over kerneleval-kernel-bench --ncu with the metrics the service's profile read
+#      (taken from its report) and the figures ncu derives itself (theoretical occupancy,
+#      stall ratios), caches flushed per pass as the cold protocol's replays are.
+#   3. scripts/profile_vs_ncu.py: each figure of the built-in's profile against ncu's, batch
+#      by batch.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+source scripts/gpu-env.sh
+log="$out/profile.md"
+: >"$log"
+machine_section
+
+section "Profiles through the service"
+start_server profile --device-host "$bin/kerneleval-planted-device-host"
+h2048=(--suite fused_add_rmsnorm_h2048)
+say '```'
+"${cli[@]}" bench "${h2048[@]}" --cold --repetitions 20 --profile --measure-dram-bytes \
+  --impl cuda_fused --impl lazy_half_rows --format json --out "$out/profile_cold.json" \
+  2>"$out/profile_cold.err"
+say "bench --profile (cold) exit $?"
+"${cli[@]}" bench "${h2048[@]}" --cold --repetitions 20 --profile --impl cuda_fused \
+  --impl lazy_half_rows 2>&1 | tail -n 80 | tee -a "$log"
+"${cli[@]}" bench "${h2048[@]}" --graph --hot --repetitions 20 --profile --impl cuda_fused \
+  --format json --out "$out/profile_graph.json" 2>>"$out/profile_cold.err"
+say "bench --profile (graph, hot) exit $?"
+say '```'
+stop_server
+
+section "Nsight Compute over the kernel bench, the same metrics"
+metrics=$(python3 -c 'import json,sys
+r=json.load(open(sys.argv[1]))
+names=set()
+for res in r.get("results",[]):
+  for k in res.get("profile",{}).get("kernels",[]): names.update(k.get("counters",{}))
+names.update(["sm__maximum_warps_per_active_cycle_pct","launch__registers_per_thread",
+  "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"])
+print(",".join(sorted(names)))' "$out/profile_cold.json")
+say '```'
+if command -v ncu >/dev/null && [ -n "$metrics" ]; then
+  timeout 300 ncu --clock-control none --cache-control all --metrics "$metrics" --csv --print-units base \
+    "$bin/kerneleval-kernel-bench" --ncu --no-unfused >"$out/ncu_profile.csv" 2>"$out/ncu.err"
+  say "ncu exit $?"
+else
+  say "ncu not found, or no profile to compare"
+fi
+say '```'
+section "The service's profile of cuda_fused against Nsight Compute's"
+python3 scripts/profile_vs_ncu.py "$out/profile_cold.json" "$out/ncu_profile.csv" | tee -a "$log"
