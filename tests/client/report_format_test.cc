@@ -189,6 +189,75 @@ TEST(ReportTable, SplitsACallOfSeveralKernelsIntoKernelsAndGaps) {
   EXPECT_EQ(table.find("fused_rows"), std::string::npos) << table;
 }
 
+// A profile as the server sends it: figures derived, advice given.
+void AddProfile(v1::WorkloadResult* r) {
+  v1::ProfileReport* p = r->mutable_profile();
+  p->set_available(true);
+  p->set_source("CUPTI range profiler on GH100: a range per kernel, 14 replays of one call");
+  v1::KernelProfile* k = p->add_kernels();
+  k->set_name("void kerneleval::AddRmsNorm<__nv_bfloat16, 8>(Params)");
+  for (std::uint32_t g : {132u, 1u, 1u}) k->mutable_launch()->add_grid(g);
+  for (std::uint32_t b : {256u, 1u, 1u}) k->mutable_launch()->add_block(b);
+  k->mutable_launch()->set_registers_per_thread(40);
+  k->set_duration_seconds(2.5e-6);
+  k->mutable_throughput()->set_dram_pct(83);
+  k->mutable_throughput()->set_memory_pct(83);
+  k->mutable_throughput()->set_sm_pct(21);
+  k->mutable_memory()->set_dram_read_bytes(8.4e6);
+  k->mutable_memory()->set_load_sectors_per_request(16);
+  k->mutable_occupancy()->set_theoretical_pct(100);
+  k->mutable_occupancy()->set_achieved_pct(71);
+  k->mutable_occupancy()->add_limited_by("warps");
+  v1::WarpStall* s = k->add_stalls();
+  s->set_reason("long_scoreboard");
+  s->set_share_pct(64);
+  s->set_cycles_per_instruction(9.5);
+  v1::RooflinePoint* roof = k->mutable_roofline();
+  roof->set_flops(1.2e7);
+  roof->set_dram_bytes(1.26e7);
+  roof->set_arithmetic_intensity(0.95);
+  roof->set_flops_per_second(4.8e12);
+  roof->set_peak_flops_per_second(6.7e13);
+  roof->set_peak_dram_bytes_per_second(3.35e12);
+  roof->set_ridge_point(20);
+  roof->set_attainable_flops_per_second(3.2e12);
+  roof->set_bound("memory");
+  v1::ProfileAdvice* a = k->add_advice();
+  a->set_rule("at_memory_roof");
+  a->set_text("DRAM at 83% of its peak");
+  a->set_figure("throughput.dram_pct");
+  a->set_value(83);
+}
+
+TEST(ReportTable, PrintsAProfileUnderItsResult) {
+  v1::BenchmarkReport report = MakeReport();
+  AddProfile(report.mutable_results(0));
+  report.mutable_results(1)->mutable_profile()->set_unavailable_reason(
+      "counters unavailable on this machine: no permission");
+  const std::string table = FormatReportTable(report);
+  for (const char* needle :
+       {"profile 0 kerneleval::AddRmsNorm: grid 132x1x1, block 256x1x1, 40 registers",
+        "throughput: SM 21%, memory 83% (DRAM 83%", "16.0 sectors per load request",
+        "occupancy: 100% theoretical (0 blocks per SM, limited by warps), 71% achieved",
+        "stalls: long_scoreboard 64% (9.5 cycles per instruction)", "memory-bound",
+        "advice [at_memory_roof]: DRAM at 83% of its peak",
+        "counters unavailable on this machine: no permission"}) {
+    EXPECT_NE(table.find(needle), std::string::npos) << needle << "\n" << table;
+  }
+}
+
+TEST(ReportHtml, DrawsAProfilesStallsAndRoofline) {
+  v1::BenchmarkReport report = MakeReport();
+  AddProfile(report.mutable_results(0));
+  const std::string html = FormatReportHtml(report);
+  EXPECT_NE(html.find("<details class=\"profile\">"), std::string::npos);
+  EXPECT_NE(html.find("<svg class=\"stalls\""), std::string::npos);
+  EXPECT_NE(html.find("<svg class=\"roofline\""), std::string::npos);
+  EXPECT_NE(html.find("profile 0 kerneleval::AddRmsNorm: grid 132x1x1"), std::string::npos);
+  EXPECT_EQ(html.find("<__nv_bfloat16"), std::string::npos);
+  EXPECT_EQ(Count(html, "<svg"), Count(html, "</svg>"));
+}
+
 TEST(ReportCsv, HasHeaderAndOneRowPerWorkloadAndImplementation) {
   const std::string csv = FormatReportCsv(MakeReport());
   std::istringstream lines(csv);
