@@ -422,9 +422,12 @@ absl::Status AddResultsService(Impl* s, grpc::ServerBuilder& builder) {
 absl::Status AddSubmissionsService(Impl* s, grpc::ServerBuilder& builder) {
   submissions::SubmissionsOptions submission_options = s->options.submissions;
   submission_options.identities = s->identities.get();
-  if (!s->options.results.results_db.empty()) {
-    // A fleet: submissions in the database the servers share, so that any server resolves
-    // what its caller registered through another, and a delete holds on all of them.
+  const store::StoreOptions& kept = s->options.results;
+  if (!kept.results_db.empty() || !kept.data_dir.empty() ||
+      !s->options.submissions.data_dir.empty()) {
+    // Submissions in the results database: for a fleet the one its servers share, so that
+    // any server resolves what its caller registered through another and a delete holds on
+    // all of them; for one server with --data-dir its SQLite file, beside its results.
     const store::ResultStore* results = s->results.get();
     submission_options.shared =
         store::OpenSubmissionTable(results->database(), [results] { return results->Usable(); });

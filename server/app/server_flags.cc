@@ -198,8 +198,8 @@ void AddSubmissionsFlags(CLI::App& app, submissions::SubmissionsOptions& sub) {
                "Serve kerneleval.v1.Submissions: register submitted kernels (compiled with NVRTC "
                "in kerneleval-compile processes)");
   app.add_option("--data-dir", sub.data_dir,
-                 "Keep registered submissions under DIR/submissions and benchmark results in "
-                 "DIR/results.sqlite3 (default: in memory)");
+                 "Keep registered submissions and benchmark results in DIR/results.sqlite3 "
+                 "(default: in memory)");
 }
 
 // The results store: where, how long runs are kept, and the baseline of regressions.

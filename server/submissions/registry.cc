@@ -30,30 +30,41 @@ bool BoundStoredLog(internal::StoredSubmission& s, const fs::path& path) {
   return true;
 }
 
+// One stored submission read from `path`: false where it does not parse. A compile log
+// longer than the bound (an older release kept whole logs) is cut, in the file too.
+bool ReadStoredFile(const fs::path& path, internal::StoredSubmission* s) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  if (!in || !s->ParseFromString(bytes.str()) || s->submission().id().empty()) return false;
+  if (!BoundStoredLog(*s, path)) {
+    std::error_code ec;
+    fs::permissions(path, static_cast<fs::perms>(kPrivateFileMode), ec);  // read it still
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Registry>> Registry::Open(RegistryOptions options,
                                                          std::vector<std::string>* skipped) {
   std::unique_ptr<Registry> r(new Registry(std::move(options)));
-  if (r->options_.data_dir.empty() || r->options_.shared != nullptr) return r;
+  if (r->options_.data_dir.empty()) return r;
   const fs::path dir = fs::path(r->options_.data_dir) / "submissions";
+  if (r->options_.shared != nullptr) {
+    r->ImportFiles(dir, skipped);
+    return r;
+  }
   if (absl::Status made = CreatePrivateDirectories(dir.string()); !made.ok()) {
     return DataDirError(made);
   }
   std::error_code ec;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
     if (e.path().extension() != ".pb") continue;
-    std::ifstream in(e.path(), std::ios::binary);
-    std::stringstream bytes;
-    bytes << in.rdbuf();
     internal::StoredSubmission s;
-    if (!in || !s.ParseFromString(bytes.str()) || s.submission().id().empty()) {
+    if (!ReadStoredFile(e.path(), &s)) {
       if (skipped != nullptr) skipped->push_back(e.path().string());
       continue;
-    }
-    if (!BoundStoredLog(s, e.path())) {
-      fs::permissions(e.path(), static_cast<fs::perms>(kPrivateFileMode), ec);
-      ec.clear();  // a file that cannot be narrowed is still read
     }
     const std::string& owner = s.submission().owner();
     r->by_name_[{owner, s.submission().spec().name()}] = s.submission().id();
@@ -65,6 +76,24 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Open(RegistryOptions options
         absl::StrCat("--data-dir: cannot read '", dir.string(), "': ", ec.message()));
   }
   return r;
+}
+
+void Registry::ImportFiles(const fs::path& dir, std::vector<std::string>* skipped) {
+  // Files an older release kept in the data directory move into the database: each one
+  // inserted (or found there already) is renamed *.pb.imported, kept rather than deleted; one
+  // the database cannot take now stays for the next start.
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".pb") continue;
+    internal::StoredSubmission s;
+    if (!ReadStoredFile(e.path(), &s)) {
+      if (skipped != nullptr) skipped->push_back(e.path().string());
+      continue;
+    }
+    if (!options_.shared->Insert(s).ok()) continue;
+    fs::rename(e.path(), fs::path(e.path()).concat(".imported"), ec);
+    ec.clear();
+  }
 }
 
 std::string Registry::PathOf(const std::string& owner, const std::string& id) const {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,7 +38,8 @@ struct RegistryOptions {
   std::string data_dir;  // empty: memory only; else <data_dir>/submissions/*.pb
   std::size_t max_per_owner = 64;
   std::size_t max_total = 1024;
-  // Set: submissions live there (data_dir is not used for them) and nothing is kept here.
+  // Set: submissions live there, and data_dir is read only to move into it what an older
+  // release kept there.
   std::shared_ptr<SubmissionRecords> shared;
 };
 
@@ -47,7 +49,9 @@ class Registry {
   // release wrote is narrowed to 0600) and loads what it holds; INTERNAL if it cannot be made
   // or read. Files that do not parse are skipped and reported in `skipped`. A stored compile
   // log longer than kMaxCompileLogBytes (an older release kept whole logs) is bounded, in
-  // memory and in its file.
+  // memory and in its file. With `shared` set, the files an older release kept in the data
+  // directory are moved into it instead (each renamed *.pb.imported once the database holds
+  // it) and nothing else is read from there.
   static absl::StatusOr<std::unique_ptr<Registry>> Open(
       RegistryOptions options, std::vector<std::string>* skipped = nullptr);
 
@@ -79,6 +83,7 @@ class Registry {
  private:
   explicit Registry(RegistryOptions options) : options_(std::move(options)) {}
   std::string PathOf(const std::string& owner, const std::string& id) const;
+  void ImportFiles(const std::filesystem::path& dir, std::vector<std::string>* skipped);
   const std::string* IdOf(const std::string& owner, const std::string& id_or_name) const;
   // The same methods on options_.shared.
   absl::StatusOr<bool> AddShared(const internal::StoredSubmission& s);

@@ -82,8 +82,8 @@ TEST_F(DataDirModes, EverythingTheServerWritesIsItsUsersAlone) {
   umask(old);
   std::vector<std::string> names;
   for (const auto& [path, mode] : Everything(dir_)) names.push_back(path.filename().string());
-  EXPECT_THAT(names, ::testing::IsSupersetOf(
-                         {"nested", ".kerneleval.lock", "results.sqlite3", "submissions"}));
+  // The submission is a row of results.sqlite3, as the benchmark is.
+  EXPECT_THAT(names, ::testing::IsSupersetOf({"nested", ".kerneleval.lock", "results.sqlite3"}));
   for (const auto& [path, mode] : Everything(dir_)) Check(path, mode);
   // Made by the server: its parent too.
   EXPECT_EQ(ModeOf(parent_ / "data"), 0700u);
@@ -100,8 +100,11 @@ TEST_F(DataDirModes, FilesAnOlderReleaseLeftReadableAreNarrowed) {
   for (const char* kept : {".kerneleval.lock", "results.sqlite3"}) {
     EXPECT_EQ(ModeOf(dir_ / kept), 0600u) << kept;
   }
-  for (const fs::directory_entry& e : fs::directory_iterator(dir_ / "submissions")) {
-    EXPECT_EQ(ModeOf(e.path()), 0600u) << e.path();
+  // Files of submissions an older release kept are moved into the database, narrowed.
+  if (fs::exists(dir_ / "submissions")) {
+    for (const fs::directory_entry& e : fs::directory_iterator(dir_ / "submissions")) {
+      EXPECT_EQ(ModeOf(e.path()), 0600u) << e.path();
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include "client/cli.h"
 #include "client/submit_client.h"
+#include "server/submissions/registry.h"
 #include "submissions_test_server.h"
 
 namespace kerneleval::testing {
@@ -479,6 +480,56 @@ TEST(Submissions, KeptAcrossRestartsInTheDataDirectory) {
   v1::GetSubmissionResponse got;
   ASSERT_TRUE(f.submissions->Get("kept", &got).ok());
   EXPECT_EQ(got.submission().id(), id);
+  std::filesystem::remove_all(dir);
+}
+
+// A submission an older release kept as a file in the data directory moves into the SQLite
+// database there at start: found through the server, its file renamed *.pb.imported, and
+// still found after the next restart, which reads no file.
+TEST(Submissions, FilesOfAnOlderReleaseMoveIntoTheDatabase) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kerneleval-import-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::string id;
+  {
+    // Registered as a release without the table kept it: a file per submission.
+    server::ServerOptions files = SubmissionOptions();
+    const Fixture f = StartSubmissionsServer(files);
+    v1::RegisterSubmissionResponse r;
+    ASSERT_TRUE(Register(f, Spec("legacy", kTiny, "tiny"), &r).ok());
+    id = r.submission().id();
+    v1::GetSubmissionResponse got;
+    ASSERT_TRUE(f.submissions->Get("legacy", &got).ok());
+    server::submissions::RegistryOptions options;
+    options.data_dir = dir.string();
+    auto registry = server::submissions::Registry::Open(options);
+    ASSERT_TRUE(registry.ok()) << registry.status();
+    internal::StoredSubmission stored;
+    *stored.mutable_submission() = got.submission();
+    ASSERT_TRUE((*registry)->Add(stored).ok());
+  }
+  auto files_ending = [&](const std::string& suffix) {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir / "submissions")) {
+      const std::string name = e.path().filename().string();
+      n += name.size() >= suffix.size() &&
+           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    }
+    return n;
+  };
+  ASSERT_EQ(files_ending(".pb"), 1);
+  server::ServerOptions o = SubmissionOptions();
+  o.submissions.data_dir = dir.string();
+  for (int start = 0; start < 2; ++start) {
+    SCOPED_TRACE(start);
+    const Fixture f = StartSubmissionsServer(o);
+    v1::GetSubmissionResponse got;
+    ASSERT_TRUE(f.submissions->Get("legacy", &got).ok());
+    EXPECT_EQ(got.submission().id(), id);
+    EXPECT_EQ(files_ending(".pb"), 0);
+    EXPECT_EQ(files_ending(".pb.imported"), 1);
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir / "results.sqlite3"));
   std::filesystem::remove_all(dir);
 }
 
