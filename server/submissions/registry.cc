@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "absl/strings/escaping.h"
@@ -44,6 +45,24 @@ bool ReadStoredFile(const fs::path& path, internal::StoredSubmission* s) {
   return true;
 }
 
+// Each *.pb in `dir` that parses, to `fn`; the others named in `skipped`. The error of
+// reading the directory, if any.
+std::error_code ForEachStoredFile(
+    const fs::path& dir, std::vector<std::string>* skipped,
+    const std::function<void(const fs::path&, internal::StoredSubmission)>& fn) {
+  std::error_code ec;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".pb") continue;
+    internal::StoredSubmission s;
+    if (!ReadStoredFile(e.path(), &s)) {
+      if (skipped != nullptr) skipped->push_back(e.path().string());
+      continue;
+    }
+    fn(e.path(), std::move(s));
+  }
+  return ec;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Registry>> Registry::Open(RegistryOptions options,
@@ -58,19 +77,13 @@ absl::StatusOr<std::unique_ptr<Registry>> Registry::Open(RegistryOptions options
   if (absl::Status made = CreatePrivateDirectories(dir.string()); !made.ok()) {
     return DataDirError(made);
   }
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    if (e.path().extension() != ".pb") continue;
-    internal::StoredSubmission s;
-    if (!ReadStoredFile(e.path(), &s)) {
-      if (skipped != nullptr) skipped->push_back(e.path().string());
-      continue;
-    }
-    const std::string& owner = s.submission().owner();
-    r->by_name_[{owner, s.submission().spec().name()}] = s.submission().id();
-    ++r->per_owner_[owner];
-    r->by_id_[{owner, s.submission().id()}] = std::move(s);
-  }
+  const std::error_code ec =
+      ForEachStoredFile(dir, skipped, [&](const fs::path&, internal::StoredSubmission s) {
+        const std::string owner = s.submission().owner();
+        r->by_name_[{owner, s.submission().spec().name()}] = s.submission().id();
+        ++r->per_owner_[owner];
+        r->by_id_[{owner, s.submission().id()}] = std::move(s);
+      });
   if (ec) {
     return absl::InternalError(
         absl::StrCat("--data-dir: cannot read '", dir.string(), "': ", ec.message()));
@@ -82,18 +95,11 @@ void Registry::ImportFiles(const fs::path& dir, std::vector<std::string>* skippe
   // Files an older release kept in the data directory move into the database: each one
   // inserted (or found there already) is renamed *.pb.imported, kept rather than deleted; one
   // the database cannot take now stays for the next start.
-  std::error_code ec;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec)) {
-    if (e.path().extension() != ".pb") continue;
-    internal::StoredSubmission s;
-    if (!ReadStoredFile(e.path(), &s)) {
-      if (skipped != nullptr) skipped->push_back(e.path().string());
-      continue;
-    }
-    if (!options_.shared->Insert(s).ok()) continue;
-    fs::rename(e.path(), fs::path(e.path()).concat(".imported"), ec);
-    ec.clear();
-  }
+  ForEachStoredFile(dir, skipped, [&](const fs::path& path, internal::StoredSubmission s) {
+    if (!options_.shared->Insert(s).ok()) return;
+    std::error_code kept;  // a file that cannot be renamed is found in the database next time
+    fs::rename(path, fs::path(path).concat(".imported"), kept);
+  });
 }
 
 std::string Registry::PathOf(const std::string& owner, const std::string& id) const {
