@@ -27,6 +27,7 @@
 #include "server/identity/caller_identity.h"
 #include "server/oip/oip_service.h"
 #include "server/queue/queue_service.h"
+#include "server/queue/queued_benchmark.h"
 #include "server/rpc/kerneleval_service.h"
 #include "server/rpc/results_service.h"
 #include "server/rpc/unserved_methods.h"
@@ -414,6 +415,13 @@ absl::Status AddResultsService(Impl* s, grpc::ServerBuilder& builder) {
   s->queue_service =
       std::make_unique<QueueService>(&s->state, s->job_queue.get(), s->queue_runner.get());
   builder.RegisterService(s->queue_service.get());
+  if (queue_options.benchmarks) {
+    s->state.benchmark_through_queue = [s](const Caller& caller, v1::BenchmarkRequest request,
+                                           BenchmarkCallbacks callbacks) {
+      return StartQueuedBenchmark(s->state, s->queue_service.get(), s->results.get(), caller,
+                                  std::move(request), std::move(callbacks));
+    };
+  }
   return absl::OkStatus();
 }
 

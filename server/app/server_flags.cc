@@ -240,6 +240,10 @@ void AddQueueFlags(CLI::App& app, QueueOptions& queue) {
                  "runs none, and still takes Enqueue, Watch, Cancel and List)")
       ->check(CLI::Range(-1, 1024))
       ->capture_default_str();
+  app.add_flag("--queue-benchmarks", queue.benchmarks,
+               "Benchmark calls become jobs of the verdict queue: any server with a matching idle "
+               "device runs them, and the client's stream follows the job from the server it "
+               "reached (for a fleet sharing --results-db)");
   app.add_option("--queue-lease-seconds", queue.lease_seconds,
                  "A claimed job's lease, renewed every third of it; a server that stops "
                  "renewing gives the job back to the queue when it runs out")

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@
 #include "server/store/result_store.h"
 
 namespace kerneleval::server {
+
+class BenchmarkCall;        // server/core/benchmark_call.h
+struct BenchmarkCallbacks;  // server/core/benchmark_call.h
+struct Caller;              // server/core/admission.h
 
 struct ServiceState {
   DeviceSet* devices = nullptr;
@@ -41,6 +46,12 @@ struct ServiceState {
   // Whose submissions a call may name, and whose results a Benchmark stores
   // (caller_identity.h). Null: every caller is "anonymous".
   const Identities* identities = nullptr;
+  // Set with --queue-benchmarks: Benchmark calls go through the verdict queue, to be run by
+  // whichever server claims them and followed from here (server/queue/queued_benchmark.h),
+  // instead of to this server's devices. Empty: they run here.
+  std::function<absl::StatusOr<std::shared_ptr<BenchmarkCall>>(
+      const Caller& caller, v1::BenchmarkRequest request, BenchmarkCallbacks callbacks)>
+      benchmark_through_queue;
 };
 
 }  // namespace kerneleval::server

@@ -36,6 +36,9 @@ struct QueueOptions {
   int max_queued_per_owner = 1000;
   std::string worker_name;  // unique per process: node name, pid and a random part
   std::string node_name;    // --node-name: jobs pinned to it (runs_on "...@NODE") are claimed
+  // --queue-benchmarks: Benchmark calls become jobs of the queue, followed from the server the
+  // client reached (server/queue/queued_benchmark.h).
+  bool benchmarks = false;
 };
 
 class QueueRunner {

@@ -188,8 +188,8 @@ absl::StatusOr<v1::Job> QueueService::Describe(const store::QueuedJob& job) {
   return ToWire(*queue_, job, view);
 }
 
-absl::StatusOr<v1::Job> QueueService::DoEnqueue(const std::string& owner,
-                                                const v1::EnqueueRequest& request) {
+absl::StatusOr<v1::Job> QueueService::EnqueueFor(const std::string& owner,
+                                                 const v1::EnqueueRequest& request) {
   RETURN_IF_ERROR(Admit(*state_, /*needs_devices=*/false));
   if (!v1::JobPriority_IsValid(request.priority())) {
     return absl::InvalidArgumentError(
@@ -248,7 +248,7 @@ grpc::ServerUnaryReactor* QueueService::Enqueue(grpc::CallbackServerContext* con
   return RawUnary<v1::EnqueueRequest, v1::Job>(
       context, request, response, "Enqueue",
       [this](grpc::CallbackServerContext* ctx, const v1::EnqueueRequest& req, v1::Job* out) {
-        absl::StatusOr<v1::Job> job = DoEnqueue(OwnerOfCall(state_->identities, *ctx), req);
+        absl::StatusOr<v1::Job> job = EnqueueFor(OwnerOfCall(state_->identities, *ctx), req);
         if (job.ok()) *out = *std::move(job);
         return ToGrpcStatus(job.status());
       });

@@ -39,9 +39,11 @@ class QueueService final
   // queued.
   absl::StatusOr<v1::Job> Describe(const store::QueuedJob& job);
 
- private:
-  absl::StatusOr<v1::Job> DoEnqueue(const std::string& owner, const v1::EnqueueRequest& request);
+  // Enqueue for `owner`, as the RPC does it: validated as Benchmark would, then queued.
+  absl::StatusOr<v1::Job> EnqueueFor(const std::string& owner, const v1::EnqueueRequest& request);
+  store::JobQueue& queue() { return *queue_; }
 
+ private:
   ServiceState* state_;
   store::JobQueue* queue_;
   QueueRunner* runner_;

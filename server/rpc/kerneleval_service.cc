@@ -91,8 +91,12 @@ class BenchmarkReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer>
       callbacks.done = [this](absl::StatusOr<v1::BenchmarkReport> report) {
         Done(std::move(report));
       };
-      absl::StatusOr<std::shared_ptr<BenchmarkCall>> call = StartBenchmark(
-          *state_, CallerOf(*state_, context), std::move(request), std::move(callbacks));
+      absl::StatusOr<std::shared_ptr<BenchmarkCall>> call =
+          state_->benchmark_through_queue
+              ? state_->benchmark_through_queue(CallerOf(*state_, context), std::move(request),
+                                                std::move(callbacks))
+              : StartBenchmark(*state_, CallerOf(*state_, context), std::move(request),
+                               std::move(callbacks));
       std::lock_guard<std::mutex> lock(mu_);
       if (call.ok()) {
         call_ = *std::move(call);

@@ -102,6 +102,11 @@ class ResultStore {
                                                       const Viewer& viewer = std::nullopt);
   absl::StatusOr<v1::CompareResponse> Compare(const v1::CompareRequest& request,
                                               const Viewer& viewer = std::nullopt);
+  // The run as its Benchmark reported it (the stored report with its results in their order,
+  // samples included), as `viewer` sees it: what a client following a queued job gets once
+  // another server has run it. NOT_FOUND when no such run is stored.
+  absl::StatusOr<v1::BenchmarkReport> RunReport(const std::string& run_id,
+                                                const Viewer& viewer = std::nullopt);
   absl::StatusOr<v1::StoredResult> Get(const std::string& result_id,
                                        const Viewer& viewer = std::nullopt);
   absl::StatusOr<v1::ExportResponse> Export(const v1::ExportRequest& request,

@@ -241,4 +241,23 @@ absl::StatusOr<v1::StoredResult> ResultStore::Get(const std::string& given_id,
   return absl::NotFoundError("no stored result");
 }
 
+absl::StatusOr<v1::BenchmarkReport> ResultStore::RunReport(const std::string& run_id,
+                                                           const Viewer& viewer) {
+  if (absl::Status connected = CheckConnected(); !connected.ok()) return connected;
+  auto rows = db_->Query("SELECT report_json FROM runs WHERE id = $1", {run_id});
+  if (!rows.ok()) return rows.status();
+  if (rows->empty()) return absl::NotFoundError(absl::StrCat("no stored run ", Quote(run_id)));
+  v1::BenchmarkReport report;
+  RETURN_IF_ERROR(FromJson(rows->front()[0].value_or("{}"), &report));
+  v1::ResultFilter filter;
+  filter.set_run_id(run_id);
+  // A run holds at most the suite's workloads times its implementations and devices.
+  constexpr std::int64_t kEveryResult = 1 << 20;
+  ASSIGN_OR_RETURN(std::vector<v1::StoredResult> stored,
+                   Select(filter, kEveryResult, 0, /*include_samples=*/true, viewer));
+  for (v1::StoredResult& s : stored) *report.add_results() = std::move(*s.mutable_result());
+  report.set_run_id(run_id);
+  return report;
+}
+
 }  // namespace kerneleval::server::store

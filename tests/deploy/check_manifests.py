@@ -279,6 +279,12 @@ class Checker:
         if not secret.get("valueFrom", {}).get("secretKeyRef", {}).get("name"):
             self.fail(f"server --results-db {url!r} must be $(VAR) of an env var from a Secret (the "
                       "URL holds a password); without it results live in memory only")
+        # Benchmarks through the queue the pool shares, not the pod a connection reached.
+        if "--queue-benchmarks" not in args:
+            self.fail("server args lack --queue-benchmarks: a Benchmark would run on the pod its "
+                      "connection reached, full or not")
+        if '"--queue-benchmarks"' not in flags_cc:
+            self.fail("server/app/server_flags.cc has no --queue-benchmarks; the manifests pass it")
         for flag in ("--results-max-age-days", "--results-raw-sample-runs"):
             value = arg_value(args, flag)
             if value is None or not float(value) > 0:

@@ -58,14 +58,29 @@ class QueueFleet : public ::testing::Test {
   // A server named `name` on the shared database; `workers` jobs at once (0: a front only),
   // each claim under a lease of `lease` seconds.
   ServerProcess* Start(const std::string& name, const std::string& workers = "-1",
-                       const std::string& lease = kLease) {
+                       const std::string& lease = kLease,
+                       const std::vector<std::string>& extra = {}) {
     const fs::path port_file = dir_ / (name + ".port");
-    auto p = std::make_unique<ServerProcess>(
-        dir_, name,
-        std::vector<std::string>{"--device", "cpu", "--listen", "127.0.0.1:0", "--port-file",
-                                 port_file.string(), "--metrics-listen", "", "--results-db", url_,
-                                 "--node-name", name, "--queue-workers", workers,
-                                 "--queue-lease-seconds", lease, "--queue-poll-seconds", "0.2"});
+    std::vector<std::string> args = {"--device",
+                                     "cpu",
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--port-file",
+                                     port_file.string(),
+                                     "--metrics-listen",
+                                     "",
+                                     "--results-db",
+                                     url_,
+                                     "--node-name",
+                                     name,
+                                     "--queue-workers",
+                                     workers,
+                                     "--queue-lease-seconds",
+                                     lease,
+                                     "--queue-poll-seconds",
+                                     "0.2"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto p = std::make_unique<ServerProcess>(dir_, name, args);
     const int port = WaitForPort(p.get(), port_file);
     EXPECT_GT(port, 0) << p->err();
     targets_[name] = "127.0.0.1:" + std::to_string(port);
@@ -163,6 +178,61 @@ TEST_F(QueueFleet, QueuedThroughOneServerRunByAnotherWatchedThroughAThird) {
             std::string::npos)
       << job.dump();
   EXPECT_EQ(StoredResults("watcher", id), 2);
+}
+
+// A plain Benchmark call through a server that runs nothing itself (--queue-benchmarks,
+// --queue-workers 0): the stream follows the job to the server that claims it and gives the
+// client the report as a local run would, under the run id it announced first.
+TEST_F(QueueFleet, ABenchmarkThroughAFrontFollowsItsJobToTheServerThatRunsIt) {
+  Start("front", "0", kLease, {"--queue-benchmarks"});
+  Start("worker");
+  const Process bench = Cli("front", {"bench", "--suite-file", short_suite_, "--impl", "cpu_fused",
+                                      "--repetitions", "5", "--format", "json"});
+  ASSERT_EQ(bench.rc, 0) << bench.out << bench.err;
+  const json report = json::parse(bench.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << bench.out;
+  const std::string id = report.value("run_id", "");
+  ASSERT_FALSE(id.empty()) << bench.out;
+  ASSERT_EQ(report["results"].size(), 2u) << bench.out;
+  for (const json& r : report["results"]) {
+    EXPECT_EQ(r.value("status", ""), "passed") << r.dump();
+    EXPECT_EQ(r["latency"].value("samples", 0), 5) << r.dump();
+    EXPECT_EQ(r["samples_seconds"].size(), 5u) << "the samples travel with the stored run";
+  }
+  const json job = Job("front", id);
+  EXPECT_EQ(job.value("state", ""), "done") << job.dump();
+  EXPECT_NE(job.value("worker", "").find(std::to_string(servers_["worker"]->pid())),
+            std::string::npos)
+      << job.dump();
+  EXPECT_EQ(StoredResults("front", id), 2);
+
+  // A request that cannot run is refused at once, as a local Benchmark refuses it.
+  const Process refused = Cli("front", {"bench", "--suite", "no_such_suite"});
+  EXPECT_NE(refused.rc, 0);
+  EXPECT_NE(refused.err.find("NOT_FOUND"), std::string::npos) << refused.err;
+}
+
+// A client that stops waiting (here its deadline) takes its job with it: cancelled, whether
+// still queued or already running elsewhere.
+TEST_F(QueueFleet, ABenchmarkStreamThatEndsCancelsItsJob) {
+  Start("front", "0", kLease, {"--queue-benchmarks"});
+  Start("worker");
+  const Process bench =
+      RunCli(dir_.string(), {"--target", targets_.at("front"), "--deadline", "2", "bench",
+                             "--suite-file", long_suite_, "--impl", "cpu_fused", "--repetitions",
+                             "500"});  // some 20 s of work: far past the deadline
+  EXPECT_NE(bench.rc, 0) << bench.out;
+  EXPECT_NE(bench.err.find("DEADLINE_EXCEEDED"), std::string::npos) << bench.err;
+  std::string state;
+  for (int i = 0; i < 300 && state != "cancelled"; ++i) {
+    const Process p = Cli("front", {"queue", "--json"});
+    const json list = json::parse(p.out, nullptr, false);
+    ASSERT_FALSE(list.is_discarded()) << p.out;
+    ASSERT_EQ(list["jobs"].size(), 1u) << p.out;
+    state = list["jobs"][0].value("state", "");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(state, "cancelled");
 }
 
 TEST_F(QueueFleet, AServerKilledMidJobLeavesItToAnotherAndItsResultsAreStoredOnce) {
