@@ -48,20 +48,9 @@ class OwnerBudget : public ::testing::Test {
   // budget any job exhausts: every job uses more than a microsecond of its device.
   void Start(const std::string& name, const std::vector<std::string>& store_args) {
     const fs::path port_file = dir_ / (name + ".port");
-    std::vector<std::string> args = {"--device",
-                                     "cpu",
-                                     "--listen",
-                                     "127.0.0.1:0",
-                                     "--port-file",
-                                     port_file.string(),
-                                     "--metrics-listen",
-                                     "",
-                                     "--node-name",
-                                     name,
-                                     "--auth-token-file",
-                                     tokens_,
-                                     "--owner-device-seconds-per-hour",
-                                     "0.000001"};
+    std::vector<std::string> args = FleetServerArgs(dir_, name);
+    args.insert(args.end(),
+                {"--auth-token-file", tokens_, "--owner-device-seconds-per-hour", "0.000001"});
     args.insert(args.end(), store_args.begin(), store_args.end());
     fs::remove(port_file);
     auto p = std::make_unique<ServerProcess>(dir_, name, args);

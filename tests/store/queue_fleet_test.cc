@@ -61,24 +61,9 @@ class QueueFleet : public ::testing::Test {
                        const std::string& lease = kLease,
                        const std::vector<std::string>& extra = {}) {
     const fs::path port_file = dir_ / (name + ".port");
-    std::vector<std::string> args = {"--device",
-                                     "cpu",
-                                     "--listen",
-                                     "127.0.0.1:0",
-                                     "--port-file",
-                                     port_file.string(),
-                                     "--metrics-listen",
-                                     "",
-                                     "--results-db",
-                                     url_,
-                                     "--node-name",
-                                     name,
-                                     "--queue-workers",
-                                     workers,
-                                     "--queue-lease-seconds",
-                                     lease,
-                                     "--queue-poll-seconds",
-                                     "0.2"};
+    std::vector<std::string> args = FleetServerArgs(dir_, name);
+    args.insert(args.end(), {"--results-db", url_, "--queue-workers", workers,
+                             "--queue-lease-seconds", lease, "--queue-poll-seconds", "0.2"});
     args.insert(args.end(), extra.begin(), extra.end());
     auto p = std::make_unique<ServerProcess>(dir_, name, args);
     const int port = WaitForPort(p.get(), port_file);

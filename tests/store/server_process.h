@@ -104,4 +104,14 @@ inline int WaitForPort(ServerProcess* p, const fs::path& port_file) {
   return 0;
 }
 
+// A fleet member's first arguments: a CPU device, an ephemeral port written to
+// `dir`/`name`.port, no metrics endpoint, `name` as its node name.
+inline std::vector<std::string> FleetServerArgs(const fs::path& dir, const std::string& name) {
+  return {"--device",         "cpu",
+          "--listen",         "127.0.0.1:0",
+          "--port-file",      (dir / (name + ".port")).string(),
+          "--metrics-listen", "",
+          "--node-name",      name};
+}
+
 }  // namespace kerneleval::testing
