@@ -10,6 +10,7 @@
 #include <cstring>
 #include <vector>
 
+#include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
@@ -62,9 +63,15 @@ void SetEveryField(Message* m) {
         case FieldDescriptor::CPPTYPE_DOUBLE:
           add ? r->AddDouble(m, f, 0.25 + v) : r->SetDouble(m, f, 0.25 + v);
           break;
-        case FieldDescriptor::CPPTYPE_STRING:
-          add ? r->AddString(m, f, f->name() + std::to_string(n)) : r->SetString(m, f, f->name());
+        case FieldDescriptor::CPPTYPE_STRING: {
+          // A map's entries need keys of their own, or the second replaces the first.
+          static int entries = 0;
+          const std::string map_key =
+              d->options().map_entry() ? std::to_string(entries++) : std::string();
+          add ? r->AddString(m, f, f->name() + std::to_string(n))
+              : r->SetString(m, f, f->name() + map_key);
           break;
+        }
         case FieldDescriptor::CPPTYPE_ENUM: {
           // The last value: never the UNSPECIFIED default.
           const auto* last = f->enum_type()->value(f->enum_type()->value_count() - 1);

@@ -1,8 +1,8 @@
 // What one owner's compile logs may cost, from the outside: a real server on loopback with
 // submissions on and a data directory, real kerneleval-compile processes, sources that make
 // NVRTC write hundreds of kilobytes of warnings. Each stored log is bounded, in the answers,
-// in memory and in its file, and the owner's own list keeps working however many such
-// submissions it holds.
+// in memory and in the data directory's database, and the owner's own list keeps working however
+// many such submissions it holds.
 #include <unistd.h>
 
 #include <filesystem>
@@ -16,6 +16,7 @@
 #include "absl/strings/escaping.h"
 #include "kerneleval/internal/compile.pb.h"
 #include "kerneleval/v1/submissions.grpc.pb.h"
+#include "server/store/database.h"
 #include "server/submissions/bounded_log.h"
 #include "submissions_test_server.h"
 
@@ -55,15 +56,6 @@ SubmissionsServer StartWithDataDir(const DataDir& dir) {
   return StartSubmissionsServer(o);
 }
 
-internal::StoredSubmission ReadStored(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  internal::StoredSubmission stored;
-  EXPECT_TRUE(stored.ParseFromString(bytes.str())) << file;
-  return stored;
-}
-
 TEST(CompileLogBound, AHugeLogIsStoredAndAnsweredBounded) {
   const DataDir dir;
   const SubmissionsServer f = StartWithDataDir(dir);
@@ -79,12 +71,17 @@ TEST(CompileLogBound, AHugeLogIsStoredAndAnsweredBounded) {
   v1::GetSubmissionResponse got;
   ASSERT_TRUE(f.submissions->Get("noisy", &got).ok());
   EXPECT_EQ(got.submission().diagnostics().log(), log);
-  int files = 0;
-  for (const fs::directory_entry& e : fs::directory_iterator(dir.path / "submissions")) {
-    ++files;
-    EXPECT_LE(ReadStored(e.path()).submission().diagnostics().log().size(), kMaxCompileLogBytes);
-  }
-  EXPECT_EQ(files, 1);
+  // As kept: a row of the data directory's database (records base64, migration 0005).
+  auto db = server::store::OpenSqlite((dir.path / "results.sqlite3").string());
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto rows = (*db)->Query("SELECT record FROM submissions");
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), 1u);
+  std::string bytes;
+  ASSERT_TRUE(absl::Base64Unescape(rows->front()[0].value_or(""), &bytes));
+  internal::StoredSubmission stored;
+  ASSERT_TRUE(stored.ParseFromString(bytes));
+  EXPECT_LE(stored.submission().diagnostics().log().size(), kMaxCompileLogBytes);
 }
 
 TEST(CompileLogBound, ManyNoisySubmissionsStillList) {
@@ -133,30 +130,42 @@ TEST(CompileLogBound, ManyNoisySubmissionsStillList) {
 
 TEST(CompileLogBound, ALogStoredWholeByAnOlderReleaseIsBoundedOnLoad) {
   const DataDir dir;
-  std::string id;
+  internal::StoredSubmission stored;
   {
-    const SubmissionsServer f = StartWithDataDir(dir);
+    // Registered where nothing is kept, to have a real record to age.
+    const SubmissionsServer f = StartSubmissionsServer(SubmissionOptions());
     v1::RegisterSubmissionResponse r;
     ASSERT_TRUE(
         f.submissions
             ->Register(OneKernelSpec("old", NoisySource(1, 1), "tiny", v1::DTYPE_FP32, 32), &r)
             .ok());
-    id = r.submission().id();
+    *stored.mutable_submission() = r.submission();
   }
-  // The file as a release without the bound would have left it: 4 MiB of log, mode 0644.
-  const fs::path file =
-      dir.path / "submissions" / (absl::BytesToHexString("anonymous") + "-" + id + ".pb");
-  internal::StoredSubmission stored = ReadStored(file);
+  // The file as a release without the bound and without the database kept it: 4 MiB of log,
+  // mode 0644.
   stored.mutable_submission()->mutable_diagnostics()->set_log(std::string(4 << 20, 'w'));
+  const fs::path file =
+      dir.path / "submissions" /
+      (absl::BytesToHexString("anonymous") + "-" + stored.submission().id() + ".pb");
+  fs::create_directories(file.parent_path());
   std::ofstream(file, std::ios::binary | std::ios::trunc) << stored.SerializeAsString();
   fs::permissions(file, static_cast<fs::perms>(0644));
 
+  // Moved into the database at start, bounded, the file kept as *.pb.imported: bounded too,
+  // and the owner's alone.
   const SubmissionsServer f = StartWithDataDir(dir);
   v1::GetSubmissionResponse got;
   ASSERT_TRUE(f.submissions->Get("old", &got).ok());
   EXPECT_LE(got.submission().diagnostics().log().size(), kMaxCompileLogBytes);
-  EXPECT_LE(ReadStored(file).submission().diagnostics().log().size(), kMaxCompileLogBytes);
-  EXPECT_EQ(static_cast<unsigned>(fs::status(file).permissions()) & 0777, 0600u);
+  const fs::path imported = fs::path(file).concat(".imported");
+  ASSERT_TRUE(fs::exists(imported));
+  std::ifstream in(imported, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  internal::StoredSubmission kept;
+  ASSERT_TRUE(kept.ParseFromString(bytes.str()));
+  EXPECT_LE(kept.submission().diagnostics().log().size(), kMaxCompileLogBytes);
+  EXPECT_EQ(static_cast<unsigned>(fs::status(imported).permissions()) & 0777, 0600u);
 }
 
 }  // namespace
