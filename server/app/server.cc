@@ -418,7 +418,7 @@ absl::Status AddResultsService(Impl* s, grpc::ServerBuilder& builder) {
   if (queue_options.benchmarks) {
     s->state.benchmark_through_queue = [s](const Caller& caller, v1::BenchmarkRequest request,
                                            BenchmarkCallbacks callbacks) {
-      return StartQueuedBenchmark(s->state, s->queue_service.get(), s->results.get(), caller,
+      return StartQueuedBenchmark(s->queue_service.get(), s->results.get(), caller,
                                   std::move(request), std::move(callbacks));
     };
   }

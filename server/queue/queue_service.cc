@@ -189,7 +189,8 @@ absl::StatusOr<v1::Job> QueueService::Describe(const store::QueuedJob& job) {
 }
 
 absl::StatusOr<v1::Job> QueueService::EnqueueFor(const std::string& owner,
-                                                 const v1::EnqueueRequest& request) {
+                                                 const v1::EnqueueRequest& request,
+                                                 BenchmarkPlan* validated) {
   RETURN_IF_ERROR(Admit(*state_, /*needs_devices=*/false));
   if (!v1::JobPriority_IsValid(request.priority())) {
     return absl::InvalidArgumentError(
@@ -237,6 +238,7 @@ absl::StatusOr<v1::Job> QueueService::EnqueueFor(const std::string& owner,
     }
   }
   RETURN_IF_ERROR(queue_->Enqueue(job, NowMicros()));
+  if (validated != nullptr) *validated = std::move(plan);
   runner_->Wake();
   ASSIGN_OR_RETURN(store::QueuedJob stored, queue_->Get(owner, job.run_id));
   return Describe(stored);

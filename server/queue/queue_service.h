@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "kerneleval/v1/queue.grpc.pb.h"
+#include "server/evaluation/benchmark_plan.h"
 #include "server/queue/queue_runner.h"
 #include "server/store/job_queue.h"
 
@@ -39,8 +40,10 @@ class QueueService final
   // queued.
   absl::StatusOr<v1::Job> Describe(const store::QueuedJob& job);
 
-  // Enqueue for `owner`, as the RPC does it: validated as Benchmark would, then queued.
-  absl::StatusOr<v1::Job> EnqueueFor(const std::string& owner, const v1::EnqueueRequest& request);
+  // Enqueue for `owner`, as the RPC does it: validated as Benchmark would, then queued;
+  // `plan`, when given, receives what the validation resolved.
+  absl::StatusOr<v1::Job> EnqueueFor(const std::string& owner, const v1::EnqueueRequest& request,
+                                     BenchmarkPlan* plan = nullptr);
   store::JobQueue& queue() { return *queue_; }
 
  private:

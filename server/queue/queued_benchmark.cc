@@ -8,7 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "server/core/request_validation.h"
 #include "server/store/job_queue.h"
 
 namespace kerneleval::server {
@@ -145,16 +144,17 @@ class QueuedBenchmark final : public BenchmarkCall,
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<BenchmarkCall>> StartQueuedBenchmark(
-    const ServiceState& state, QueueService* service, store::ResultStore* results,
-    const Caller& caller, v1::BenchmarkRequest request, BenchmarkCallbacks callbacks) {
-  // What the started event says, from the validation Enqueue repeats.
-  ASSIGN_OR_RETURN(const BenchmarkPlan plan,
-                   ValidateBenchmarkRequest(request, state.suites, state.limits));
+absl::StatusOr<std::shared_ptr<BenchmarkCall>> StartQueuedBenchmark(QueueService* service,
+                                                                    store::ResultStore* results,
+                                                                    const Caller& caller,
+                                                                    v1::BenchmarkRequest request,
+                                                                    BenchmarkCallbacks callbacks) {
   v1::EnqueueRequest enqueue;
   *enqueue.mutable_benchmark() = request;
   enqueue.set_priority(v1::JOB_PRIORITY_WAITED_FOR);
-  ASSIGN_OR_RETURN(const v1::Job job, service->EnqueueFor(caller.owner, enqueue));
+  // The started event says what Enqueue's validation resolved.
+  BenchmarkPlan plan;
+  ASSIGN_OR_RETURN(const v1::Job job, service->EnqueueFor(caller.owner, enqueue, &plan));
   const auto workloads = static_cast<std::uint32_t>(plan.workloads.size());
   if (callbacks.on_started) {
     v1::BenchmarkStarted started;

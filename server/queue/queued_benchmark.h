@@ -20,8 +20,10 @@ namespace kerneleval::server {
 // Validates and enqueues `request` for the caller (a refusal is returned, as Benchmark's);
 // `callbacks` then run from a thread of the call's own. `service` and `results` must
 // outlive the call.
-absl::StatusOr<std::shared_ptr<BenchmarkCall>> StartQueuedBenchmark(
-    const ServiceState& state, QueueService* service, store::ResultStore* results,
-    const Caller& caller, v1::BenchmarkRequest request, BenchmarkCallbacks callbacks);
+absl::StatusOr<std::shared_ptr<BenchmarkCall>> StartQueuedBenchmark(QueueService* service,
+                                                                    store::ResultStore* results,
+                                                                    const Caller& caller,
+                                                                    v1::BenchmarkRequest request,
+                                                                    BenchmarkCallbacks callbacks);
 
 }  // namespace kerneleval::server
