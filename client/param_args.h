@@ -4,7 +4,9 @@
 // VALUE is the name of a value the service supplies, as the contract's ParamSource spells it
 // without its prefix (hidden_states, residual, weight, output, residual_out, *_stride, batch,
 // hidden, eps, inv_hidden, sm_count, plan_scratch, null, abi_params), or a constant or buffer
-// with its argument: int:N, float:X, scratch:BYTES. NAME is the kernel's own name for the
+// with its argument: int:N, float:X, scratch:BYTES; or a struct passed by value, its fields
+// each a VALUE with its size: struct(hidden_states, batch:i32, hidden:i32,
+// hidden_states_stride:i64) (how CuTe DSL passes a tensor). NAME is the kernel's own name for the
 // parameter (kept for messages) and may be left out with its `=`. K, a kernel's index in
 // the plan, binds the flag to that kernel only; without it, to every kernel.
 #pragma once

@@ -101,7 +101,8 @@ void AddSubmitCommands(CLI::App* app, SubmitFlags* f) {
                      "A parameter of the kernel's own list, in order: [K:]NAME=VALUE, VALUE one "
                      "of hidden_states, residual, weight, output, residual_out, *_stride, batch, "
                      "hidden, eps, inv_hidden, sm_count, plan_scratch, null, abi_params, int:N, "
-                     "float:X, scratch:BYTES (repeatable; none: the struct ABI)");
+                     "float:X, scratch:BYTES, struct(VALUE:i32,...) (repeatable; none: the "
+                     "struct ABI)");
   submit->add_option("--description", s->description, "Free text");
   submit->add_flag("--log", f->show_log, "Print the NVRTC log on success too");
   auto* suite = submit->add_option("--suite", f->suite,

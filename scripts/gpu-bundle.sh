@@ -60,6 +60,11 @@ if "$python" -c 'import triton, kerneleval.triton' 2>/dev/null; then
   "$python" examples/submissions/triton/add_rmsnorm.py --emit "$bundle/triton" 2>/dev/null
   "$python" tests/gpu/cheats/triton_cheats.py --emit "$bundle/triton" 2>/dev/null
 fi
+# The CuTe DSL example the same way (scripts/gpu-cute.sh, the cheat matrix): the DSL's wheels
+# are larger than what the GPU machine can be sent, and it needs no GPU to compile.
+if "$python" -c 'import cutlass.cute, kerneleval.cute' 2>/dev/null; then
+  "$python" examples/submissions/cute/add_rmsnorm.py --emit "$bundle/cute" 2>/dev/null
+fi
 if [ -n "${FLASHINFER_INCLUDE:-}" ]; then
   nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -gencode arch=compute_90a,code=sm_90a \
     -gencode arch=compute_100a,code=sm_100a -I"$FLASHINFER_INCLUDE" \

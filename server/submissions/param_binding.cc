@@ -1,5 +1,6 @@
 #include "server/submissions/param_binding.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -13,7 +14,7 @@
 namespace kerneleval::server::submissions {
 namespace {
 
-enum class ParamKind { kPointer, kInteger, kFloat, kAbi, kNone };
+enum class ParamKind { kPointer, kInteger, kFloat, kAbi, kStruct, kNone };
 
 ParamKind KindOf(v1::ParamSource source) {
   switch (source) {
@@ -41,9 +42,16 @@ ParamKind KindOf(v1::ParamSource source) {
       return ParamKind::kFloat;
     case v1::PARAM_SOURCE_ABI_PARAMS:
       return ParamKind::kAbi;
+    case v1::PARAM_SOURCE_STRUCT:
+      return ParamKind::kStruct;
     default:
       return ParamKind::kNone;
   }
+}
+
+bool FitsInt32(std::int64_t v) {
+  return v >= std::numeric_limits<std::int32_t>::min() &&
+         v <= std::numeric_limits<std::int32_t>::max();
 }
 
 // "hidden", "scratch", ...: the contract's printed name (common/enum_names.h).
@@ -71,6 +79,61 @@ absl::Status CheckName(const std::string& name, const std::string& at) {
   return absl::OkStatus();
 }
 
+absl::Status CheckField(const v1::StructField& f, bool plan_scratch, const std::string& at) {
+  const v1::ParamSource source = f.source();
+  const ParamKind kind = KindOf(source);
+  if (kind != ParamKind::kPointer && kind != ParamKind::kInteger && kind != ParamKind::kFloat) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        at, ".source: ", kind == ParamKind::kNone ? std::to_string(source) : SourceName(source),
+        " cannot be a struct's field; give a tensor's pointer, plan_scratch, null, an integer "
+        "or a float"));
+  }
+  if (source == v1::PARAM_SOURCE_SCRATCH) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        at, ".source: scratch cannot be a struct's field; bind it as a parameter of its own"));
+  }
+  if (source == v1::PARAM_SOURCE_PLAN_SCRATCH && !plan_scratch) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ".source: plan_scratch needs a plan with needs_scratch set"));
+  }
+  const bool pointer = kind == ParamKind::kPointer;
+  if (pointer ? f.bytes() != 0 && f.bytes() != 8 : f.bytes() != 4 && f.bytes() != 8) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ".bytes: ", f.bytes(), "; ", SourceName(source), " takes ",
+                     pointer                       ? "0 or 8 (a pointer)"
+                     : kind == ParamKind::kInteger ? "4 (i32) or 8 (i64)"
+                                                   : "4 (f32) or 8 (f64)"));
+  }
+  if (source != v1::PARAM_SOURCE_INT && f.int_value() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        at, ".int_value: only an int field takes one (source ", SourceName(source), ")"));
+  }
+  if (source != v1::PARAM_SOURCE_FLOAT && f.float_value() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        at, ".float_value: only a float field takes one (source ", SourceName(source), ")"));
+  }
+  if (source == v1::PARAM_SOURCE_FLOAT && !std::isfinite(f.float_value())) {
+    return absl::InvalidArgumentError(absl::StrCat(at, ".float_value: not a finite number"));
+  }
+  if (source == v1::PARAM_SOURCE_INT && f.bytes() == 4 && !FitsInt32(f.int_value())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ".int_value: ", f.int_value(), " does not fit the 4-byte field"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckStructFields(const v1::KernelParam& p, bool plan_scratch, const std::string& at) {
+  if (p.fields().empty() || p.fields_size() > kMaxStructFields) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        at, ".fields: ", p.fields_size(), " fields; a struct has 1 to ", kMaxStructFields));
+  }
+  for (int f = 0; f < p.fields_size(); ++f) {
+    const std::string field_at = absl::StrCat(at, ".fields[", f, "]");
+    if (absl::Status s = CheckField(p.fields(f), plan_scratch, field_at); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckParam(const v1::KernelParam& p, bool plan_scratch, const std::string& at) {
   if (absl::Status s = CheckName(p.name(), at); !s.ok()) return s;
   const v1::ParamSource source = p.source();
@@ -79,7 +142,8 @@ absl::Status CheckParam(const v1::KernelParam& p, bool plan_scratch, const std::
         absl::StrCat(at, ".source: ", static_cast<int>(source),
                      " is no value the service supplies; give one of hidden_states, residual, "
                      "weight, output, residual_out, a *_stride, batch, hidden, eps, inv_hidden, "
-                     "sm_count, scratch, plan_scratch, null, int, float, abi_params"));
+                     "sm_count, scratch, plan_scratch, null, int, float, abi_params, "
+                     "struct"));
   }
   if (source != v1::PARAM_SOURCE_INT && p.int_value() != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -107,12 +171,12 @@ absl::Status CheckParam(const v1::KernelParam& p, bool plan_scratch, const std::
     return absl::InvalidArgumentError(
         absl::StrCat(at, ".source: plan_scratch needs a plan with needs_scratch set"));
   }
+  if (source == v1::PARAM_SOURCE_STRUCT) return CheckStructFields(p, plan_scratch, at);
+  if (!p.fields().empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        at, ".fields: only a struct parameter takes fields (source ", SourceName(source), ")"));
+  }
   return absl::OkStatus();
-}
-
-bool FitsInt32(std::int64_t v) {
-  return v >= std::numeric_limits<std::int32_t>::min() &&
-         v <= std::numeric_limits<std::int32_t>::max();
 }
 
 // An integer into a 4- or 8-byte parameter; false where it does not fit.
@@ -139,7 +203,9 @@ bool PutFloat(double value, std::size_t bytes, std::uint64_t* slot) {
   return true;
 }
 
-std::int64_t IntegerOf(const v1::KernelParam& p, const CallValues& call) {
+// A parameter's or a struct field's value (both have source, int_value, float_value).
+template <typename Bound>
+std::int64_t IntegerOf(const Bound& p, const CallValues& call) {
   const FusedAddRmsNormArgs& a = *call.args;
   const bool residual_out = WritesResidual(a.mode);
   switch (p.source()) {
@@ -160,7 +226,8 @@ std::int64_t IntegerOf(const v1::KernelParam& p, const CallValues& call) {
   }
 }
 
-double FloatOf(const v1::KernelParam& p, const CallValues& call) {
+template <typename Bound>
+double FloatOf(const Bound& p, const CallValues& call) {
   switch (p.source()) {
     case v1::PARAM_SOURCE_EPS:
       return call.args->eps;
@@ -173,7 +240,8 @@ double FloatOf(const v1::KernelParam& p, const CallValues& call) {
 }
 
 // The pointer a pointer source stands for; `scratch` is the next scratch buffer's index.
-const void* PointerOf(const v1::KernelParam& p, const CallValues& call, std::size_t* scratch) {
+template <typename Bound>
+const void* PointerOf(const Bound& p, const CallValues& call, std::size_t* scratch) {
   const FusedAddRmsNormArgs& a = *call.args;
   switch (p.source()) {
     case v1::PARAM_SOURCE_HIDDEN_STATES:
@@ -199,7 +267,59 @@ const void* PointerOf(const v1::KernelParam& p, const CallValues& call, std::siz
   }
 }
 
+// The fields of struct parameter `p` into `bytes`, laid out as LayoutOf says (computed here
+// again, without allocating, since this runs for every launch); padding is zeroed so that the
+// block is deterministic. False where a value does not fit its field or the struct is not
+// `size` bytes.
+bool PutStruct(const v1::KernelParam& p, const CallValues& call, std::size_t size,
+               unsigned char* bytes) {
+  std::memset(bytes, 0, size);
+  std::size_t offset = 0;
+  std::size_t align = 1;
+  std::size_t no_scratch = 0;
+  for (const v1::StructField& field : p.fields()) {
+    const ParamKind kind = KindOf(field.source());
+    const std::size_t field_bytes = kind == ParamKind::kPointer ? 8 : field.bytes();
+    if (field_bytes != 4 && field_bytes != 8) return false;
+    offset = (offset + field_bytes - 1) / field_bytes * field_bytes;
+    if (offset + field_bytes > size) return false;
+    std::uint64_t word = 0;
+    bool ok = true;
+    if (kind == ParamKind::kPointer) {
+      const void* ptr = PointerOf(field, call, &no_scratch);
+      std::memcpy(&word, &ptr, sizeof ptr);
+    } else if (kind == ParamKind::kInteger) {
+      ok = PutInteger(IntegerOf(field, call), field_bytes, &word);
+    } else if (kind == ParamKind::kFloat) {
+      ok = PutFloat(FloatOf(field, call), field_bytes, &word);
+    } else {
+      ok = false;
+    }
+    if (!ok) return false;
+    std::memcpy(bytes + offset, &word, field_bytes);
+    offset += field_bytes;
+    align = std::max(align, field_bytes);
+  }
+  return (offset + align - 1) / align * align == size;
+}
+
 }  // namespace
+
+StructLayout LayoutOf(const v1::KernelParam& p) {
+  StructLayout layout;
+  std::size_t align = 1;
+  for (const v1::StructField& f : p.fields()) {
+    const std::size_t size = KindOf(f.source()) == ParamKind::kPointer ? 8 : f.bytes();
+    if (size == 0) continue;  // refused by the validation; never laid out
+    layout.bytes = (layout.bytes + size - 1) / size * size;
+    layout.offsets.push_back(layout.bytes);
+    layout.field_bytes.push_back(size);
+    layout.bytes += size;
+    align = std::max(align, size);
+  }
+  layout.bytes = (layout.bytes + align - 1) / align * align;
+  return layout;
+}
 
 absl::Status ValidateParamBinding(const v1::LaunchPlan& plan, const std::string& field) {
   for (int i = 0; i < plan.kernels_size(); ++i) {
@@ -210,6 +330,7 @@ absl::Status ValidateParamBinding(const v1::LaunchPlan& plan, const std::string&
                                                      " parameters; at most ", kMaxKernelParams));
     }
     int abi = 0;
+    int structs = 0;
     for (int j = 0; j < k.params_size(); ++j) {
       const std::string param_at = ParamField(at, j, k.params(j));
       if (absl::Status s = CheckParam(k.params(j), plan.needs_scratch(), param_at); !s.ok()) {
@@ -218,6 +339,10 @@ absl::Status ValidateParamBinding(const v1::LaunchPlan& plan, const std::string&
       if (k.params(j).source() == v1::PARAM_SOURCE_ABI_PARAMS && ++abi > 1) {
         return absl::InvalidArgumentError(
             absl::StrCat(param_at, ".source: abi_params may be bound once per kernel"));
+      }
+      if (k.params(j).source() == v1::PARAM_SOURCE_STRUCT && ++structs > kMaxStructParams) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            param_at, ".source: at most ", kMaxStructParams, " struct parameters per kernel"));
       }
     }
   }
@@ -268,6 +393,12 @@ absl::Status CheckParamSizes(const v1::KernelLaunch& kernel,
         fits = bytes == KERNELEVAL_PARAMS_BYTES;
         want = absl::StrCat("kerneleval_params, ", KERNELEVAL_PARAMS_BYTES, " bytes");
         break;
+      case ParamKind::kStruct: {
+        const std::size_t struct_bytes = LayoutOf(p).bytes;
+        fits = bytes >= 0 && static_cast<std::size_t>(bytes) == struct_bytes;
+        want = absl::StrCat("a struct of ", p.fields_size(), " field(s), ", struct_bytes, " bytes");
+        break;
+      }
       case ParamKind::kNone:
         want = "a value the service supplies";
         break;
@@ -332,6 +463,7 @@ bool BindParams(const v1::KernelLaunch& kernel, const std::vector<std::size_t>& 
     return false;
   }
   std::size_t scratch = 0;
+  std::size_t structs = 0;
   for (int j = 0; j < kernel.params_size(); ++j) {
     const v1::KernelParam& p = kernel.params(j);
     std::uint64_t* slot = &block->scalars_[j];
@@ -354,6 +486,14 @@ bool BindParams(const v1::KernelLaunch& kernel, const std::vector<std::size_t>& 
         block->abi_ = abi();
         block->pointers_[j] = &block->abi_;
         break;
+      case ParamKind::kStruct: {
+        if (structs >= block->structs_.size()) return false;
+        unsigned char* bytes = reinterpret_cast<unsigned char*>(block->structs_[structs++].data());
+        ok = param_bytes[j] <= sizeof block->structs_[0] &&
+             PutStruct(p, call, param_bytes[j], bytes);
+        block->pointers_[j] = bytes;
+        break;
+      }
       case ParamKind::kNone:
         ok = false;
         break;

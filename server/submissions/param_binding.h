@@ -24,20 +24,34 @@ inline constexpr int kMaxKernelParams = 64;
 // A PARAM_SOURCE_SCRATCH buffer: device memory the submission holds for as long as it is
 // loaded, so bounded like its module.
 inline constexpr std::uint64_t kMaxScratchParamBytes = std::uint64_t{64} << 20;
+// A PARAM_SOURCE_STRUCT parameter: at most this many fields (128 bytes at 8 each), and at
+// most this many structs per kernel (a CuTe DSL kernel passes one per tensor).
+inline constexpr int kMaxStructFields = 16;
+inline constexpr int kMaxStructParams = 16;
+
+// Where a struct parameter's fields lie: each at a multiple of its size (C's natural
+// alignment), the struct rounded up to its largest field.
+struct StructLayout {
+  std::vector<std::size_t> offsets;
+  std::vector<std::size_t> field_bytes;
+  std::size_t bytes = 0;
+};
+StructLayout LayoutOf(const v1::KernelParam& param);
 
 // The binding of every kernel of `plan` alone: at most kMaxKernelParams parameters, each with
 // a source, a name of letters, digits and _ (at most 64), a constant only where its source
-// takes one, a scratch size of 1 byte to kMaxScratchParamBytes, PARAM_SOURCE_PLAN_SCRATCH only
-// in a plan that asks for scratch, PARAM_SOURCE_ABI_PARAMS at most once. INVALID_ARGUMENT names
-// `field`.kernels[i].params[j].
+// takes one, a scratch size of 1 byte to kMaxScratchParamBytes, a struct's 1 to
+// kMaxStructFields fields each a pointer, integer or float of a valid size,
+// PARAM_SOURCE_PLAN_SCRATCH only in a plan that asks for scratch, PARAM_SOURCE_ABI_PARAMS at most
+// once. INVALID_ARGUMENT names `field`.kernels[i].params[j].
 absl::Status ValidateParamBinding(const v1::LaunchPlan& plan, const std::string& field);
 
 // Kernel `kernel`'s binding against the byte size of each parameter its entry takes
 // (`param_bytes`: from the PTX at registration, from the loaded module at load): as many
 // parameters as bound, a pointer in 8 bytes, an integer or float in 4 or 8, the struct in
-// KERNELEVAL_PARAMS_BYTES. With no binding, the struct ABI's rule: exactly one
-// kerneleval_params, and a block of an older ABI refused by its version. INVALID_ARGUMENT
-// names `field`.params[j], or `field`.entry for the struct ABI.
+// KERNELEVAL_PARAMS_BYTES, a bound struct in its layout's size. With no binding, the struct ABI's
+// rule: exactly one kerneleval_params, and a block of an older ABI refused by its version.
+// INVALID_ARGUMENT names `field`.params[j], or `field`.entry for the struct ABI.
 absl::Status CheckParamSizes(const v1::KernelLaunch& kernel,
                              const std::vector<long long>& param_bytes, const std::string& field);
 
@@ -69,6 +83,7 @@ class ParamBlock {
   // Left uninitialized: BindParams writes every entry a launch reads, and a launch path
   // should not clear 1 KiB it does not use.
   std::array<std::uint64_t, kMaxKernelParams> scalars_;
+  std::array<std::array<std::uint64_t, kMaxStructFields>, kMaxStructParams> structs_;
   kerneleval_params abi_;
   std::array<void*, kMaxKernelParams> pointers_;
 };

@@ -146,7 +146,7 @@ TEST(ParamBinding, NoBindingIsTheStructAbi) {
 }
 
 template <typename T>
-T Read(void* p) {
+T Read(const void* p) {
   T v;
   std::memcpy(&v, p, sizeof v);
   return v;
@@ -260,6 +260,135 @@ TEST(BindParams, StructAbiIsOneBoundBlock) {
   EXPECT_EQ(params->kernel_index, 1);
   EXPECT_EQ(params->num_kernels, 2);
   EXPECT_EQ(params->abi_version, KERNELEVAL_ABI_VERSION);
+}
+
+// A CuTe DSL tensor of layout (batch, hidden) marked dynamic, as nvidia-cutlass-dsl 4.8.1
+// writes its parameter for sm_90a: `.param .align 8 .b8 p[24]` read as the pointer at +0,
+// two i32 at +8 and +12 (ld.param.v2.b32) and the i64 row stride at +16.
+v1::KernelParam CuteTensor(const std::string& name, v1::ParamSource pointer,
+                           v1::ParamSource stride) {
+  v1::KernelParam p = Param(name, v1::PARAM_SOURCE_STRUCT);
+  const auto field = [&p](v1::ParamSource source, std::uint32_t bytes) {
+    v1::StructField* f = p.add_fields();
+    f->set_source(source);
+    f->set_bytes(bytes);
+    return f;
+  };
+  field(pointer, 0);
+  field(v1::PARAM_SOURCE_BATCH, 4);
+  field(v1::PARAM_SOURCE_HIDDEN, 4);
+  field(stride, 8);
+  return p;
+}
+
+TEST(StructParams, LayoutIsCsNaturalAlignment) {
+  StructLayout layout = LayoutOf(
+      CuteTensor("x", v1::PARAM_SOURCE_HIDDEN_STATES, v1::PARAM_SOURCE_HIDDEN_STATES_STRIDE));
+  EXPECT_EQ(layout.offsets, (std::vector<std::size_t>{0, 8, 12, 16}));
+  EXPECT_EQ(layout.bytes, 24u);
+  // {i32, i64, i32}: the i64 moves to 8 and the end rounds up to 24, as a C compiler lays out
+  // struct { int a; long b; int c; }.
+  v1::KernelParam p = Param("s", v1::PARAM_SOURCE_STRUCT);
+  for (const std::uint32_t bytes : {4u, 8u, 4u}) {
+    v1::StructField* f = p.add_fields();
+    f->set_source(v1::PARAM_SOURCE_INT);
+    f->set_bytes(bytes);
+  }
+  layout = LayoutOf(p);
+  EXPECT_EQ(layout.offsets, (std::vector<std::size_t>{0, 8, 16}));
+  EXPECT_EQ(layout.bytes, 24u);
+  // Only 4-byte fields: 4-byte alignment, {i32, f32, i32} is 12 bytes.
+  p.mutable_fields(1)->set_bytes(4);
+  EXPECT_EQ(LayoutOf(p).bytes, 12u);
+}
+
+TEST(StructParams, CuteTensorsBindAndFillTheirFields) {
+  v1::KernelLaunch k;
+  *k.add_params() =
+      CuteTensor("mX", v1::PARAM_SOURCE_HIDDEN_STATES, v1::PARAM_SOURCE_HIDDEN_STATES_STRIDE);
+  *k.add_params() = CuteTensor("mO", v1::PARAM_SOURCE_OUTPUT, v1::PARAM_SOURCE_OUTPUT_STRIDE);
+  *k.add_params() = Param("eps", v1::PARAM_SOURCE_EPS);
+  ASSERT_TRUE(ValidateParamBinding(PlanOf(k), "plan").ok());
+  ASSERT_TRUE(CheckParamSizes(k, {24, 24, 4}, "k").ok());
+
+  char x = 0, out = 0;
+  FusedAddRmsNormArgs a;
+  a.hidden_states = &x;
+  a.output = &out;
+  a.batch = 4099;
+  a.hidden = 2048;
+  a.eps = 1e-6f;
+  CallValues call;
+  call.args = &a;
+  ParamBlock block;
+  ASSERT_TRUE(BindParams(k, {24, 24, 4}, call, &block));
+  const auto* bytes = static_cast<const unsigned char*>(block.pointers()[1]);
+  EXPECT_EQ(Read<void*>(bytes), &out);
+  EXPECT_EQ(Read<std::int32_t>(bytes + 8), 4099);
+  EXPECT_EQ(Read<std::int32_t>(bytes + 12), 2048);
+  EXPECT_EQ(Read<std::int64_t>(bytes + 16), 2048);
+  EXPECT_EQ(Read<const void*>(block.pointers()[0]), &x);
+  EXPECT_EQ(Read<float>(block.pointers()[2]), 1e-6f);
+
+  // A batch of 2^31 rows does not fit the i32 shape field: the launch is refused.
+  a.batch = std::int64_t{1} << 31;
+  EXPECT_FALSE(BindParams(k, {24, 24, 4}, call, &block));
+}
+
+TEST(StructParams, SizeMismatchNamesTheStructAndBothSizes) {
+  v1::KernelLaunch k;
+  *k.add_params() =
+      CuteTensor("mX", v1::PARAM_SOURCE_HIDDEN_STATES, v1::PARAM_SOURCE_HIDDEN_STATES_STRIDE);
+  const absl::Status s = CheckParamSizes(k, {16}, "plan.kernels[0]");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("plan.kernels[0].params[0] ('mX'): bound to struct (a "
+                                     "struct of 4 field(s), 24 bytes), but the entry's "
+                                     "parameter 0 has 16 bytes"));
+  ParamBlock block;
+  FusedAddRmsNormArgs a;
+  CallValues call;
+  call.args = &a;
+  EXPECT_FALSE(BindParams(k, {16}, call, &block));
+}
+
+TEST(StructParams, BadFieldsAreRefusedByName) {
+  const auto refusal = [](const v1::KernelParam& p) {
+    v1::KernelLaunch k;
+    *k.add_params() = p;
+    return std::string(ValidateParamBinding(PlanOf(k), "plan").message());
+  };
+  v1::KernelParam p =
+      CuteTensor("mX", v1::PARAM_SOURCE_HIDDEN_STATES, v1::PARAM_SOURCE_HIDDEN_STATES_STRIDE);
+  v1::KernelParam bad = p;
+  bad.mutable_fields(1)->set_bytes(2);
+  EXPECT_THAT(refusal(bad), HasSubstr("plan.kernels[0].params[0] ('mX').fields[1].bytes: 2; "
+                                      "batch takes 4 (i32) or 8 (i64)"));
+  bad = p;
+  bad.mutable_fields(0)->set_bytes(4);
+  EXPECT_THAT(refusal(bad), HasSubstr("fields[0].bytes: 4; hidden_states takes 0 or 8"));
+  bad = p;
+  bad.mutable_fields(2)->set_source(v1::PARAM_SOURCE_SCRATCH);
+  EXPECT_THAT(refusal(bad), HasSubstr("fields[2].source: scratch cannot be a struct's field"));
+  bad = p;
+  bad.mutable_fields(2)->set_source(v1::PARAM_SOURCE_STRUCT);
+  EXPECT_THAT(refusal(bad), HasSubstr("fields[2].source: struct cannot be a struct's field"));
+  bad = p;
+  bad.mutable_fields(3)->set_source(v1::PARAM_SOURCE_INT);
+  bad.mutable_fields(3)->set_bytes(4);
+  bad.mutable_fields(3)->set_int_value(std::int64_t{1} << 40);
+  EXPECT_THAT(refusal(bad), HasSubstr("fields[3].int_value: 1099511627776 does not fit"));
+  bad = p;
+  bad.mutable_fields(1)->set_float_value(1.5);
+  EXPECT_THAT(refusal(bad), HasSubstr("fields[1].float_value: only a float field takes one"));
+  bad = Param("none", v1::PARAM_SOURCE_STRUCT);
+  EXPECT_THAT(refusal(bad), HasSubstr("params[0] ('none').fields: 0 fields; a struct has 1 to 16"));
+  bad = Param("n", v1::PARAM_SOURCE_BATCH);
+  *bad.add_fields() = p.fields(0);
+  EXPECT_THAT(refusal(bad), HasSubstr(".fields: only a struct parameter takes fields"));
+  v1::KernelLaunch many;
+  for (int i = 0; i <= kMaxStructParams; ++i) *many.add_params() = p;
+  EXPECT_THAT(ValidateParamBinding(PlanOf(many), "plan").message(),
+              HasSubstr("params[16] ('mX').source: at most 16 struct parameters"));
 }
 
 }  // namespace

@@ -200,6 +200,67 @@ TEST(Submissions, KernelsWithTheirOwnParameters) {
   EXPECT_THAT(spec.status().message(), HasSubstr("--arg 'x=hidden_state': unknown value"));
 }
 
+// A kernel that takes each tensor as a struct by value, as CuTe DSL passes a tensor of
+// dynamic (batch, hidden) layout: its pointer, i32 rows, i32 columns, i64 row stride.
+constexpr char kStructParams[] =
+    "#include <cuda_bf16.h>\n"
+    "struct view { __nv_bfloat16* p; int rows; int cols; long long stride; };\n"
+    "extern \"C\" __global__ void tensors(view x, view out, float eps) {\n"
+    "  const int row = blockIdx.x;\n"
+    "  if (row >= x.rows) return;\n"
+    "  out.p[row * out.stride + threadIdx.x] = __float2bfloat16(\n"
+    "      __bfloat162float(x.p[row * x.stride + threadIdx.x]) * eps * x.cols);\n"
+    "}\n";
+
+TEST(Submissions, TensorsPassedAsStructs) {
+  const Fixture f = StartSubmissionsServer();
+  const auto spec_of = [](const std::string& name, const std::vector<std::string>& args) {
+    absl::StatusOr<v1::SubmissionSpec> spec = CliSpec(name, args);
+    if (spec.ok()) {
+      spec->set_source(kStructParams);
+      spec->mutable_launch_plan()->mutable_kernels(0)->set_entry("tensors");
+    }
+    return spec;
+  };
+  absl::StatusOr<v1::SubmissionSpec> spec =
+      spec_of("views", {"x=struct(hidden_states, batch:i32, hidden:i32, hidden_states_stride:i64)",
+                        "out=struct(output, batch:i32, hidden:i32, output_stride:i64)", "eps=eps"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  v1::RegisterSubmissionResponse r;
+  grpc::Status s = Register(f, *spec, &r);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  const v1::KernelResources& k = r.submission().diagnostics().kernels(0);
+  EXPECT_THAT(std::vector<long long>(k.param_bytes().begin(), k.param_bytes().end()),
+              ::testing::ElementsAre(24, 24, 4));
+  EXPECT_THAT(client::FormatSubmission(r.submission(), false),
+              HasSubstr("tensors takes x=struct(hidden_states, batch:i32, hidden:i32, "
+                        "hidden_states_stride:i64), out=struct(output, batch:i32, hidden:i32, "
+                        "output_stride:i64), eps=eps"));
+
+  // The row stride left out: a 16-byte struct against the kernel's 24 bytes, both named.
+  spec =
+      spec_of("short", {"x=struct(hidden_states, batch:i32, hidden:i32)",
+                        "out=struct(output, batch:i32, hidden:i32, output_stride:i64)", "eps=eps"});
+  ASSERT_TRUE(spec.ok());
+  s = Register(f, *spec);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("params[0] ('x'): bound to struct (a struct of 3 field(s), 16 bytes), "
+                        "but the entry's parameter 0 has 24 bytes"));
+  // A field without its size, and a scratch field, are refused by name.
+  spec = spec_of("nosize",
+                 {"x=struct(hidden_states, batch, hidden:i32, hidden_states_stride:i64)",
+                  "out=struct(output, batch:i32, hidden:i32, output_stride:i64)", "eps=eps"});
+  ASSERT_TRUE(spec.ok());
+  s = Register(f, *spec);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("params[0] ('x').fields[1].bytes: 0; batch takes 4"));
+  EXPECT_THAT(spec_of("scratch", {"x=struct(scratch:64)"}).status().message(),
+              HasSubstr("scratch cannot be a struct's field"));
+  EXPECT_THAT(spec_of("bare", {"x=struct"}).status().message(),
+              HasSubstr("a struct lists its fields"));
+}
+
 TEST(Submissions, KernelsMustTakeTheAbi) {
   const Fixture f = StartSubmissionsServer();
   const std::string wrong = "extern \"C\" __global__ void k(float* out, int n) { out[n] = 1.f; }\n";

@@ -24,101 +24,31 @@ Needs the `triton` package (pip install triton); nothing else here imports it.
 
 from __future__ import annotations
 
-import dataclasses
 import re
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from kerneleval.v1 import submissions_pb2 as spb
+from kerneleval._ptx_kernel import (  # noqa: F401 - NAMES, Verdict, spec, submit_flags: API
+    DTYPES,
+    FLOATS,
+    NAMES,
+    POINTERS,
+    CompiledKernel,
+    Verdict,
+    conventional,
+    param,
+    ptx_param_count,
+    register_and_rank,
+    server_arch,
+    spec,
+    submit_flags,
+    unbound_error,
+)
 
-# Conventional names of each value, as Triton kernels for add + RMSNorm spell them (Liger,
-# FlashInfer-Bench, the Triton tutorials); matched after lower-casing and dropping a `_ptr`
-# suffix.
-NAMES: Dict[str, Sequence[str]] = {
-    "hidden_states": ("x", "hidden_states", "input", "inp", "a", "x_in"),
-    "residual": ("residual", "res", "r", "residual_in"),
-    "weight": ("weight", "w", "gamma", "g"),
-    "output": ("out", "output", "y", "o", "x_out"),
-    "residual_out": ("residual_out", "res_out", "r_out", "residual_output", "new_residual"),
-    "hidden_states_stride": (
-        "stride", "row_stride", "stride_row", "x_stride", "stride_x", "x_row_stride",
-        "hidden_states_stride", "input_row_stride",
-    ),
-    "residual_stride": ("residual_stride", "stride_residual", "res_stride", "r_row_stride",
-                        "residual_row_stride"),
-    "output_stride": ("output_stride", "out_stride", "stride_out", "y_stride", "stride_y",
-                      "y_row_stride", "output_row_stride"),
-    "residual_out_stride": ("residual_out_stride", "res_out_stride", "stride_residual_out"),
-    "batch": ("n_rows", "rows", "batch", "m", "num_rows", "num_tokens", "n_tokens"),
-    "hidden": ("n_cols", "cols", "hidden", "n", "hidden_size", "d", "dim", "n_elements"),
-    "eps": ("eps", "epsilon", "variance_epsilon"),
-    "inv_hidden": ("inv_hidden", "inv_n", "rcp_n", "inv_cols"),
-    "sm_count": ("num_sms", "sm_count", "n_sms"),
-}
-
-_POINTERS = {"hidden_states", "residual", "weight", "output", "residual_out", "scratch",
-             "plan_scratch", "null"}
-_FLOATS = {"eps", "inv_hidden", "float"}
 # Triton 3.5 and later append these two to every kernel's parameter list.
 _TRITON_SCRATCH = ("global_scratch", "profile_scratch")
-_DTYPES = {"bf16": "bf16", "fp16": "fp16", "fp32": "fp32"}
 # The PTX ISA the service assembles (CUDA 13.0).
 _SERVICE_PTX = 90
-
-
-@dataclasses.dataclass
-class CompiledKernel:
-    """A Triton kernel compiled for one arch: its PTX and what its launch needs."""
-
-    name: str  # the PTX entry
-    ptx: str
-    arch: str  # sm_90a, sm_100a
-    num_warps: int
-    shared_bytes: int  # dynamic shared memory per program
-    launch_pdl: bool
-    params: List[spb.KernelParam]  # the binding, in the PTX's parameter order
-
-
-@dataclasses.dataclass
-class Verdict:
-    """What `submit` returns: the registered submission, and the suite's report when a suite
-    was given (its rows rank the submission beside the built-ins)."""
-
-    submission: spb.Submission
-    report: Any = None  # a kerneleval.BenchReport
-
-
-def _source_number(name: str) -> int:
-    return spb.ParamSource.Value("PARAM_SOURCE_" + name.upper())
-
-
-def _conventional(arg: str) -> Optional[str]:
-    key = arg.lower()
-    if key.endswith("_ptr"):
-        key = key[: -len("_ptr")]
-    for value, names in NAMES.items():
-        if key in names:
-            return value
-    return None
-
-
-def _param(arg: str, value: str) -> spb.KernelParam:
-    """One binding from a value name: "hidden", "int:4", "float:0.5", "scratch:4096"."""
-    head, _, argument = value.partition(":")
-    p = spb.KernelParam(name=arg)
-    try:
-        if head == "int":
-            p.source, p.int_value = spb.PARAM_SOURCE_INT, int(argument)
-        elif head == "float":
-            p.source, p.float_value = spb.PARAM_SOURCE_FLOAT, float(argument)
-        elif head == "scratch":
-            p.source, p.scratch_bytes = spb.PARAM_SOURCE_SCRATCH, int(argument)
-        else:
-            p.source = _source_number(head)
-    except ValueError:
-        known = ", ".join(list(NAMES) + ["plan_scratch", "null", "abi_params", "int:N",
-                                         "float:X", "scratch:BYTES"])
-        raise ValueError(f"bindings[{arg!r}]: {value!r} is none of {known}") from None
-    return p
 
 
 def _arg_names(fn: Any) -> List[str]:
@@ -142,7 +72,7 @@ def bind(fn: Any, bindings: Optional[Mapping[str, str]] = None) -> Dict[str, str
     for arg in _arg_names(fn):
         if arg in constexprs:
             continue
-        value = bindings.pop(arg, None) or _conventional(arg)
+        value = bindings.pop(arg, None) or conventional(arg)
         if value is None:
             missing.append(arg)
         else:
@@ -150,11 +80,7 @@ def bind(fn: Any, bindings: Optional[Mapping[str, str]] = None) -> Dict[str, str
     if bindings:
         raise ValueError(f"bindings: {sorted(bindings)} are not parameters of {fn.__name__}")
     if missing:
-        raise ValueError(
-            f"{fn.__name__}: no value for parameter(s) {missing}; name them in bindings= "
-            f"(e.g. bindings={{{missing[0]!r}: 'hidden'}}) with one of {sorted(NAMES)} "
-            "or plan_scratch, null, int:N, float:X, scratch:BYTES"
-        )
+        raise unbound_error(fn.__name__, missing)
     return bound
 
 
@@ -169,8 +95,8 @@ def _signature(fn: Any, bound: Mapping[str, str], dtype: str,
             signature[arg] = types[arg]
         else:
             head = bound[arg].partition(":")[0]
-            signature[arg] = ("*" + _DTYPES[dtype] if head in _POINTERS
-                              else "fp32" if head in _FLOATS else "i32")
+            signature[arg] = ("*" + dtype if head in POINTERS
+                              else "fp32" if head in FLOATS else "i32")
     return signature
 
 
@@ -205,7 +131,7 @@ def compile(  # noqa: A001 - the verb Triton uses
     from triton.backends.compiler import GPUTarget  # noqa: PLC0415
     from triton.compiler import ASTSource  # noqa: PLC0415
 
-    if dtype not in _DTYPES:
+    if dtype not in DTYPES:
         raise ValueError(f"dtype: {dtype!r} is not bf16, fp16 or fp32")
     match = re.fullmatch(r"sm_(\d+)a?", arch)
     if not match:
@@ -229,7 +155,7 @@ def compile(  # noqa: A001 - the verb Triton uses
                          "by the service yet")
     if getattr(meta, "launch_cooperative_grid", False):
         raise ValueError("launch_cooperative_grid: cooperative launches are not supported")
-    params = [_param(arg, value) for arg, value in bound.items()]
+    params = [param(arg, value) for arg, value in bound.items()]
     for scratch in _TRITON_SCRATCH:
         size = getattr(meta, scratch + "_size", 0)
         if size:
@@ -237,7 +163,7 @@ def compile(  # noqa: A001 - the verb Triton uses
                 f"{scratch}_size={size}: the kernel needs {size} bytes of {scratch} per "
                 "program, which the service does not size per grid yet"
             )
-    entry_params = _ptx_param_count(kernel.asm["ptx"], meta.name)
+    entry_params = ptx_param_count(kernel.asm["ptx"], meta.name)
     # The scratch pointers Triton appends (two since 3.5), bound to NULL: their sizes are 0.
     for scratch in _TRITON_SCRATCH[: max(0, entry_params - len(params))]:
         params.append(spb.KernelParam(name=scratch, source=spb.PARAM_SOURCE_NULL))
@@ -245,86 +171,12 @@ def compile(  # noqa: A001 - the verb Triton uses
         name=meta.name,
         ptx=kernel.asm["ptx"],
         arch=arch,
-        num_warps=meta.num_warps,
+        block_size=meta.num_warps * 32,
         shared_bytes=int(meta.shared),
         launch_pdl=bool(getattr(meta, "launch_pdl", False)),
         params=params,
+        language="Triton",
     )
-
-
-def _ptx_param_count(ptx: str, entry: str) -> int:
-    head = re.search(r"\.entry\s+" + re.escape(entry) + r"\s*\(([^)]*)\)", ptx)
-    return head.group(1).count(".param") if head else 0
-
-
-def spec(
-    kernel: CompiledKernel,
-    name: str,
-    dtype: str = "bf16",
-    mode: str = "output",
-    rows_per_block: int = 1,
-    ctas_per_sm: int = 0,
-    device: str = "",
-    description: str = "",
-) -> spb.SubmissionSpec:
-    """The SubmissionSpec of a compiled kernel: its PTX, one kernel launched with
-    num_warps * 32 threads and Triton's shared memory, one program per `rows_per_block`
-    rows (a program per row: 1), or `ctas_per_sm` programs per SM for a persistent kernel."""
-    from kerneleval import _names as names  # noqa: PLC0415
-    from kerneleval.v1 import kerneleval_pb2 as pb  # noqa: PLC0415
-
-    launch = spb.KernelLaunch(
-        entry=kernel.name,
-        block_size=kernel.num_warps * 32,
-        dynamic_smem_bytes=kernel.shared_bytes,
-        pdl=kernel.launch_pdl,
-        params=kernel.params,
-    )
-    if ctas_per_sm:
-        launch.ctas_per_sm = ctas_per_sm
-    else:
-        launch.rows_per_block = rows_per_block
-    return spb.SubmissionSpec(
-        name=name,
-        description=description or f"Triton kernel {kernel.name}",
-        language=spb.SOURCE_LANGUAGE_PTX,
-        source=kernel.ptx,
-        launch_plan=spb.LaunchPlan(kernels=[launch]),
-        dtype=names.parse(pb.DType, dtype, "dtype"),
-        mode=names.parse(pb.Mode, mode, "mode"),
-        target_arch=kernel.arch,
-        device=device,
-    )
-
-
-def submit_flags(kernel: CompiledKernel, rows_per_block: int = 1) -> List[str]:
-    """The `kerneleval submit` flags that register `kernel`'s PTX as `spec` would (after
-    `--source FILE.ptx --name NAME --dtype ... --mode ...`): entry, block, grid, shared
-    memory, PDL and one `--arg NAME=VALUE` per parameter."""
-    flags = ["--entry", kernel.name, "--block", str(kernel.num_warps * 32),
-             "--rows-per-block", str(rows_per_block)]
-    if kernel.shared_bytes:
-        flags += ["--smem", str(kernel.shared_bytes)]
-    if kernel.launch_pdl:
-        flags.append("--pdl")
-    for p in kernel.params:
-        value = spb.ParamSource.Name(p.source)[len("PARAM_SOURCE_"):].lower()
-        if p.source == spb.PARAM_SOURCE_INT:
-            value += f":{p.int_value}"
-        elif p.source == spb.PARAM_SOURCE_FLOAT:
-            value += f":{p.float_value!r}"
-        elif p.source == spb.PARAM_SOURCE_SCRATCH:
-            value += f":{p.scratch_bytes}"
-        flags += ["--arg", f"{p.name}={value}"]
-    return flags
-
-
-def _server_arch(client: Any, device: str) -> str:
-    for d in client.devices():
-        if d.kind == "cuda" and (not device or d.name == device):
-            major = d.compute_capability.split(".")[0]
-            return "sm_100a" if major == "10" else "sm_90a"
-    return "sm_90a"
 
 
 def submit(
@@ -352,16 +204,8 @@ def submit(
     device (as `kerneleval submit --suite`). The arguments are `compile`'s and `spec`'s;
     `bench_args` go to `Client.bench` (repetitions, cache, ...)."""
     kernel = compile(fn, dtype=dtype, constexprs=constexprs, num_warps=num_warps,
-                     num_stages=num_stages, arch=arch or _server_arch(client, device),
+                     num_stages=num_stages, arch=arch or server_arch(client, device),
                      bindings=bindings, types=types, ptx_version=ptx_version)
-    submission = client.register_submission(
-        spec(kernel, name, dtype=dtype, mode=mode, rows_per_block=rows_per_block,
-             ctas_per_sm=ctas_per_sm, device=device)
-    )
-    if not suite:
-        return Verdict(submission)
-    built_ins = [i.name for i in client.implementations(device)
-                 if i.device_kind == "cuda" and not i.test_only]
-    report = client.bench(suite, implementations=built_ins + [submission.id], device=device,
-                          check_every_call=True, on_progress=on_progress, **bench_args)
-    return Verdict(submission, report)
+    submission_spec = spec(kernel, name, dtype=dtype, mode=mode, rows_per_block=rows_per_block,
+                           ctas_per_sm=ctas_per_sm, device=device)
+    return register_and_rank(client, submission_spec, suite, device, on_progress, bench_args)
