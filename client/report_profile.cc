@@ -9,6 +9,7 @@
 #include "client/text_table.h"
 
 namespace kerneleval::client::report_internal {
+
 namespace {
 
 constexpr int kStallsShown = 3;
@@ -27,6 +28,33 @@ std::string LaunchText(const v1::ProfiledLaunch& l) {
 }
 
 std::string Pct(double v) { return absl::StrFormat("%.0f%%", v); }
+
+// The lines most warps were sampled at, each with its top reasons: "submission.cu:14 38%
+// (long_scoreboard 30%, selected 6%)".
+void AppendSourceLines(const v1::SourceLines& source, std::vector<std::string>* lines) {
+  constexpr int kLinesShown = 5;
+  if (!source.available()) {
+    if (!source.unavailable_reason().empty()) {
+      lines->push_back(absl::StrCat("  source lines: ", source.unavailable_reason()));
+    }
+    return;
+  }
+  lines->push_back(absl::StrFormat(
+      "  source lines (%u warp samples over %u calls%s):", source.samples(), source.calls(),
+      source.dropped_samples() > 0 ? absl::StrFormat(", %u dropped", source.dropped_samples())
+                                   : ""));
+  for (int i = 0; i < std::min(kLinesShown, source.lines_size()); ++i) {
+    const v1::SourceLine& l = source.lines(i);
+    std::vector<std::string> reasons;
+    for (const v1::LineReason& r : l.reasons()) {
+      reasons.push_back(
+          absl::StrFormat("%s %s", r.reason(),
+                          Pct(source.samples() > 0 ? 100.0 * r.samples() / source.samples() : 0)));
+    }
+    lines->push_back(absl::StrFormat("    %s:%u %s (%s)", l.file(), l.line(), Pct(l.share_pct()),
+                                     absl::StrJoin(reasons, ", ")));
+  }
+}
 
 }  // namespace
 
@@ -79,6 +107,7 @@ std::vector<std::string> ProfileLines(const v1::ProfileReport& p) {
                   ? 100 * r.flops_per_second() / r.attainable_flops_per_second()
                   : 0)));
     }
+    AppendSourceLines(k.source_lines(), &lines);
     for (const v1::ProfileAdvice& a : k.advice()) {
       lines.push_back(absl::StrCat("  advice [", a.rule(), "]: ", a.text()));
     }

@@ -34,6 +34,28 @@ say "bench --profile (graph, hot) exit $?"
 say '```'
 stop_server
 
+section "Source lines of submissions (PC sampling)"
+start_server lines --submissions --cuda-include-dir /usr/local/cuda/include \
+  --compile-tool "$PWD/$bin/kerneleval-compile"
+say '```'
+"${cli[@]}" submit --source examples/submissions/warp_per_row_vec.cu --entry warp_per_row_vec \
+  --block 256 --rows-per-block 8 --dtype bf16 --name warp_per_row 2>&1 | tail -n 3 | tee -a "$log"
+lines_impls=(--impl warp_per_row)
+if [ -f "$bundle/cute/add_rmsnorm.flags" ]; then
+  read -ra flags <"$bundle/cute/add_rmsnorm.flags"
+  "${cli[@]}" submit --source "$bundle/cute/add_rmsnorm_sm_90a.ptx" --name cute_add_rmsnorm \
+    --dtype bf16 "${flags[@]}" 2>&1 | tail -n 3 | tee -a "$log"
+  lines_impls+=(--impl cute_add_rmsnorm)
+fi
+"${cli[@]}" bench "${h2048[@]}" --cold --repetitions 5 --profile "${lines_impls[@]}" \
+  --format json --out "$out/profile_lines.json" 2>"$out/profile_lines.err"
+say "bench --profile (submissions) exit $?"
+"${cli[@]}" bench "${h2048[@]}" --cold --repetitions 5 --profile "${lines_impls[@]}" 2>&1 |
+  grep -E "^(profile|  source lines|    [^ ]+:[0-9]+ |  advice \[waits_on_memory_at_line)" |
+  head -n 60 | tee -a "$log"
+say '```'
+stop_server
+
 section "Nsight Compute over the kernel bench, the same metrics"
 metrics=$(python3 -c 'import json,sys
 r=json.load(open(sys.argv[1]))

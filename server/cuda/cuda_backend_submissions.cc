@@ -28,6 +28,8 @@ absl::Status CudaBackend::AddSubmission(const SubmittedKernel& kernel) {
   std::shared_ptr<submissions::SubmissionLauncher> loaded(std::move(*launcher));
   impl.launch = submissions::SubmissionLauncher::AsLaunchFn(loaded);
   impl.reset = submissions::SubmissionLauncher::AsResetFn(loaded);
+  // Shares the launcher's ownership: the image lives as long as either.
+  impl.cubin = std::shared_ptr<const std::string>(loaded, &loaded->cubin());
   impl.test_only = true;  // never launched by WarmUp, run only when named
   impl.submitted = true;
   impls_.push_back(std::move(impl));

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
@@ -27,6 +28,9 @@ struct CudaImplementation {
   // a count or a copy of its inputs from one phase, or one Measure, into the next. Empty
   // for the built-ins, which keep no state.
   std::function<absl::Status()> reset;
+  // A submission's module image, for a profile's source lines (its line table); null for
+  // the built-ins.
+  std::shared_ptr<const std::string> cubin;
 };
 
 }  // namespace kerneleval::server

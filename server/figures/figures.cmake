@@ -6,7 +6,8 @@ add_library(kerneleval_engine_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/kernel_breakdown.cc
   ${CMAKE_CURRENT_LIST_DIR}/sol.cc
   ${CMAKE_CURRENT_LIST_DIR}/correctness.cc
-  ${CMAKE_CURRENT_LIST_DIR}/kernel_profile.cc)
+  ${CMAKE_CURRENT_LIST_DIR}/kernel_profile.cc
+  ${CMAKE_CURRENT_LIST_DIR}/source_lines.cc)
 target_include_directories(kerneleval_engine_core PUBLIC ${PROJECT_SOURCE_DIR})
 # The toolkit's occupancy calculator, a header of host code: profiles' theoretical occupancy.
 # Without the toolkit that figure is left unset (kernel_profile.cc).

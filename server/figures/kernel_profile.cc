@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "server/figures/source_lines.h"
 
 #if __has_include(<cuda_occupancy.h>)
 #include <cuda_occupancy.h>
@@ -466,6 +467,7 @@ std::vector<v1::ProfileAdvice> AdviseKernel(const v1::ProfileDevice& device,
                         call_kernels > 1 ? " or on the kernels before it" : ""),
         "throughput.memory_pct", t.memory_pct()));
   }
+  for (v1::ProfileAdvice& a : AdviseLines(k.source_lines())) out.push_back(std::move(a));
   return out;
 }
 

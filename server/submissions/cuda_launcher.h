@@ -76,6 +76,8 @@ class SubmissionLauncher {
   static std::function<absl::Status()> AsResetFn(std::shared_ptr<SubmissionLauncher> launcher);
 
   const v1::Submission& submission() const { return submission_; }
+  // The module image loaded: its line table maps a profile's sampled PCs to source lines.
+  const std::string& cubin() const { return cubin_; }
   bool needs_scratch() const { return submission_.spec().launch_plan().needs_scratch(); }
 
  private:

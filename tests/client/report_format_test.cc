@@ -227,6 +227,18 @@ void AddProfile(v1::WorkloadResult* r) {
   a->set_text("DRAM at 83% of its peak");
   a->set_figure("throughput.dram_pct");
   a->set_value(83);
+  v1::SourceLines* lines = k->mutable_source_lines();
+  lines->set_available(true);
+  lines->set_samples(1000);
+  lines->set_calls(20);
+  v1::SourceLine* line = lines->add_lines();
+  line->set_file("submission.cu");
+  line->set_line(14);
+  line->set_samples(380);
+  line->set_share_pct(38);
+  v1::LineReason* reason = line->add_reasons();
+  reason->set_reason("long_scoreboard");
+  reason->set_samples(300);
 }
 
 TEST(ReportTable, PrintsAProfileUnderItsResult) {
@@ -241,6 +253,8 @@ TEST(ReportTable, PrintsAProfileUnderItsResult) {
         "occupancy: 100% theoretical (0 blocks per SM, limited by warps), 71% achieved",
         "stalls: long_scoreboard 64% (9.5 cycles per instruction)", "memory-bound",
         "advice [at_memory_roof]: DRAM at 83% of its peak",
+        "source lines (1000 warp samples over 20 calls):",
+        "submission.cu:14 38% (long_scoreboard 30%)",
         "counters unavailable on this machine: no permission"}) {
     EXPECT_NE(table.find(needle), std::string::npos) << needle << "\n" << table;
   }

@@ -207,6 +207,14 @@ def test_profile_rows_are_one_per_kernel():
     assert rows[1]["unavailable"].startswith("counters unavailable")
     stalls = kerneleval.BenchReport(report).stalls()
     assert [s["reason"] for s in stalls] == ["long_scoreboard"]
+    k.source_lines.available = True
+    line = k.source_lines.lines.add(file="submission.cu", line=14, samples=380, share_pct=38.0)
+    line.reasons.add(reason="long_scoreboard", samples=300)
+    line.reasons.add(reason="selected", samples=60)
+    lines = kerneleval.BenchReport(report).source_lines()
+    assert lines == [{"workload": "b2", "implementation": "impl", "device": "cuda:0", "kernel": 0,
+                      "file": "submission.cu", "line": 14, "samples": 380, "share_pct": 38.0,
+                      "top_reason": "long_scoreboard", "top_reason_samples": 300}]
 
 
 def test_listings(client):

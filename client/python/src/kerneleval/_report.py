@@ -194,6 +194,20 @@ class BenchReport:
         """`profiles()` as a pandas.DataFrame."""
         return _frame(self.profiles(), "BenchReport.profiles_pandas")
 
+    def source_lines(self) -> List[Row]:
+        """Where each profiled kernel's warps were sampled, by source line (submissions):
+        workload, implementation, kernel, file, line, samples, share_pct, and the line's top
+        reason with its samples (top_reason, top_reason_samples)."""
+        return [
+            {"workload": r.workload, "implementation": r.implementation, "device": r.device,
+             "kernel": k.index, "file": line.file, "line": line.line, "samples": line.samples,
+             "share_pct": line.share_pct,
+             "top_reason": line.reasons[0].reason if line.reasons else "",
+             "top_reason_samples": line.reasons[0].samples if line.reasons else 0}
+            for r in self.proto.results for k in r.profile.kernels
+            for line in k.source_lines.lines
+        ]
+
     def __repr__(self) -> str:
         n = len(self.proto.results)
         return (
