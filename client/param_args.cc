@@ -101,13 +101,20 @@ absl::Status ParseStruct(const std::string& text, const std::string& value, v1::
   return absl::OkStatus();
 }
 
+// "hidden", "int:4", "float:0.5": a parameter's or a struct field's value as --arg reads it.
+template <typename Bound>
+std::string ValueText(const Bound& b) {
+  std::string value = EnumShortName(Sources(), b.source());
+  if (b.source() == v1::PARAM_SOURCE_INT) absl::StrAppend(&value, ":", b.int_value());
+  if (b.source() == v1::PARAM_SOURCE_FLOAT) absl::StrAppend(&value, ":", b.float_value());
+  return value;
+}
+
 // "struct(hidden_states, batch:i32, ...)", as --arg reads it.
 std::string FormatStruct(const v1::KernelParam& p) {
   std::vector<std::string> fields;
   for (const v1::StructField& f : p.fields()) {
-    std::string field = EnumShortName(Sources(), f.source());
-    if (f.source() == v1::PARAM_SOURCE_INT) absl::StrAppend(&field, ":", f.int_value());
-    if (f.source() == v1::PARAM_SOURCE_FLOAT) absl::StrAppend(&field, ":", f.float_value());
+    std::string field = ValueText(f);
     const bool is_float = f.source() == v1::PARAM_SOURCE_FLOAT ||
                           f.source() == v1::PARAM_SOURCE_EPS ||
                           f.source() == v1::PARAM_SOURCE_INV_HIDDEN;
@@ -163,9 +170,7 @@ absl::StatusOr<ParsedParamArg> ParseParamArg(const std::string& text) {
 std::string FormatParamBinding(const v1::KernelLaunch& kernel) {
   std::vector<std::string> parts;
   for (const v1::KernelParam& p : kernel.params()) {
-    std::string value = EnumShortName(Sources(), p.source());
-    if (p.source() == v1::PARAM_SOURCE_INT) absl::StrAppend(&value, ":", p.int_value());
-    if (p.source() == v1::PARAM_SOURCE_FLOAT) absl::StrAppend(&value, ":", p.float_value());
+    std::string value = ValueText(p);
     if (p.source() == v1::PARAM_SOURCE_SCRATCH) absl::StrAppend(&value, ":", p.scratch_bytes());
     if (p.source() == v1::PARAM_SOURCE_STRUCT) value = FormatStruct(p);
     parts.push_back(p.name().empty() ? value : absl::StrCat(p.name(), "=", value));

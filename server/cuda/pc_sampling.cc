@@ -154,13 +154,17 @@ absl::StatusOr<PcSamples> SamplePcs(const std::function<absl::Status()>& prepare
   if (driver->CtxGetCurrent(&ctx) != CUDA_SUCCESS || ctx == nullptr) {
     return absl::UnavailableError("PC sampling unavailable: no current CUDA context");
   }
-  ASSIGN_OR_RETURN(std::unique_ptr<EnabledSampling> enabled, EnabledSampling::Enable(ctx));
+  // Declared before the session: cuptiPCSamplingDisable may still write into the buffer
+  // (and read the reason list) configured for it, so both outlive it.
+  std::unique_ptr<SampleBuffer> owned_buffer;
   std::vector<std::uint32_t> indices;
+  ASSIGN_OR_RETURN(std::unique_ptr<EnabledSampling> enabled, EnabledSampling::Enable(ctx));
   std::vector<std::string> reason_names;
   RETURN_IF_ERROR(StallReasons(ctx, &indices, &reason_names));
   std::map<std::uint32_t, std::string> names;
   for (std::size_t i = 0; i < indices.size(); ++i) names[indices[i]] = reason_names[i];
-  SampleBuffer buffer(indices.size());
+  owned_buffer = std::make_unique<SampleBuffer>(indices.size());
+  SampleBuffer& buffer = *owned_buffer;
   RETURN_IF_ERROR(Configure(ctx, &indices, period_log2, &buffer));
 
   std::map<std::tuple<std::uint64_t, std::string, std::uint64_t>,

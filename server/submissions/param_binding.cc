@@ -79,6 +79,25 @@ absl::Status CheckName(const std::string& name, const std::string& at) {
   return absl::OkStatus();
 }
 
+// The constants of a parameter or a struct field (`what`): int_value only where the source
+// is int, float_value only where it is float, and finite.
+template <typename Bound>
+absl::Status CheckConstants(const Bound& b, const char* what, const std::string& at) {
+  const v1::ParamSource source = b.source();
+  if (source != v1::PARAM_SOURCE_INT && b.int_value() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(at, ".int_value: only an int ", what,
+                                                   " takes one (source ", SourceName(source), ")"));
+  }
+  if (source != v1::PARAM_SOURCE_FLOAT && b.float_value() != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(at, ".float_value: only a float ", what,
+                                                   " takes one (source ", SourceName(source), ")"));
+  }
+  if (source == v1::PARAM_SOURCE_FLOAT && !std::isfinite(b.float_value())) {
+    return absl::InvalidArgumentError(absl::StrCat(at, ".float_value: not a finite number"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckField(const v1::StructField& f, bool plan_scratch, const std::string& at) {
   const v1::ParamSource source = f.source();
   const ParamKind kind = KindOf(source);
@@ -104,17 +123,7 @@ absl::Status CheckField(const v1::StructField& f, bool plan_scratch, const std::
                      : kind == ParamKind::kInteger ? "4 (i32) or 8 (i64)"
                                                    : "4 (f32) or 8 (f64)"));
   }
-  if (source != v1::PARAM_SOURCE_INT && f.int_value() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        at, ".int_value: only an int field takes one (source ", SourceName(source), ")"));
-  }
-  if (source != v1::PARAM_SOURCE_FLOAT && f.float_value() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        at, ".float_value: only a float field takes one (source ", SourceName(source), ")"));
-  }
-  if (source == v1::PARAM_SOURCE_FLOAT && !std::isfinite(f.float_value())) {
-    return absl::InvalidArgumentError(absl::StrCat(at, ".float_value: not a finite number"));
-  }
+  if (absl::Status s = CheckConstants(f, "field", at); !s.ok()) return s;
   if (source == v1::PARAM_SOURCE_INT && f.bytes() == 4 && !FitsInt32(f.int_value())) {
     return absl::InvalidArgumentError(
         absl::StrCat(at, ".int_value: ", f.int_value(), " does not fit the 4-byte field"));
@@ -145,17 +154,7 @@ absl::Status CheckParam(const v1::KernelParam& p, bool plan_scratch, const std::
                      "sm_count, scratch, plan_scratch, null, int, float, abi_params, "
                      "struct"));
   }
-  if (source != v1::PARAM_SOURCE_INT && p.int_value() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        at, ".int_value: only an int parameter takes one (source ", SourceName(source), ")"));
-  }
-  if (source != v1::PARAM_SOURCE_FLOAT && p.float_value() != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        at, ".float_value: only a float parameter takes one (source ", SourceName(source), ")"));
-  }
-  if (source == v1::PARAM_SOURCE_FLOAT && !std::isfinite(p.float_value())) {
-    return absl::InvalidArgumentError(absl::StrCat(at, ".float_value: not a finite number"));
-  }
+  if (absl::Status s = CheckConstants(p, "parameter", at); !s.ok()) return s;
   if (source == v1::PARAM_SOURCE_SCRATCH) {
     if (p.scratch_bytes() == 0 || p.scratch_bytes() > kMaxScratchParamBytes) {
       return absl::InvalidArgumentError(absl::StrCat(at, ".scratch_bytes: ", p.scratch_bytes(),
