@@ -195,10 +195,14 @@ void AddSourceLines(const MeasureOptions& options, CudaDevice& device, CudaWorks
   if (!samples.ok()) return unavailable(std::string(samples.status().message()));
   SassLines lines(*w->impl->cubin);
   const std::uint64_t crc = lines.Crc();
+  // A PC belongs to kernel i by its function's symbol; a call of one kernel takes every PC
+  // of the module, should the two APIs spell a symbol differently.
+  const bool one_kernel = report->kernels_size() == 1;
   for (int i = 0; i < report->kernels_size() && i < static_cast<int>(symbols.size()); ++i) {
     std::vector<SampledLine> pcs;
     for (const SampledPc& pc : samples->pcs) {
-      if (pc.function != symbols[i] || (crc != 0 && pc.cubin_crc != crc)) continue;
+      if (crc != 0 && pc.cubin_crc != crc) continue;
+      if (pc.function != symbols[i] && !one_kernel) continue;
       SampledLine line;
       const SourceLocation where = lines.Of(pc.function, pc.pc_offset);
       line.file = where.file;
