@@ -7,7 +7,9 @@ needs a GPU: scripts/gpu-cute.sh."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import pathlib
+import subprocess
 import sys
 import tempfile
 import types
@@ -152,3 +154,28 @@ def test_bindings_the_client_can_tell_are_refused_there() -> None:
 
     with pytest.raises(TypeError, match="parameter 'n' is annotated"):
         kc.compile(untyped, threads=32)
+
+
+def test_the_emitted_ptx_and_flags_register_through_the_cli(submissions_server: Server,
+                                                            tmp_path: pathlib.Path) -> None:
+    """What scripts/gpu-cute.sh does on a GPU machine without the DSL: the example's --emit
+    output, registered by the real CLI with its --arg struct(...) flags."""
+    cli = os.environ.get("KERNELEVAL_CLI")
+    if not cli:
+        pytest.fail("KERNELEVAL_CLI is not set (the path of the kerneleval CLI)")
+    example_path = ROOT / "examples" / "submissions" / "cute" / "add_rmsnorm.py"
+    subprocess.run([sys.executable, str(example_path), "--emit", str(tmp_path)], check=True,
+                   timeout=300)
+    flags = (tmp_path / "add_rmsnorm.flags").read_text().split()
+    assert "mResidual=struct(residual,batch:i32,hidden:i32,residual_stride:i64)" in flags
+    target = f"127.0.0.1:{submissions_server.grpc_port}"
+    done = subprocess.run(
+        [cli, "--target", target, "submit", "--source", str(tmp_path / "add_rmsnorm_sm_90a.ptx"),
+         "--name", "cute_from_cli", "--dtype", "bf16", *flags],
+        capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "mX=struct(hidden_states, batch:i32, hidden:i32, hidden_states_stride:i64)" in (
+        done.stdout)
+    with _client(submissions_server) as client:
+        sub = client.get_submission("cute_from_cli")
+        assert list(sub.diagnostics.kernels[0].param_bytes) == [24, 24, 16, 24, 24, 4]
