@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -13,27 +15,39 @@ namespace {
 
 constexpr int kStallsDrawn = 8;
 
-// Horizontal bars, one per stall reason, as a share of the stalled cycles.
+// An upper bound of a text's width in the report's 11 px sans-serif (svg text in
+// report_html.cc): wide enough that no font a browser picks clips a label at the drawing's edge.
+double TextWidthBound(std::string_view text) { return 7.0 * text.size(); }
+
+// Horizontal bars, one per stall reason, as a share of the stalled cycles; the reasons on the
+// left and the values on the right as wide as their longest text.
 std::string StallBars(const v1::KernelProfile& k) {
   const int n = std::min(kStallsDrawn, k.stalls_size());
   if (n == 0) return "";
-  constexpr double kLabel = 150, kBar = 300, kRow = 18;
+  constexpr double kBar = 300, kRow = 18, kGap = 6;
+  std::vector<std::string> values;
+  double label = 0, value = 0;
+  for (int i = 0; i < n; ++i) {
+    const v1::WarpStall& s = k.stalls(i);
+    values.push_back(absl::StrFormat("%.0f%% (%.1f cycles per instruction)", s.share_pct(),
+                                     s.cycles_per_instruction()));
+    label = std::max(label, TextWidthBound(s.reason()) + kGap);
+    value = std::max(value, TextWidthBound(values.back()) + kGap);
+  }
   std::string svg = absl::StrFormat(
       "<svg class=\"stalls\" width=\"%.0f\" height=\"%.0f\" role=\"img\" aria-label=\"warp "
       "stall reasons of %s\">\n",
-      kLabel + kBar + 120, kRow * n + 8, HtmlEscape(ShortKernelName(k.name())));
+      label + kBar + value, kRow * n + 8, HtmlEscape(ShortKernelName(k.name())));
   for (int i = 0; i < n; ++i) {
     const v1::WarpStall& s = k.stalls(i);
-    const double y = 4 + kRow * i;
+    const double y = 4 + kRow * i, width = kBar * std::clamp(s.share_pct(), 0.0, 100.0) / 100;
     absl::StrAppend(
-        &svg, absl::StrFormat(
-                  "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%s</text>"
-                  "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.1f\" height=\"12\" fill=\"#4c78a8\">"
-                  "<title>%s</title></rect><text x=\"%.1f\" y=\"%.0f\">%.0f%% (%.1f cycles "
-                  "per instruction)</text>\n",
-                  kLabel - 6, y + 11, HtmlEscape(s.reason()), kLabel, y, kBar * s.share_pct() / 100,
-                  HtmlEscape(s.reason()), kLabel + kBar * s.share_pct() / 100 + 6, y + 11,
-                  s.share_pct(), s.cycles_per_instruction()));
+        &svg, absl::StrFormat("<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">%s</text>"
+                              "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.1f\" height=\"12\" "
+                              "fill=\"#4c78a8\"><title>%s</title></rect><text x=\"%.1f\" "
+                              "y=\"%.0f\">%s</text>\n",
+                              label - kGap, y + 11, HtmlEscape(s.reason()), label, y, width,
+                              HtmlEscape(s.reason()), label + width + kGap, y + 11, values[i]));
   }
   return svg + "</svg>\n";
 }

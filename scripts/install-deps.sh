@@ -11,6 +11,7 @@ packages=(
   clang libclang-rt-14-dev libhwy-dev
   libsqlite3-dev libpq-dev postgresql  # the results store; tests start a throwaway cluster
   libseccomp-dev  # the compile jail of submitted kernels
+  chromium  # the HTML report's drawings laid out by a real browser (a client test)
 )
 
 missing=()

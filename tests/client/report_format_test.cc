@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/csv_cell.h"
+#include "tests/client/report_samples.h"
 
 namespace kerneleval::client {
 namespace {
@@ -34,90 +35,8 @@ size_t CsvFields(const std::string& line) {
   return fields;
 }
 
-v1::BenchmarkReport MakeReport() {
-  v1::BenchmarkReport report;
-  report.set_suite("fused_add_rmsnorm_h2048");
-  v1::SuiteDefinition* def = report.mutable_definition();
-  def->set_name("fused_add_rmsnorm_h2048");
-  def->set_dtype(v1::DTYPE_BF16);
-  def->set_mode(v1::MODE_OUTPUT);
-  v1::Axis* batch = def->add_axes();
-  batch->set_name("batch_size");
-  v1::Axis* hidden = def->add_axes();
-  hidden->set_name("hidden_size");
-  hidden->set_is_const(true);
-  hidden->set_value(2048);
-  report.mutable_protocol()->set_cache(v1::CACHE_MODE_COLD);
-  report.mutable_protocol()->set_cuda_graph(true);
-  report.mutable_protocol()->set_graph_calls(20);
-  report.mutable_protocol()->set_repetitions(50);
-
-  const char* impls[] = {"fused", "unfused"};
-  const int64_t batches[] = {1, 79, 16254};
-  for (int64_t b : batches) {
-    for (int i = 0; i < 2; ++i) {
-      v1::WorkloadResult* r = report.add_results();
-      r->set_workload("batch_size=" + std::to_string(b));
-      (*r->mutable_axes())["batch_size"] = b;
-      r->set_implementation(impls[i]);
-      r->set_device("cuda:0");
-      r->set_status(v1::RESULT_STATUS_PASSED);
-      r->set_timer(v1::TIMER_CUPTI);
-      const double median = 4e-6 * (1 + b / 100.0) * (i + 1);
-      r->mutable_latency()->set_samples(50);
-      r->mutable_latency()->set_median_seconds(median);
-      r->mutable_latency()->set_mean_seconds(median * 1.01);
-      r->mutable_latency()->set_min_seconds(median * 0.98);
-      r->mutable_latency()->set_p99_seconds(median * 1.1);
-      r->set_bytes_moved(static_cast<uint64_t>(3 * b * 2048 * 2 + 2048 * 2));
-      r->set_bytes_per_second(r->bytes_moved() / median);
-      v1::SolFigure* datasheet = r->add_sol();
-      datasheet->set_source(v1::PEAK_SOURCE_DATASHEET);
-      datasheet->set_peak_bytes_per_second(4.8e12);
-      datasheet->set_sol_ratio(0.5);
-      v1::SolFigure* attrs = r->add_sol();
-      attrs->set_source(v1::PEAK_SOURCE_DEVICE_ATTRIBUTES);
-      attrs->set_peak_bytes_per_second(4.814e12);
-      attrs->set_sol_ratio(0.68 / (i + 1));
-      r->mutable_correctness()->set_checked(true);
-      r->mutable_correctness()->set_passed(true);
-      r->mutable_correctness()->set_max_abs_error(3.9e-3);
-      r->set_rank(i + 1);
-      r->set_vs_best(i + 1.0);
-    }
-  }
-  for (int i = 0; i < 2; ++i) {
-    v1::ImplementationSummary* s = report.add_summaries();
-    s->set_implementation(impls[i]);
-    s->set_device("cuda:0");
-    s->set_rank(i + 1);
-    s->set_mean_latency_seconds(5e-6 * (i + 1));
-    s->set_geomean_sol_ratio(0.6 / (i + 1));
-    s->set_vs_best(i + 1.0);
-    s->set_passed(3);
-  }
-  v1::Environment* env = report.add_environments();
-  env->mutable_device()->set_name("cuda:0");
-  env->mutable_device()->set_model("NVIDIA H200");
-  env->mutable_device()->set_uuid("GPU-1234");
-  env->set_driver_version("580.65");
-  env->set_cuda_runtime_version("13.0");
-  env->set_clocks_available(true);
-  env->mutable_clocks_before()->set_sm_mhz(1980);
-  env->mutable_clocks_after()->set_sm_mhz(1980);
-  env->set_server_version("0.1.0");
-  env->set_git_revision("abc123");
-  env->set_timestamp("2026-01-01T00:00:00Z");
-  env->set_cupti_status("CUPTI activity API");
-  for (double wait : {2.5, 0.0, 0.014}) env->add_host_wait_seconds(wait);
-  env->set_workloads_prepared_ahead(2);
-  report.set_wall_seconds(12.5);
-  report.set_complete(true);
-  return report;
-}
-
 TEST(ReportTable, ShowsEveryWorkloadImplementationAndEnvironment) {
-  const std::string table = FormatReportTable(MakeReport());
+  const std::string table = FormatReportTable(SampleReport());
   for (const char* needle :
        {"batch_size=1 ", "batch_size=79", "batch_size=16254", "fused", "unfused", "NVIDIA H200",
         "GPU-1234", "580.65", "abc123", "cupti", "cold, graph x20", "passed 3.9e-03", "1.00x",
@@ -133,7 +52,7 @@ TEST(ReportTable, ShowsEveryWorkloadImplementationAndEnvironment) {
 // A cold report says what the protocol read between calls on each device, and how long one
 // read took; a hot one does not.
 TEST(ReportTable, SaysWhatTheColdProtocolReadsBetweenCalls) {
-  v1::BenchmarkReport report = MakeReport();
+  v1::BenchmarkReport report = SampleReport();
   v1::Device* cpu = report.add_environments()->mutable_device();
   cpu->set_name("cpu");
   cpu->set_kind("cpu");
@@ -150,7 +69,7 @@ TEST(ReportTable, SaysWhatTheColdProtocolReadsBetweenCalls) {
 }
 
 TEST(ReportTable, SaysHowManyCallsOfASubmissionWereChecked) {
-  v1::BenchmarkReport report = MakeReport();
+  v1::BenchmarkReport report = SampleReport();
   report.mutable_results(0)->set_calls_checked(60);  // fused at batch 1
   const std::string table = FormatReportTable(report);
   const std::string note = "60 calls checked on the device (output, inputs, guards)";
@@ -164,7 +83,7 @@ TEST(ReportTable, SaysHowManyCallsOfASubmissionWereChecked) {
 }
 
 TEST(ReportTable, SplitsACallOfSeveralKernelsIntoKernelsAndGaps) {
-  v1::BenchmarkReport report = MakeReport();
+  v1::BenchmarkReport report = SampleReport();
   v1::WorkloadResult* unfused = report.mutable_results(1);
   v1::KernelTiming* add = unfused->add_kernels();
   add->set_name(
@@ -189,61 +108,9 @@ TEST(ReportTable, SplitsACallOfSeveralKernelsIntoKernelsAndGaps) {
   EXPECT_EQ(table.find("fused_rows"), std::string::npos) << table;
 }
 
-// A profile as the server sends it: figures derived, advice given.
-void AddProfile(v1::WorkloadResult* r) {
-  v1::ProfileReport* p = r->mutable_profile();
-  p->set_available(true);
-  p->set_source("CUPTI range profiler on GH100: a range per kernel, 14 replays of one call");
-  v1::KernelProfile* k = p->add_kernels();
-  k->set_name("void kerneleval::AddRmsNorm<__nv_bfloat16, 8>(Params)");
-  for (std::uint32_t g : {132u, 1u, 1u}) k->mutable_launch()->add_grid(g);
-  for (std::uint32_t b : {256u, 1u, 1u}) k->mutable_launch()->add_block(b);
-  k->mutable_launch()->set_registers_per_thread(40);
-  k->set_duration_seconds(2.5e-6);
-  k->mutable_throughput()->set_dram_pct(83);
-  k->mutable_throughput()->set_memory_pct(83);
-  k->mutable_throughput()->set_sm_pct(21);
-  k->mutable_memory()->set_dram_read_bytes(8.4e6);
-  k->mutable_memory()->set_load_sectors_per_request(16);
-  k->mutable_occupancy()->set_theoretical_pct(100);
-  k->mutable_occupancy()->set_achieved_pct(71);
-  k->mutable_occupancy()->add_limited_by("warps");
-  v1::WarpStall* s = k->add_stalls();
-  s->set_reason("long_scoreboard");
-  s->set_share_pct(64);
-  s->set_cycles_per_instruction(9.5);
-  v1::RooflinePoint* roof = k->mutable_roofline();
-  roof->set_flops(1.2e7);
-  roof->set_dram_bytes(1.26e7);
-  roof->set_arithmetic_intensity(0.95);
-  roof->set_flops_per_second(4.8e12);
-  roof->set_peak_flops_per_second(6.7e13);
-  roof->set_peak_dram_bytes_per_second(3.35e12);
-  roof->set_ridge_point(20);
-  roof->set_attainable_flops_per_second(3.2e12);
-  roof->set_bound("memory");
-  v1::ProfileAdvice* a = k->add_advice();
-  a->set_rule("at_memory_roof");
-  a->set_text("DRAM at 83% of its peak");
-  a->set_figure("throughput.dram_pct");
-  a->set_value(83);
-  v1::SourceLines* lines = k->mutable_source_lines();
-  lines->set_available(true);
-  lines->set_samples(1000);
-  lines->set_calls(20);
-  v1::SourceLine* line = lines->add_lines();
-  line->set_file("submission.cu");
-  line->set_line(14);
-  line->set_samples(380);
-  line->set_share_pct(38);
-  v1::LineReason* reason = line->add_reasons();
-  reason->set_reason("long_scoreboard");
-  reason->set_samples(300);
-}
-
 TEST(ReportTable, PrintsAProfileUnderItsResult) {
-  v1::BenchmarkReport report = MakeReport();
-  AddProfile(report.mutable_results(0));
+  v1::BenchmarkReport report = SampleReport();
+  AddSampleProfile(report.mutable_results(0));
   report.mutable_results(1)->mutable_profile()->set_unavailable_reason(
       "counters unavailable on this machine: no permission");
   const std::string table = FormatReportTable(report);
@@ -261,8 +128,8 @@ TEST(ReportTable, PrintsAProfileUnderItsResult) {
 }
 
 TEST(ReportHtml, DrawsAProfilesStallsAndRoofline) {
-  v1::BenchmarkReport report = MakeReport();
-  AddProfile(report.mutable_results(0));
+  v1::BenchmarkReport report = SampleReport();
+  AddSampleProfile(report.mutable_results(0));
   const std::string html = FormatReportHtml(report);
   EXPECT_NE(html.find("<details class=\"profile\">"), std::string::npos);
   EXPECT_NE(html.find("<svg class=\"stalls\""), std::string::npos);
@@ -273,7 +140,7 @@ TEST(ReportHtml, DrawsAProfilesStallsAndRoofline) {
 }
 
 TEST(ReportCsv, HasHeaderAndOneRowPerWorkloadAndImplementation) {
-  const std::string csv = FormatReportCsv(MakeReport());
+  const std::string csv = FormatReportCsv(SampleReport());
   std::istringstream lines(csv);
   std::string header;
   std::getline(lines, header);
@@ -291,7 +158,7 @@ TEST(ReportCsv, HasHeaderAndOneRowPerWorkloadAndImplementation) {
 }
 
 TEST(ReportCsv, EveryRowNamesItsRun) {
-  v1::BenchmarkReport report = MakeReport();
+  v1::BenchmarkReport report = SampleReport();
   report.set_run_id("run-7");
   std::istringstream lines(FormatReportCsv(report));
   std::string line;
@@ -302,7 +169,7 @@ TEST(ReportCsv, EveryRowNamesItsRun) {
 }
 
 TEST(ReportHtml, NamesItsRunOrSaysItWasNotStored) {
-  v1::BenchmarkReport report = MakeReport();
+  v1::BenchmarkReport report = SampleReport();
   EXPECT_NE(FormatReportHtml(report).find("Not stored"), std::string::npos);
   report.set_run_id("run-<7>");
   const std::string html = FormatReportHtml(report);
@@ -311,7 +178,7 @@ TEST(ReportHtml, NamesItsRunOrSaysItWasNotStored) {
 }
 
 TEST(ReportCsv, QuotesFieldsWithCommas) {
-  v1::BenchmarkReport report = MakeReport();
+  v1::BenchmarkReport report = SampleReport();
   report.mutable_results(0)->set_status(v1::RESULT_STATUS_RUNTIME_ERROR);
   report.mutable_results(0)->set_error("bad, \"very\" bad");
   const std::string csv = FormatReportCsv(report);
@@ -320,7 +187,7 @@ TEST(ReportCsv, QuotesFieldsWithCommas) {
 
 // OWASP CSV injection: a name a spreadsheet would run as a formula reads as text.
 TEST(ReportCsv, CellsThatWouldRunAsFormulasBeginWithAQuote) {
-  v1::BenchmarkReport report = MakeReport();
+  v1::BenchmarkReport report = SampleReport();
   report.mutable_results(0)->set_workload("=HYPERLINK(\"http://x.invalid\",\"open\")");
   report.mutable_results(1)->set_implementation("@SUM(A1)");
   report.mutable_results(0)->set_error("-2+3");
@@ -352,7 +219,7 @@ TEST(CsvCell, NeutralisesFormulasAndLeavesNumbers) {
 // Not protobuf's mapping any more (tests/client/json_output_test.cc checks every field's
 // type): the values are still all there, under the proto's field names.
 TEST(ReportJson, KeepsFieldNamesAndValuesWithNumbersAsNumbers) {
-  const v1::BenchmarkReport report = MakeReport();
+  const v1::BenchmarkReport report = SampleReport();
   absl::StatusOr<std::string> json = FormatReport(report, ReportFormat::kJson);
   ASSERT_TRUE(json.ok()) << json.status();
   EXPECT_NE(json->find("\"max_rel_error\""), std::string::npos) << "zero primitives printed";
@@ -371,7 +238,7 @@ TEST(ReportJson, KeepsFieldNamesAndValuesWithNumbersAsNumbers) {
 }
 
 TEST(ReportJsonl, OneLinePerResultWithTheRunAndSuite) {
-  v1::BenchmarkReport report = MakeReport();
+  v1::BenchmarkReport report = SampleReport();
   report.set_run_id("run-7");
   absl::StatusOr<std::string> text = FormatReport(report, ReportFormat::kJsonl);
   ASSERT_TRUE(text.ok()) << text.status();
@@ -389,7 +256,7 @@ TEST(ReportJsonl, OneLinePerResultWithTheRunAndSuite) {
 }
 
 TEST(ReportHtml, IsSelfContainedWithOnePolylinePerImplementation) {
-  const std::string html = FormatReportHtml(MakeReport());
+  const std::string html = FormatReportHtml(SampleReport());
   EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
   EXPECT_EQ(Count(html, "<svg"), 1u);
   EXPECT_EQ(Count(html, "<polyline"), 2u);
@@ -404,7 +271,7 @@ TEST(ReportHtml, IsSelfContainedWithOnePolylinePerImplementation) {
 }
 
 TEST(ReportHtml, PlotsAgainstHiddenWhenHiddenIsTheVarAxis) {
-  v1::BenchmarkReport report = MakeReport();
+  v1::BenchmarkReport report = SampleReport();
   int64_t hidden = 1024;
   for (v1::WorkloadResult& r : *report.mutable_results()) {
     r.mutable_axes()->clear();
@@ -416,7 +283,7 @@ TEST(ReportHtml, PlotsAgainstHiddenWhenHiddenIsTheVarAxis) {
 }
 
 TEST(ReportHtml, EscapesNames) {
-  v1::BenchmarkReport report = MakeReport();
+  v1::BenchmarkReport report = SampleReport();
   report.mutable_results(0)->set_implementation("<b>&x");
   const std::string html = FormatReportHtml(report);
   EXPECT_EQ(html.find("<b>&x"), std::string::npos);
@@ -424,7 +291,7 @@ TEST(ReportHtml, EscapesNames) {
 }
 
 TEST(ReportTable, MarksIncorrectResultsAndUnranked) {
-  v1::BenchmarkReport report = MakeReport();
+  v1::BenchmarkReport report = SampleReport();
   v1::WorkloadResult* r = report.mutable_results(1);
   r->set_status(v1::RESULT_STATUS_INCORRECT);
   r->mutable_correctness()->set_passed(false);
@@ -467,7 +334,7 @@ TEST(ListFormats, ShowEveryEntry) {
   EXPECT_NE(d.find("cpu"), std::string::npos);
 
   v1::ListSuitesResponse suites;
-  *suites.add_suites() = MakeReport().definition();
+  *suites.add_suites() = SampleReport().definition();
   EXPECT_NE(FormatSuites(suites).find("hidden_size=2048"), std::string::npos);
 
   v1::ListImplementationsResponse impls;
