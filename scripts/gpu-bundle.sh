@@ -60,10 +60,17 @@ if "$python" -c 'import triton, kerneleval.triton' 2>/dev/null; then
   "$python" examples/submissions/triton/add_rmsnorm.py --emit "$bundle/triton" 2>/dev/null
   "$python" tests/gpu/cheats/triton_cheats.py --emit "$bundle/triton" 2>/dev/null
 fi
-# The CuTe DSL example the same way (scripts/gpu-cute.sh, the cheat matrix): the DSL's wheels
-# are larger than what the GPU machine can be sent, and it needs no GPU to compile.
+# The CuTe DSL and TileLang examples the same way (scripts/gpu-ptx-example.sh, the cheat
+# matrix): their wheels are larger than what the GPU machine can be sent, and they need no GPU
+# to compile. TileLang needs PyTorch, which the tests' virtualenv leaves out:
+# TILELANG_PYTHON names an interpreter that has both.
 if "$python" -c 'import cutlass.cute, kerneleval.cute' 2>/dev/null; then
   "$python" examples/submissions/cute/add_rmsnorm.py --emit "$bundle/cute" 2>/dev/null
+fi
+tilelang_python=${TILELANG_PYTHON:-$python}
+if "$tilelang_python" -c 'import tilelang, kerneleval.tilelang' 2>/dev/null; then
+  "$tilelang_python" examples/submissions/tilelang/add_rmsnorm.py --emit "$bundle/tilelang" \
+    >/dev/null 2>&1
 fi
 if [ -n "${FLASHINFER_INCLUDE:-}" ]; then
   nvcc -O3 -std=c++17 -shared -Xcompiler -fPIC -gencode arch=compute_90a,code=sm_90a \

@@ -58,7 +58,8 @@ class CompiledKernel:
     shared_bytes: int  # dynamic shared memory per CTA
     launch_pdl: bool
     params: List[spb.KernelParam]  # the binding, in the PTX's parameter order
-    language: str = "PTX"  # for the description: "Triton", "CuTe DSL"
+    language: str = "PTX"  # for the description: "Triton", "CuTe DSL", "TileLang"
+    rows_per_block: int = 0  # rows per CTA where the compile fixes it (TileLang's grid)
 
     @property
     def num_warps(self) -> int:
