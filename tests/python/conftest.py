@@ -29,3 +29,14 @@ def token_server() -> Iterator[Server]:
             yield s
         finally:
             s.stop()
+
+
+@pytest.fixture(scope="module")
+def submissions_server() -> Iterator[Server]:
+    """A server that registers submissions (the language front ends' tests)."""
+    with tempfile.TemporaryDirectory(prefix="kerneleval-py-submissions-") as tmp:
+        s = start_server(pathlib.Path(tmp), extra=["--submissions"])
+        try:
+            yield s
+        finally:
+            s.stop()

@@ -6,57 +6,24 @@ needs a GPU: scripts/gpu-cute.sh."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import pathlib
-import subprocess
-import sys
-import tempfile
-import types
-from typing import Iterator
 
 import grpc
 import pytest
 
 import kerneleval
 from kerneleval.v1 import submissions_pb2 as spb
-from server_process import Server, start_server
+from server_process import Server
+from submission_languages import client_of, load_example, register_emitted
 
 cutlass = pytest.importorskip("cutlass")
 cute = pytest.importorskip("cutlass.cute")
 import kerneleval.cute as kc  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-
-
-def _load_example() -> types.ModuleType:
-    # By its path, under a name of its own: the Triton example is add_rmsnorm too.
-    path = ROOT / "examples" / "submissions" / "cute" / "add_rmsnorm.py"
-    spec = importlib.util.spec_from_file_location("cute_add_rmsnorm_example", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-example = _load_example()
+example = load_example("cute")
 
 LAUNCH = {"threads": 256, "constexprs": {"STORE_RESIDUAL": True}}
 STRUCT_2D = ["PARAM_SOURCE_BATCH", "PARAM_SOURCE_HIDDEN"]
-
-
-@pytest.fixture(scope="module")
-def submissions_server() -> Iterator[Server]:
-    with tempfile.TemporaryDirectory(prefix="kerneleval-py-cute-") as tmp:
-        s = start_server(pathlib.Path(tmp), extra=["--submissions"])
-        try:
-            yield s
-        finally:
-            s.stop()
-
-
-def _client(server: Server) -> kerneleval.Client:
-    return kerneleval.Client(f"127.0.0.1:{server.grpc_port}", timeout=120)
 
 
 def _fields(p: spb.KernelParam) -> list:
@@ -83,7 +50,7 @@ def test_compiles_for_each_arch_without_a_gpu(arch: str) -> None:
 
 
 def test_registers_with_its_binding(submissions_server: Server) -> None:
-    with _client(submissions_server) as client:
+    with client_of(submissions_server) as client:
         verdict = kc.submit(client, example.add_rmsnorm, name="cute_add_rmsnorm",
                             rows_per_block=8, mode="output_and_residual", **LAUNCH)
         sub = verdict.submission
@@ -109,7 +76,7 @@ def _refused(client: kerneleval.Client, spec: spb.SubmissionSpec) -> str:
 
 def test_wrong_structs_are_refused_by_the_server(submissions_server: Server) -> None:
     kernel = kc.compile(example.add_rmsnorm, **LAUNCH)
-    with _client(submissions_server) as client:
+    with client_of(submissions_server) as client:
         spec = kc.spec(kernel, "no_stride")
         del spec.launch_plan.kernels[0].params[1].fields[-1]
         message = _refused(client, spec)
@@ -160,22 +127,11 @@ def test_the_emitted_ptx_and_flags_register_through_the_cli(submissions_server: 
                                                             tmp_path: pathlib.Path) -> None:
     """What scripts/gpu-cute.sh does on a GPU machine without the DSL: the example's --emit
     output, registered by the real CLI with its --arg struct(...) flags."""
-    cli = os.environ.get("KERNELEVAL_CLI")
-    if not cli:
-        pytest.fail("KERNELEVAL_CLI is not set (the path of the kerneleval CLI)")
-    example_path = ROOT / "examples" / "submissions" / "cute" / "add_rmsnorm.py"
-    subprocess.run([sys.executable, str(example_path), "--emit", str(tmp_path)], check=True,
-                   timeout=300)
-    flags = (tmp_path / "add_rmsnorm.flags").read_text().split()
+    flags, done = register_emitted("cute", submissions_server, tmp_path, "cute_from_cli")
     assert "mResidual=struct(residual,batch:i32,hidden:i32,residual_stride:i64)" in flags
-    target = f"127.0.0.1:{submissions_server.grpc_port}"
-    done = subprocess.run(
-        [cli, "--target", target, "submit", "--source", str(tmp_path / "add_rmsnorm_sm_90a.ptx"),
-         "--name", "cute_from_cli", "--dtype", "bf16", *flags],
-        capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert "mX=struct(hidden_states, batch:i32, hidden:i32, hidden_states_stride:i64)" in (
         done.stdout)
-    with _client(submissions_server) as client:
+    with client_of(submissions_server) as client:
         sub = client.get_submission("cute_from_cli")
         assert list(sub.diagnostics.kernels[0].param_bytes) == [24, 24, 16, 24, 24, 4]

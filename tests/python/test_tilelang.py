@@ -12,53 +12,19 @@ installed: `pip install tilelang==0.1.15` into the tests' virtualenv runs it."""
 
 # No `from __future__ import annotations`: TileLang evaluates a prim_func's annotations
 # (its shapes) in the function's scope.
-import importlib.util
-import os
 import pathlib
-import subprocess
-import sys
-import tempfile
-import types
-from typing import Iterator
 
 import pytest
 
-import kerneleval
 from kerneleval.v1 import submissions_pb2 as spb
-from server_process import Server, start_server
+from server_process import Server
+from submission_languages import client_of, load_example, register_emitted
 
 tilelang = pytest.importorskip("tilelang")
 T = pytest.importorskip("tilelang.language")
 import kerneleval.tilelang as kt  # noqa: E402
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-EXAMPLE = ROOT / "examples" / "submissions" / "tilelang" / "add_rmsnorm.py"
-
-
-def _load_example() -> types.ModuleType:
-    # By its path, under a name of its own: the other examples are add_rmsnorm too.
-    spec = importlib.util.spec_from_file_location("tilelang_add_rmsnorm_example", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-example = _load_example()
-
-
-@pytest.fixture(scope="module")
-def submissions_server() -> Iterator[Server]:
-    with tempfile.TemporaryDirectory(prefix="kerneleval-py-tilelang-") as tmp:
-        s = start_server(pathlib.Path(tmp), extra=["--submissions"])
-        try:
-            yield s
-        finally:
-            s.stop()
-
-
-def _client(server: Server) -> kerneleval.Client:
-    return kerneleval.Client(f"127.0.0.1:{server.grpc_port}", timeout=120)
+example = load_example("tilelang")
 
 
 def _sources(kernel: kt.CompiledKernel) -> list:
@@ -92,7 +58,7 @@ def test_output_mode_has_no_residual_out() -> None:
 
 
 def test_registers_with_its_binding(submissions_server: Server) -> None:
-    with _client(submissions_server) as client:
+    with client_of(submissions_server) as client:
         verdict = kt.submit(client, example.make_add_rmsnorm(store_residual=True),
                             name="tilelang_add_rmsnorm", mode="output_and_residual")
         sub = verdict.submission
@@ -145,18 +111,8 @@ def test_the_emitted_ptx_and_flags_register_through_the_cli(submissions_server: 
                                                             tmp_path: pathlib.Path) -> None:
     """What the GPU script does on a machine without TileLang: the example's --emit output,
     registered by the real CLI with its --arg flags."""
-    cli = os.environ.get("KERNELEVAL_CLI")
-    if not cli:
-        pytest.fail("KERNELEVAL_CLI is not set (the path of the kerneleval CLI)")
-    subprocess.run([sys.executable, str(EXAMPLE), "--emit", str(tmp_path)], check=True,
-                   timeout=300)
-    flags = (tmp_path / "add_rmsnorm.flags").read_text().split()
-    target = f"127.0.0.1:{submissions_server.grpc_port}"
-    done = subprocess.run(
-        [cli, "--target", target, "submit", "--source", str(tmp_path / "add_rmsnorm_sm_90a.ptx"),
-         "--name", "tilelang_from_cli", "--dtype", "bf16", *flags],
-        capture_output=True, text=True, timeout=300)
+    _, done = register_emitted("tilelang", submissions_server, tmp_path, "tilelang_from_cli")
     assert done.returncode == 0, done.stderr
-    with _client(submissions_server) as client:
+    with client_of(submissions_server) as client:
         sub = client.get_submission("tilelang_from_cli")
         assert list(sub.diagnostics.kernels[0].param_bytes) == [8, 8, 8, 8, 4, 4]

@@ -5,10 +5,7 @@ by the server otherwise). A verdict needs a GPU: scripts/gpu-triton.sh."""
 
 from __future__ import annotations
 
-import pathlib
 import sys
-import tempfile
-from typing import Iterator
 
 import grpc
 import pytest
@@ -16,30 +13,16 @@ import pytest
 import kerneleval
 import kerneleval.triton as kt
 from kerneleval.v1 import submissions_pb2 as spb
-from server_process import Server, start_server
+from server_process import ROOT, Server
+from submission_languages import client_of, example_path
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "examples" / "submissions" / "triton"))
+sys.path.insert(0, str(example_path("triton").parent))
 import add_rmsnorm as example  # noqa: E402
 
 triton = pytest.importorskip("triton")
 tl = triton.language
 
 CONSTEXPRS = {"BLOCK": 2048, "STORE_RESIDUAL": False}
-
-
-@pytest.fixture(scope="module")
-def submissions_server() -> Iterator[Server]:
-    with tempfile.TemporaryDirectory(prefix="kerneleval-py-triton-") as tmp:
-        s = start_server(pathlib.Path(tmp), extra=["--submissions"])
-        try:
-            yield s
-        finally:
-            s.stop()
-
-
-def _client(server: Server) -> kerneleval.Client:
-    return kerneleval.Client(f"127.0.0.1:{server.grpc_port}", timeout=120)
 
 
 @pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
@@ -59,7 +42,7 @@ def test_compiles_for_each_arch_without_a_gpu(arch: str) -> None:
 
 
 def test_registers_with_its_binding(submissions_server: Server) -> None:
-    with _client(submissions_server) as client:
+    with client_of(submissions_server) as client:
         verdict = kt.submit(client, example.add_rmsnorm, name="triton_add_rmsnorm",
                             constexprs=CONSTEXPRS, num_warps=8)
         sub = verdict.submission
@@ -89,7 +72,7 @@ def _refused(client: kerneleval.Client, spec: spb.SubmissionSpec) -> str:
 
 
 def test_wrong_bindings_are_refused_by_name(submissions_server: Server) -> None:
-    with _client(submissions_server) as client:
+    with client_of(submissions_server) as client:
         spec = _spec("count")
         del spec.launch_plan.kernels[0].params[-1]
         assert "kernels[0].params: 9 bound; 'add_rmsnorm' takes 10 parameter(s)" in _refused(
@@ -137,7 +120,7 @@ import triton_cheats  # noqa: E402
 def test_the_pdl_rule_reads_tritons_ptx(submissions_server: Server) -> None:
     """A Triton kernel launched with PDL that never waits for its predecessor is refused at
     registration, as a CUDA one is; with gdc_wait before its loads it registers."""
-    with _client(submissions_server) as client:
+    with client_of(submissions_server) as client:
         kernel = triton_cheats.compile_cheat("triton_pdl_no_wait", launch_pdl=True)
         message = _refused(client, kt.spec(kernel, "pdl_no_wait"))
         assert "kernels[0].pdl: 'triton_pdl_no_wait' never executes griddepcontrol.wait" in message
@@ -159,7 +142,7 @@ def test_the_pdl_rule_reads_tritons_ptx(submissions_server: Server) -> None:
 def test_a_counter_in_a_scratch_parameter_registers(submissions_server: Server) -> None:
     """The call-counting cheat keeps its count in a scratch parameter (zeroed at every module
     load, which is what catches it on a GPU): its binding registers with the scratch sized."""
-    with _client(submissions_server) as client:
+    with client_of(submissions_server) as client:
         kernel = triton_cheats.compile_cheat("triton_call_counter")
         sub = client.register_submission(kt.spec(kernel, "call_counter"))
         params = sub.spec.launch_plan.kernels[0].params
