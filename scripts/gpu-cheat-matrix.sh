@@ -120,15 +120,7 @@ say "matrix exit: ${PIPESTATUS[0]}"
 [ "${EXAMPLES:-1}" = 0 ] && { stop_server; exit 0; }
 section "The examples beside the built-in, every call checked: all ranked"
 say '```'
-emitted=()  # the Python-language examples compiled into the bundle (gpu-bundle.sh)
-for language in cute tilelang; do
-  [ -f "$bundle/$language/add_rmsnorm.flags" ] || continue
-  read -ra flags <"$bundle/$language/add_rmsnorm.flags"
-  say "${language}_add_rmsnorm: $("${cli[@]}" submit --name "${language}_add_rmsnorm" \
-    --source "$bundle/$language/add_rmsnorm_sm_90a.ptx" --dtype bf16 "${flags[@]}" 2>&1 |
-    tr '\n' ' ' | cut -c1-400)"
-  emitted+=("${language}_add_rmsnorm")
-done
+register_emitted_examples
 examples=(cuda_fused naive warp_per_row fused_rows_vec16 "${triton[@]}" "${emitted[@]}")
 quiet_bench examples_cold "${examples[@]/#/--impl=}" --cold
 quiet_bench examples_graph "${examples[@]/#/--impl=}" --hot --graph --graph-calls 20

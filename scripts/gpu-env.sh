@@ -70,3 +70,20 @@ stop_server() {
   wait "$server_pid"
   say "- server exit after SIGTERM: $?"
 }
+# Registers on the running server each Python-language example the bundle holds
+# (bundle/gpu/<language>, compiled by scripts/gpu-bundle.sh) as <language>_add_rmsnorm, from
+# its PTX with the flags its --emit wrote; says what the CLI answered, and leaves the names
+# registered in $emitted.
+emitted=()
+register_emitted_examples() {
+  local language flags
+  emitted=()
+  for language in cute tilelang; do
+    [ -f "$bundle/$language/add_rmsnorm.flags" ] || continue
+    read -ra flags <"$bundle/$language/add_rmsnorm.flags"
+    say "${language}_add_rmsnorm: $("${cli[@]}" submit --name "${language}_add_rmsnorm" \
+      --source "$bundle/$language/add_rmsnorm_sm_90a.ptx" --dtype bf16 "${flags[@]}" 2>&1 |
+      tr '\n' ' ' | cut -c1-400)"
+    emitted+=("${language}_add_rmsnorm")
+  done
+}

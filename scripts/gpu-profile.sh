@@ -40,13 +40,8 @@ start_server lines --submissions --cuda-include-dir /usr/local/cuda/include \
 say '```'
 "${cli[@]}" submit --source examples/submissions/warp_per_row_vec.cu --entry warp_per_row_vec \
   --block 256 --rows-per-block 8 --dtype bf16 --name warp_per_row 2>&1 | tail -n 3 | tee -a "$log"
-lines_impls=(--impl warp_per_row)
-if [ -f "$bundle/cute/add_rmsnorm.flags" ]; then
-  read -ra flags <"$bundle/cute/add_rmsnorm.flags"
-  "${cli[@]}" submit --source "$bundle/cute/add_rmsnorm_sm_90a.ptx" --name cute_add_rmsnorm \
-    --dtype bf16 "${flags[@]}" 2>&1 | tail -n 3 | tee -a "$log"
-  lines_impls+=(--impl cute_add_rmsnorm)
-fi
+register_emitted_examples
+lines_impls=(--impl warp_per_row "${emitted[@]/#/--impl=}")
 "${cli[@]}" bench "${h2048[@]}" --cold --repetitions 5 --profile "${lines_impls[@]}" \
   --format json --out "$out/profile_lines.json" 2>"$out/profile_lines.err"
 say "bench --profile (submissions) exit $?"
