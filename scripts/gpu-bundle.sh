@@ -83,5 +83,5 @@ if [ -n "${PEER_WHEELS:-}" ]; then
 fi
 # Stripped and compressed, the bundle travels well under the 64 MiB a device call carries.
 strip --strip-unneeded "$bundle"/bin/* "$bundle"/lib/*.so* 2>/dev/null || true
-tar -C bundle -czf bundle/gpu.tgz gpu
+tar -C bundle -czf bundle/gpu.tgz.partial gpu && mv bundle/gpu.tgz.partial bundle/gpu.tgz  # whole or not at all
 du -sh "$bundle" bundle/gpu.tgz
