@@ -2,7 +2,7 @@
 sm_100a, each tensor is bound as the struct CuTe passes (pointer, i32 shape, i64 row stride)
 and the server reads the same sizes from the PTX; wrong bindings are refused naming the
 parameter (on the client where the client can tell, by the server otherwise). A verdict
-needs a GPU: scripts/gpu-cute.sh."""
+needs a GPU: scripts/gpu-ptx-example.sh cute."""
 
 from __future__ import annotations
 
@@ -125,7 +125,7 @@ def test_bindings_the_client_can_tell_are_refused_there() -> None:
 
 def test_the_emitted_ptx_and_flags_register_through_the_cli(submissions_server: Server,
                                                             tmp_path: pathlib.Path) -> None:
-    """What scripts/gpu-cute.sh does on a GPU machine without the DSL: the example's --emit
+    """What scripts/gpu-ptx-example.sh cute does on a GPU machine without the DSL: the example's --emit
     output, registered by the real CLI with its --arg struct(...) flags."""
     flags, done = register_emitted("cute", submissions_server, tmp_path, "cute_from_cli")
     assert "mResidual=struct(residual,batch:i32,hidden:i32,residual_stride:i64)" in flags
