@@ -125,8 +125,8 @@ def test_bindings_the_client_can_tell_are_refused_there() -> None:
 
 def test_the_emitted_ptx_and_flags_register_through_the_cli(submissions_server: Server,
                                                             tmp_path: pathlib.Path) -> None:
-    """What scripts/gpu-ptx-example.sh cute does on a GPU machine without the DSL: the example's --emit
-    output, registered by the real CLI with its --arg struct(...) flags."""
+    """What scripts/gpu-ptx-example.sh cute does on a GPU machine without the DSL: the
+    example's --emit output, registered by the real CLI with its --arg struct(...) flags."""
     flags, done = register_emitted("cute", submissions_server, tmp_path, "cute_from_cli")
     assert "mResidual=struct(residual,batch:i32,hidden:i32,residual_stride:i64)" in flags
     assert done.returncode == 0, done.stderr
