@@ -46,8 +46,8 @@ lines_impls=(--impl warp_per_row "${emitted[@]/#/--impl=}")
   --format json --out "$out/profile_lines.json" 2>"$out/profile_lines.err"
 say "bench --profile (submissions) exit $?"
 "${cli[@]}" bench "${h2048[@]}" --cold --repetitions 5 --profile "${lines_impls[@]}" 2>&1 |
-  grep -E "^(profile|  source lines|    [^ ]+:[0-9]+ |  advice \[waits_on_memory_at_line)" |
-  head -n 60 | tee -a "$log"
+  grep -E "profile 0 |source lines|\.(cu|py|h|hpp):[0-9]+ |waits_on_memory_at_line" |
+  head -n 90 | tee -a "$log"
 say '```'
 stop_server
 

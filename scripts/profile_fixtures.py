@@ -22,7 +22,7 @@ def main(report_path, out_dir, impls, batches):
     gpu = re.sub(r"[^a-z0-9]+", "", device.get("model", "gpu").lower().replace("nvidia", ""))[:12]
     written = 0
     for r in report.get("results", []):
-        batch = int(r.get("axes", {}).get("batch", 0))
+        batch = int(r.get("axes", {}).get("batch_size", 0))
         if r.get("implementation") not in impls or batch not in batches:
             continue
         profile = r.get("profile", {})

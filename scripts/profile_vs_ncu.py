@@ -115,7 +115,7 @@ def main(report_path, ncu_path):
             continue
         kernels = r.get("profile", {}).get("kernels", [])
         if kernels:
-            service[int(r.get("axes", {}).get("batch", 0))] = service_figures(kernels[0])
+            service[int(r.get("axes", {}).get("batch_size", 0))] = service_figures(kernels[0])
     if not service:
         print(f"no profile of {IMPL} in {report_path}")
         return 1

@@ -36,6 +36,8 @@ def test_compiles_for_each_arch_without_a_gpu(arch: str) -> None:
     assert f".target {arch}" in kernel.ptx
     assert f".entry {kernel.name}(" in kernel.ptx
     assert ".reqntid 256, 1, 1" in kernel.ptx
+    # Line information, for the profile's source lines: the example's own file and lines.
+    assert ".loc" in kernel.ptx and "cute/add_rmsnorm.py" in kernel.ptx
     assert [p.name for p in kernel.params] == ["mX", "mResidual", "mWeight", "mOut",
                                                "mResidualOut", "eps"]
     assert _fields(kernel.params[0]) == [("PARAM_SOURCE_HIDDEN_STATES", 0),

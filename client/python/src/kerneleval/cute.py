@@ -231,7 +231,8 @@ def compile(  # noqa: A001 - the verb the DSL uses
     with tempfile.TemporaryDirectory(prefix="kerneleval-cute-") as workdir:
         launch = _launcher(fn, kinds, constexprs, threads, smem_bytes, workdir)
         compiled = cute.compile(launch, *examples,
-                                options=f"--keep-ptx --gpu-arch {arch} --dump-dir {workdir}")
+                                options=f"--keep-ptx --generate-line-info --gpu-arch {arch} "
+                                        f"--dump-dir {workdir}")
         ptx = compiled.__ptx__
     entries = entry_names(ptx)
     if len(entries) != 1:
