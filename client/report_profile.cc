@@ -78,9 +78,14 @@ std::vector<std::string> ProfileLines(const v1::ProfileReport& p) {
         "request, %.1f per store",
         m.dram_read_bytes() / 1e6, m.dram_write_bytes() / 1e6, Pct(m.l2_hit_rate_pct()),
         m.load_sectors_per_request(), m.store_sectors_per_request());
+    if (m.declared_read_bytes() > 0) {
+      absl::StrAppend(&memory,
+                      absl::StrFormat("; the call read %.2fx the %.2f MB the definition reads",
+                                      m.dram_read_vs_declared(), m.declared_read_bytes() / 1e6));
+    }
     if (m.declared_bytes() > 0) {
-      absl::StrAppend(&memory, absl::StrFormat("; the call moved %.2fx the definition's %.2f MB",
-                                               m.dram_vs_declared(), m.declared_bytes() / 1e6));
+      absl::StrAppend(&memory, absl::StrFormat(" and moved %.2fx its %.2f MB", m.dram_vs_declared(),
+                                               m.declared_bytes() / 1e6));
     }
     lines.push_back(memory);
     const v1::ProfileOccupancy& o = k.occupancy();

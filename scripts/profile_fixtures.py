@@ -37,8 +37,8 @@ def main(report_path, out_dir, impls, batches):
                 "suite": report.get("suite"), "workload": r.get("workload"),
                 "implementation": r.get("implementation"), "measured_as": r.get("measured_as"),
                 "source": profile.get("source"),
-                "declared_bytes": (r.get("dram", {}).get("declared_read_bytes", 0) or 0)
-                + (r.get("dram", {}).get("declared_write_bytes", 0) or 0),
+                "declared_read_bytes": r.get("dram", {}).get("declared_read_bytes", 0) or 0,
+                "declared_write_bytes": r.get("dram", {}).get("declared_write_bytes", 0) or 0,
                 "timed_median_seconds": r.get("latency", {}).get("median_seconds"),
             },
             "report": {

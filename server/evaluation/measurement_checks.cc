@@ -73,7 +73,7 @@ IntegrityFindings AnnotateMeasurement(const Measurement& m, const Problem& probl
     if (!profile.available() && profile.unavailable_reason().empty()) {
       profile.set_unavailable_reason("profile unavailable: this device has no hardware counters");
     }
-    DeriveProfile(declared.read + declared.write, &profile);
+    DeriveProfile(declared.read, declared.write, &profile);
   }
   if (options.measure_dram_bytes) {
     v1::DramTraffic& d = *result->mutable_dram();

@@ -291,9 +291,10 @@ v1::ProfileOccupancy TheoreticalOccupancy(const v1::ProfileDevice& device,
   return o;
 }
 
-void DeriveProfile(std::uint64_t declared_bytes, v1::ProfileReport* report) {
+void DeriveProfile(std::uint64_t declared_read_bytes, std::uint64_t declared_write_bytes,
+                   v1::ProfileReport* report) {
   if (!report->available()) return;
-  double call_dram = 0;
+  double call_dram = 0, call_dram_read = 0;
   for (v1::KernelProfile& k : *report->mutable_kernels()) {
     k.set_duration_seconds(Counter(k, kDuration) * 1e-9);
     k.set_sm_clock_hz(Counter(k, kSmClock));
@@ -305,11 +306,16 @@ void DeriveProfile(std::uint64_t declared_bytes, v1::ProfileReport* report) {
     StallFigures(&k);
     RooflineFigures(report->device(), &k);
     call_dram += k.memory().dram_read_bytes() + k.memory().dram_write_bytes();
+    call_dram_read += k.memory().dram_read_bytes();
   }
+  const std::uint64_t declared = declared_read_bytes + declared_write_bytes;
   for (v1::KernelProfile& k : *report->mutable_kernels()) {
-    k.mutable_memory()->set_declared_bytes(declared_bytes);
-    if (declared_bytes > 0) {
-      k.mutable_memory()->set_dram_vs_declared(call_dram / static_cast<double>(declared_bytes));
+    v1::ProfileMemory& m = *k.mutable_memory();
+    m.set_declared_bytes(declared);
+    m.set_declared_read_bytes(declared_read_bytes);
+    if (declared > 0) m.set_dram_vs_declared(call_dram / static_cast<double>(declared));
+    if (declared_read_bytes > 0) {
+      m.set_dram_read_vs_declared(call_dram_read / static_cast<double>(declared_read_bytes));
     }
     k.clear_advice();
     for (v1::ProfileAdvice& a : AdviseKernel(report->device(), k, report->kernels_size())) {
@@ -325,25 +331,28 @@ std::vector<v1::ProfileAdvice> AdviseKernel(const v1::ProfileDevice& device,
   const v1::ProfileOccupancy& o = k.occupancy();
   const v1::ProfileThroughput& t = k.throughput();
 
-  // The call's traffic against the definition's bytes (one kernel's rule for the call).
-  if (k.index() == 0 && m.declared_bytes() > 0 && m.dram_vs_declared() > 0) {
-    const double ratio = m.dram_vs_declared();
+  // The call's DRAM reads against the definition's (one kernel's rule for the call). Reads,
+  // not writes: after the flush every input byte must come from DRAM, but written lines may
+  // still sit in L2 when the call ends (on an H100, 0 of 0.32 MB written back at B = 79 and
+  // 32 of 51 MB at B = 12383, by the service's counters and by Nsight Compute's alike).
+  if (k.index() == 0 && m.declared_read_bytes() > 0 && m.dram_read_vs_declared() > 0) {
+    const double ratio = m.dram_read_vs_declared();
     if (ratio < 0.9) {
-      out.push_back(Advice(
-          "below_definition_bytes",
-          absl::StrFormat("the call moved %.2fx the bytes the definition must move (%.1f MB): "
-                          "part of the input was never read or part of the output never "
-                          "written back, or it was still in L2 from before",
-                          ratio, m.declared_bytes() / 1e6),
-          "memory.dram_vs_declared", ratio));
+      out.push_back(
+          Advice("below_definition_bytes",
+                 absl::StrFormat("the call read %.2fx the %.1f MB the definition must read from "
+                                 "DRAM: part of the input was never read, or it was still in L2 "
+                                 "from before",
+                                 ratio, m.declared_read_bytes() / 1e6),
+                 "memory.dram_read_vs_declared", ratio));
     } else if (ratio > 1.25) {
-      out.push_back(Advice(
-          "excess_dram_traffic",
-          absl::StrFormat("the call moved %.2fx the definition's %.1f MB through DRAM (L2 hit "
-                          "rate %s): something is read or written more than once; fuse the "
-                          "passes, or keep the row in registers or shared memory between them",
-                          ratio, m.declared_bytes() / 1e6, Pct(m.l2_hit_rate_pct())),
-          "memory.dram_vs_declared", ratio));
+      out.push_back(
+          Advice("excess_dram_traffic",
+                 absl::StrFormat("the call read %.2fx the definition's %.1f MB from DRAM (L2 hit "
+                                 "rate %s): something is read more than once; fuse the passes, or "
+                                 "keep the row in registers or shared memory between them",
+                                 ratio, m.declared_read_bytes() / 1e6, Pct(m.l2_hit_rate_pct())),
+                 "memory.dram_read_vs_declared", ratio));
     }
   }
   if (m.load_sectors_per_request() > kMaxCoalescedSectors) {

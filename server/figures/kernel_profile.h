@@ -27,9 +27,11 @@ v1::ProfileOccupancy TheoreticalOccupancy(const v1::ProfileDevice& device,
                                           const v1::ProfiledLaunch& launch);
 
 // Fills every derived figure of each kernel of `report` (launch and counters as the device
-// reported them) and its advice. `declared_bytes`: what the definition must move per call
-// (read + write), 0 when unknown; the call's DRAM traffic (all its kernels) is set beside it.
-void DeriveProfile(std::uint64_t declared_bytes, v1::ProfileReport* report);
+// reported them) and its advice. `declared_read_bytes`, `declared_write_bytes`: what the
+// definition must read and write per call, 0 when unknown; the call's DRAM traffic (all its
+// kernels) is set beside them.
+void DeriveProfile(std::uint64_t declared_read_bytes, std::uint64_t declared_write_bytes,
+                   v1::ProfileReport* report);
 
 // The rules, each firing with the figure it rests on, over a kernel whose figures are
 // derived; `call_kernels` is how many kernels the call launched.

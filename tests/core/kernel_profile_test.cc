@@ -123,12 +123,13 @@ TEST(KernelProfileFigures, AreTheCountersRatios) {
                                    {"smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", 1e6},
                                    {"smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", 1e6}},
                                   Launch(1056, 256, 32));
-  DeriveProfile(12'000'000, &r);
+  DeriveProfile(8'000'000, 4'000'000, &r);
   const v1::KernelProfile& k = r.kernels(0);
   EXPECT_DOUBLE_EQ(k.duration_seconds(), 2e-6);
   EXPECT_DOUBLE_EQ(k.memory().l2_read_bytes(), 8e6);
   EXPECT_DOUBLE_EQ(k.memory().load_sectors_per_request(), 4.0);
   EXPECT_DOUBLE_EQ(k.memory().dram_vs_declared(), 1.0);
+  EXPECT_DOUBLE_EQ(k.memory().dram_read_vs_declared(), 1.0);
   // Stalls by cycles, "selected" (the issue itself) left out, per issued instruction.
   ASSERT_EQ(k.stalls_size(), 2);
   EXPECT_EQ(k.stalls(0).reason(), "long_scoreboard");
@@ -153,9 +154,9 @@ TEST(KernelProfileRules, NameTheFigureTheyRestOn) {
                                    {"dram__throughput.avg.pct_of_peak_sustained_elapsed", 20},
                                    {"lts__throughput.avg.pct_of_peak_sustained_elapsed", 90}},
                                   Launch(1000, 256, 128));
-  DeriveProfile(12'000'000, &r);
+  DeriveProfile(8'000'000, 4'000'000, &r);
   const v1::KernelProfile& k = r.kernels(0);
-  EXPECT_TRUE(Fired(k, "below_definition_bytes"));   // 4 MB of the 12 the definition moves
+  EXPECT_TRUE(Fired(k, "below_definition_bytes"));   // 3 MB of the 8 the definition reads
   EXPECT_TRUE(Fired(k, "scattered_loads"));          // 32 sectors a request
   EXPECT_TRUE(Fired(k, "registers_cap_occupancy"));  // 128 registers: 25%
   EXPECT_TRUE(Fired(k, "l2_rereads"));               // L2 at 90% with DRAM at 20%
@@ -175,7 +176,7 @@ TEST(KernelProfileRules, NameTheFigureTheyRestOn) {
 TEST(KernelProfileRules, AnUnavailableProfileIsLeftAsItIs) {
   v1::ProfileReport r;
   r.set_unavailable_reason("counters unavailable on this machine: no permission");
-  DeriveProfile(1000, &r);
+  DeriveProfile(1000, 500, &r);
   EXPECT_FALSE(r.available());
   EXPECT_EQ(r.kernels_size(), 0);
 }

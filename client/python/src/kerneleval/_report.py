@@ -173,7 +173,8 @@ class BenchReport:
         Keys: workload, axis.<name>, implementation, device, kernel (its place in the call),
         name, grid, block, registers, the throughput shares (sm_pct, memory_pct, dram_pct,
         l2_pct, l1_pct), dram_read_mb, dram_write_mb, l2_hit_pct, load_sectors_per_request,
-        store_sectors_per_request, dram_vs_declared, theoretical_occupancy_pct,
+        store_sectors_per_request, dram_read_vs_declared, dram_vs_declared,
+        theoretical_occupancy_pct,
         achieved_occupancy_pct, limited_by, waves, top_stall, top_stall_pct,
         arithmetic_intensity, bound, advice (the rules that fired). A result whose profile was
         unavailable gives one row with `unavailable` set to the reason.
@@ -268,6 +269,7 @@ def profile_rows(r: Any) -> List[Row]:
             "l2_hit_pct": m.l2_hit_rate_pct,
             "load_sectors_per_request": m.load_sectors_per_request,
             "store_sectors_per_request": m.store_sectors_per_request,
+            "dram_read_vs_declared": m.dram_read_vs_declared or None,
             "dram_vs_declared": m.dram_vs_declared or None,
             "theoretical_occupancy_pct": o.theoretical_pct,
             "achieved_occupancy_pct": o.achieved_pct,
