@@ -123,6 +123,18 @@ def entry_names(ptx: str) -> List[str]:
     return re.findall(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(", ptx)
 
 
+def ptx_param_bytes(ptx: str, entry: str) -> List[int]:
+    """The byte size of each parameter of `entry`, as its PTX declares them (a `.b8 p[N]`
+    array is N: a struct by value, or a 128-byte CUtensorMap)."""
+    head = re.search(r"\.entry\s+" + re.escape(entry) + r"\s*\(([^)]*)\)", ptx)
+    sizes = []
+    for decl in (head.group(1).split(",") if head else []):
+        array = re.search(r"\.b8\s+\S+\[(\d+)\]", decl)
+        scalar = re.search(r"\.[busf](8|16|32|64)\s", decl + " ")
+        sizes.append(int(array.group(1)) if array else int(scalar.group(1)) // 8 if scalar else 0)
+    return sizes
+
+
 def ptx_param_count(ptx: str, entry: str) -> int:
     head = re.search(r"\.entry\s+" + re.escape(entry) + r"\s*\(([^)]*)\)", ptx)
     return head.group(1).count(".param") if head else 0

@@ -51,6 +51,7 @@ from kerneleval._ptx_kernel import (  # noqa: F401 - Verdict, spec, submit_flags
     conventional,
     entry_names,
     param,
+    ptx_param_bytes,
     register_and_rank,
     server_arch,
     spec,
@@ -153,17 +154,6 @@ def _scalar_example(kind: str) -> Any:
             "i64": cutlass.Int64(0)}[kind]
 
 
-def _param_bytes(ptx: str, entry: str) -> List[int]:
-    """The byte size of each parameter of `entry`, as its PTX declares them."""
-    head = re.search(r"\.entry\s+" + re.escape(entry) + r"\s*\(([^)]*)\)", ptx)
-    sizes = []
-    for decl in (head.group(1).split(",") if head else []):
-        array = re.search(r"\.b8\s+\S+\[(\d+)\]", decl)
-        scalar = re.search(r"\.[busf](8|16|32|64)\s", decl + " ")
-        sizes.append(int(array.group(1)) if array else int(scalar.group(1)) // 8 if scalar else 0)
-    return sizes
-
-
 def _launcher(fn: Any, kinds: List[Tuple[str, str]], constexprs: Mapping[str, Any],
               threads: int, smem_bytes: int, workdir: str) -> Any:
     params = [name for name, kind in kinds if kind != "constexpr"]
@@ -237,7 +227,7 @@ def compile(  # noqa: A001 - the verb the DSL uses
     entries = entry_names(ptx)
     if len(entries) != 1:
         raise ValueError(f"{fn.__name__}: the PTX has {len(entries)} entries; one is launched")
-    sizes = _param_bytes(ptx, entries[0])
+    sizes = ptx_param_bytes(ptx, entries[0])
     want = [_struct_bytes(p) if p.source == spb.PARAM_SOURCE_STRUCT else None for p in params]
     if len(sizes) != len(params) or any(w is not None and w != s for w, s in zip(want, sizes)):
         raise ValueError(

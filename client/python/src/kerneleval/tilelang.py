@@ -42,6 +42,7 @@ from kerneleval._ptx_kernel import (  # noqa: F401 - Verdict, spec, submit_flags
     conventional,
     entry_names,
     param,
+    ptx_param_bytes,
     register_and_rank,
     server_arch,
     spec,
@@ -54,7 +55,6 @@ from kerneleval._ptx_kernel import (  # noqa: F401 - Verdict, spec, submit_flags
 PASS_CONFIGS = {"tl.disable_tma_lower": True, "tl.disable_warp_specialized": True}
 # Batches at which the grid is evaluated to find its rows per block.
 _PROBE_BATCHES = (1, 2, 7, 79, 1000, 16254)
-_SCALAR_BYTES = {"int32": 4, "int64": 8, "float32": 4, "float64": 8}
 
 
 def _device_function(kernel: Any) -> Any:
@@ -87,8 +87,7 @@ def _rows_per_block(grid: Any, batch_var: Optional[Any], entry: str) -> int:
         from tvm import tir  # noqa: PLC0415
 
     def blocks(batch: int) -> int:
-        expr = grid if batch_var is None else tir.stmt_functor.substitute(
-            grid, {batch_var: tir.IntImm(batch_var.dtype, batch)})
+        expr = tir.stmt_functor.substitute(grid, {batch_var: tir.IntImm(batch_var.dtype, batch)})
         value = arith.Analyzer().simplify(expr)
         if not isinstance(value, tir.IntImm):
             raise ValueError(f"{entry}: its grid {grid} depends on more than the batch")
@@ -105,16 +104,6 @@ def _rows_per_block(grid: Any, batch_var: Optional[Any], entry: str) -> int:
             raise ValueError(f"{entry}: its grid {grid} is not one block per {rows} rows of the "
                              f"batch (at batch {batch}: {blocks(batch)} blocks)")
     return rows
-
-
-def _ptx_param_bytes(ptx: str, entry: str) -> List[int]:
-    head = re.search(r"\.entry\s+" + re.escape(entry) + r"\s*\(([^)]*)\)", ptx)
-    sizes = []
-    for decl in re.findall(r"\.param\s+([^,]+)", head.group(1) if head else ""):
-        array = re.search(r"\.b8\s+\S+\[(\d+)\]", decl)
-        scalar = re.search(r"\.[busf](\d+)\s", decl + " ")
-        sizes.append(int(array.group(1)) if array else int(scalar.group(1)) // 8 if scalar else 0)
-    return sizes
 
 
 def compile(  # noqa: A001 - the verb TileLang uses
@@ -165,7 +154,7 @@ def compile(  # noqa: A001 - the verb TileLang uses
             raise ValueError(f"{entry}: a grid in {axis}; the service launches a 1-D grid")
 
     pointers = _pointer_names(kernel.prim_func)
-    sizes = _ptx_param_bytes(ptx, entry)
+    sizes = ptx_param_bytes(ptx, entry)
     if len(sizes) != len(device.params):
         raise ValueError(f"{entry}: the PTX has {len(sizes)} parameters, TileLang's device "
                          f"function {len(device.params)}")
