@@ -51,12 +51,15 @@ machine_section() {
 }
 # A server on this GPU (name: its port file and log in $out, then extra server flags): sets
 # $server_pid, $port, $mport and $cli (the CLI aimed at it) once readiness is SERVING.
+# server_wrapper: a command the server runs under (e.g. ncu), empty by default.
 server_pid=""
+server_wrapper=()
 start_server() {  # name, then server flags
   local name=$1
   shift
   rm -f "$out/ports-$name.json"
-  "$bin/kerneleval-server" --listen 127.0.0.1:0 --metrics-listen 127.0.0.1:0 --device cuda:0 \
+  "${server_wrapper[@]}" "$bin/kerneleval-server" --listen 127.0.0.1:0 \
+    --metrics-listen 127.0.0.1:0 --device cuda:0 \
     --suites-dir suites --port-file "$out/ports-$name.json" "$@" 2>"$out/server-$name.log" &
   server_pid=$!
   for _ in $(seq 1 600); do [ -s "$out/ports-$name.json" ] && break; sleep 0.1; done

@@ -11,6 +11,9 @@
 #      stall ratios), caches flushed per pass as the cold protocol's replays are.
 #   3. scripts/profile_vs_ncu.py: each figure of the built-in's profile against ncu's, batch
 #      by batch.
+#   4. The submissions of the source-line section run once each at B = 79 and 16254 under ncu
+#      (attached to the server and its device hosts, CUPTI off in the server), set beside the
+#      service's profiles of the same kernels (profile_vs_ncu.py --submissions).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 source scripts/gpu-env.sh
@@ -71,3 +74,36 @@ fi
 say '```'
 section "The service's profile of cuda_fused against Nsight Compute's"
 python3 scripts/profile_vs_ncu.py "$out/profile_cold.json" "$out/ncu_profile.csv" | tee -a "$log"
+
+section "Nsight Compute over the device host: the submissions"
+say '```'
+if command -v ncu >/dev/null && [ -n "$metrics" ]; then
+  # Each submission's kernels by name; the grid tells the batch apart.
+  server_wrapper=(timeout 300 ncu --target-processes all --clock-control none
+    --cache-control all --metrics "$metrics" --csv --print-units base
+    --kernel-name "regex:^(warp_per_row_vec|kernel_cutlass_.*|add_rmsnorm_kernel)$"
+    --log-file "$out/ncu_submissions.csv")
+  start_server ncu --disable-cupti --submissions --cuda-include-dir /usr/local/cuda/include \
+    --compile-tool "$PWD/$bin/kerneleval-compile"
+  server_wrapper=()
+  "${cli[@]}" submit --source examples/submissions/warp_per_row_vec.cu --entry warp_per_row_vec \
+    --block 256 --rows-per-block 8 --dtype bf16 --name warp_per_row >/dev/null 2>&1
+  register_emitted_examples >/dev/null
+  for impl in warp_per_row "${emitted[@]}"; do
+    for b in 79 16254; do
+      "${cli[@]}" run --device cuda:0 --impl "$impl" --batch "$b" --hidden 2048 --dtype bf16 \
+        >/dev/null 2>&1
+      say "run $impl B = $b: exit $?"
+    done
+  done
+  # The server itself, not ncu: ncu writes its results when its target exits.
+  pkill -TERM -f "^$bin/kerneleval-server .*ports-ncu"
+  wait "$server_pid"
+  say "ncu exit $?"
+else
+  say "ncu not found, or no profile to compare"
+fi
+say '```'
+section "The service's profiles of the submissions against Nsight Compute's"
+python3 scripts/profile_vs_ncu.py --submissions "$out/profile_lines.json" \
+  "$out/ncu_submissions.csv" | tee -a "$log"

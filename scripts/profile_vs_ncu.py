@@ -3,7 +3,14 @@
 report of fused_add_rmsnorm_h2048) beside Nsight Compute's figures for the same kernel at
 the same batches (`ncu --csv --print-units base --metrics ... kerneleval-kernel-bench --ncu
 --no-unfused`: 5 launches per batch in the bench's order, ncu's median of them). Prints a
-markdown table, figure by figure, each cell "service / ncu (difference)"."""
+markdown table, figure by figure, each cell "service / ncu (difference)".
+
+  scripts/profile_vs_ncu.py REPORT.json NCU.csv
+  scripts/profile_vs_ncu.py --submissions REPORT.json NCU.csv
+
+With --submissions: every profiled result of the report at B = 79 and 16254 beside the ncu
+launches of the same kernel with the same grid (ncu attached to the server's device hosts,
+`scripts/gpu-profile.sh`), a table per implementation."""
 import csv
 import json
 import statistics
@@ -83,9 +90,10 @@ def ncu_figures(m):
     }
 
 
-def read_ncu(path):
+def ncu_launches(path):
+    """[(kernel name, grid x, {metric: value})] in launch order; fills and flushes left out."""
     launches = defaultdict(dict)  # ID -> metric -> value
-    names = {}
+    names, grids = {}, {}
     with open(path, newline="") as f:
         lines = [line for line in f if line.startswith('"')]
     for row in csv.DictReader(lines):
@@ -96,15 +104,71 @@ def read_ncu(path):
             value = float(row["Metric Value"].replace(",", ""))
         except (KeyError, ValueError):
             continue
-        launches[int(row["ID"])][row["Metric Name"]] = value
-        names[int(row["ID"])] = name
-    ordered = [launches[i] for i in sorted(launches)]
+        launch = int(row["ID"])
+        launches[launch][row["Metric Name"]] = value
+        names[launch] = name
+        grids[launch] = int(row.get("Grid Size", "(0").strip("()").split(",")[0] or 0)
+    return [(names[i], grids[i], launches[i]) for i in sorted(launches)]
+
+
+def median_figures(metric_sets):
+    chunk = [ncu_figures(m) for m in metric_sets]
+    return {key: statistics.median(f[key] for f in chunk) for key in chunk[0]} if chunk else {}
+
+
+def read_ncu(path):
+    ordered = [metrics for _, _, metrics in ncu_launches(path)]
     per_batch = {}
     for i, batch in enumerate(BATCHES):
-        chunk = [ncu_figures(m) for m in ordered[i * CALLS:(i + 1) * CALLS]]
-        if chunk:
-            per_batch[batch] = {key: statistics.median(f[key] for f in chunk) for key in chunk[0]}
+        figures = median_figures(ordered[i * CALLS:(i + 1) * CALLS])
+        if figures:
+            per_batch[batch] = figures
     return per_batch
+
+
+def print_table(service, ncu, batches):
+    print("| figure | " + " | ".join(f"B = {b}" for b in batches) + " |")
+    print("|---|" + "---:|" * len(batches))
+    for key in next(iter(service.values())):
+        cells = []
+        for b in batches:
+            s = service[b][key]
+            n = ncu.get(b, {}).get(key)
+            if n is None:
+                cells.append(f"{s:.3g} / -")
+                continue
+            diff = (s - n) / n * 100 if n else 0.0
+            cells.append(f"{s:.3g} / {n:.3g} ({diff:+.0f}%)")
+        print(f"| {key} | " + " | ".join(cells) + " |")
+
+
+def submissions(report_path, ncu_path):
+    report = json.load(open(report_path))
+    try:
+        launches = ncu_launches(ncu_path)
+    except OSError as e:
+        print(f"no ncu figures: {e}")
+        return 1
+    by_impl = defaultdict(dict)  # implementation -> batch -> (service figures, ncu figures)
+    for r in report.get("results", []):
+        batch = int(r.get("axes", {}).get("batch_size", 0))
+        kernels = r.get("profile", {}).get("kernels", [])
+        if batch not in (79, 16254) or not kernels:
+            continue
+        k = kernels[0]
+        name = k.get("name", "").split("(")[0]
+        grid = (k.get("launch", {}).get("grid") or [0])[0]
+        same = [m for n, g, m in launches if n.split("(")[0] == name and g == grid]
+        by_impl[r["implementation"]][batch] = (service_figures(k), median_figures(same))
+    if not by_impl:
+        print(f"no profiled submission at B = 79 or 16254 in {report_path}")
+        return 1
+    for impl, rows in by_impl.items():
+        print(f"\n{impl}:\n")
+        batches = sorted(rows)
+        print_table({b: rows[b][0] for b in batches}, {b: rows[b][1] for b in batches if rows[b][1]},
+                    batches)
+    return 0
 
 
 def main(report_path, ncu_path):
@@ -124,22 +188,13 @@ def main(report_path, ncu_path):
     except OSError as e:
         print(f"no ncu figures: {e}")
         ncu = {}
-    batches = [b for b in BATCHES if b in service]
-    print("| figure | " + " | ".join(f"B = {b}" for b in batches) + " |")
-    print("|---|" + "---:|" * len(batches))
-    for key in next(iter(service.values())):
-        cells = []
-        for b in batches:
-            s = service[b][key]
-            n = ncu.get(b, {}).get(key)
-            if n is None:
-                cells.append(f"{s:.3g} / -")
-                continue
-            diff = (s - n) / n * 100 if n else 0.0
-            cells.append(f"{s:.3g} / {n:.3g} ({diff:+.0f}%)")
-        print(f"| {key} | " + " | ".join(cells) + " |")
+    print_table(service, ncu, [b for b in BATCHES if b in service])
     return 0
 
 
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--submissions":
+        sys.exit(submissions(sys.argv[2], sys.argv[3]))
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
     sys.exit(main(sys.argv[1], sys.argv[2]))
