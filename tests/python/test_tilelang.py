@@ -45,7 +45,7 @@ def test_compiles_for_each_arch_without_a_gpu(arch: str) -> None:
     assert kernel.block_size == example.THREADS
     assert kernel.rows_per_block == 1
     assert kernel.shared_bytes > 0  # the block-wide reduction's workspace
-    flags = kt.submit_flags(kernel, kernel.rows_per_block)
+    flags = kt.submit_flags(kernel)
     assert flags[:6] == ["--entry", kernel.name, "--block", "256", "--rows-per-block", "1"]
     assert "batch=batch" in flags and "eps=eps" in flags
 

@@ -149,3 +149,16 @@ def test_a_counter_in_a_scratch_parameter_registers(submissions_server: Server) 
         scratch = [p for p in params if p.source == spb.PARAM_SOURCE_SCRATCH]
         assert [(p.name, p.scratch_bytes) for p in scratch] == [("counter_ptr", 16)]
         assert list(sub.diagnostics.kernels[0].param_bytes) == [8, 8, 8, 8, 4, 4, 4, 4, 8, 8, 8]
+
+
+def test_a_grid_fixed_by_the_compile_is_the_launchs() -> None:
+    """A kernel compiled for one block per N rows (TileLang's grid) registers with N; another
+    count is refused on the client, never launched with a grid the kernel does not expect."""
+    kernel = kt.compile(example.add_rmsnorm, num_warps=8, constexprs=CONSTEXPRS)
+    assert kt.spec(kernel, "any").launch_plan.kernels[0].rows_per_block == 1
+    assert kt.spec(kernel, "four", rows_per_block=4).launch_plan.kernels[0].rows_per_block == 4
+    kernel.rows_per_block = 2
+    assert kt.spec(kernel, "fixed").launch_plan.kernels[0].rows_per_block == 2
+    assert kt.submit_flags(kernel)[kt.submit_flags(kernel).index("--rows-per-block") + 1] == "2"
+    with pytest.raises(ValueError, match="rows_per_block: 4, but .* one block per 2 rows"):
+        kt.spec(kernel, "other", rows_per_block=4)

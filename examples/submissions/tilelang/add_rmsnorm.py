@@ -94,7 +94,7 @@ def main() -> None:
         kernel = kerneleval.tilelang.compile(kernel_fn, arch="sm_90a")
         (out / "add_rmsnorm_sm_90a.ptx").write_text(kernel.ptx)
         (out / "add_rmsnorm.flags").write_text(
-            " ".join(kerneleval.tilelang.submit_flags(kernel, kernel.rows_per_block)) + "\n")
+            " ".join(kerneleval.tilelang.submit_flags(kernel)) + "\n")
         return
     with kerneleval.Client(args.server) as client:
         verdict = kerneleval.tilelang.submit(client, kernel_fn, name=args.name, mode=args.mode,

@@ -140,12 +140,27 @@ def ptx_param_count(ptx: str, entry: str) -> int:
     return head.group(1).count(".param") if head else 0
 
 
+def check_arch(arch: str) -> None:
+    """ValueError unless `arch` names a GPU arch the way the compilers take it (sm_90a)."""
+    if not re.fullmatch(r"sm_\d+a?", arch):
+        raise ValueError(f"arch: {arch!r} is not sm_90a or sm_100a")
+
+
+def _rows_per_block(kernel: CompiledKernel, asked: Optional[int]) -> int:
+    """The rows per CTA of the launch: the compile's where it fixed them (a grid the kernel
+    was compiled for cannot be launched with another), else the caller's, else 1."""
+    if kernel.rows_per_block and asked and asked != kernel.rows_per_block:
+        raise ValueError(f"rows_per_block: {asked}, but {kernel.name} was compiled for a grid of "
+                         f"one block per {kernel.rows_per_block} rows")
+    return kernel.rows_per_block or asked or 1
+
+
 def spec(
     kernel: CompiledKernel,
     name: str,
     dtype: str = "bf16",
     mode: str = "output",
-    rows_per_block: int = 1,
+    rows_per_block: Optional[int] = None,
     ctas_per_sm: int = 0,
     device: str = "",
     description: str = "",
@@ -166,7 +181,7 @@ def spec(
     if ctas_per_sm:
         launch.ctas_per_sm = ctas_per_sm
     else:
-        launch.rows_per_block = rows_per_block
+        launch.rows_per_block = _rows_per_block(kernel, rows_per_block)
     return spb.SubmissionSpec(
         name=name,
         description=description or f"{kernel.language} kernel {kernel.name}",
@@ -207,12 +222,12 @@ def arg_text(p: spb.KernelParam) -> str:
     return value
 
 
-def submit_flags(kernel: CompiledKernel, rows_per_block: int = 1) -> List[str]:
+def submit_flags(kernel: CompiledKernel, rows_per_block: Optional[int] = None) -> List[str]:
     """The `kerneleval submit` flags that register `kernel`'s PTX as `spec` would (after
     `--source FILE.ptx --name NAME --dtype ... --mode ...`): entry, block, grid, shared
     memory, PDL and one `--arg NAME=VALUE` per parameter."""
     flags = ["--entry", kernel.name, "--block", str(kernel.block_size),
-             "--rows-per-block", str(rows_per_block)]
+             "--rows-per-block", str(_rows_per_block(kernel, rows_per_block))]
     if kernel.shared_bytes:
         flags += ["--smem", str(kernel.shared_bytes)]
     if kernel.launch_pdl:

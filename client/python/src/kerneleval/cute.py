@@ -38,7 +38,6 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import os
-import re
 import tempfile
 from typing import Any, Callable, List, Mapping, Optional, Tuple
 
@@ -48,6 +47,7 @@ from kerneleval._ptx_kernel import (  # noqa: F401 - Verdict, spec, submit_flags
     STRIDE_OF,
     CompiledKernel,
     Verdict,
+    check_arch,
     conventional,
     entry_names,
     param,
@@ -188,8 +188,7 @@ def compile(  # noqa: A001 - the verb the DSL uses
 
     if dtype not in DTYPES:
         raise ValueError(f"dtype: {dtype!r} is not bf16, fp16 or fp32")
-    if not re.fullmatch(r"sm_\d+a?", arch):
-        raise ValueError(f"arch: {arch!r} is not sm_90a or sm_100a")
+    check_arch(arch)
     if threads <= 0 or threads % 32 or threads > 1024:
         raise ValueError(f"threads: {threads} is not a multiple of 32 from 32 to 1024")
     kinds = _parameters(fn)

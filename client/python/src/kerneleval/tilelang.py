@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import tempfile
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
@@ -39,6 +38,7 @@ from kerneleval.v1 import submissions_pb2 as spb
 from kerneleval._ptx_kernel import (  # noqa: F401 - Verdict, spec, submit_flags: API
     CompiledKernel,
     Verdict,
+    check_arch,
     conventional,
     entry_names,
     param,
@@ -119,8 +119,7 @@ def compile(  # noqa: A001 - the verb TileLang uses
     than one kernel, saying which."""
     import tilelang  # noqa: PLC0415 - optional dependency
 
-    if not re.fullmatch(r"sm_\d+a?", arch):
-        raise ValueError(f"arch: {arch!r} is not sm_90a or sm_100a")
+    check_arch(arch)
     bindings = dict(bindings or {})
     configs = dict(PASS_CONFIGS, **dict(pass_configs or {}))
     # A kernel from TileLang's cache carries no compiled module to read the launch from.
@@ -204,6 +203,5 @@ def submit(
     `Client.bench` (repetitions, cache, ...)."""
     kernel = compile(fn, arch=arch or server_arch(client, device), bindings=bindings,
                      pass_configs=pass_configs)
-    submission_spec = spec(kernel, name, dtype=dtype, mode=mode,
-                           rows_per_block=kernel.rows_per_block, device=device)
+    submission_spec = spec(kernel, name, dtype=dtype, mode=mode, device=device)
     return register_and_rank(client, submission_spec, suite, device, on_progress, bench_args)
