@@ -117,6 +117,7 @@ TEST(ReportTable, PrintsAProfileUnderItsResult) {
   for (const char* needle :
        {"profile 0 kerneleval::AddRmsNorm: grid 132x1x1, block 256x1x1, 40 registers",
         "throughput: SM 21%, memory 83% (DRAM 83%", "16.0 sectors per load request",
+        "the call read 1.00x the 8.40 MB the definition reads and moved 1.10x its 12.60 MB",
         "occupancy: 100% theoretical (0 blocks per SM, limited by warps), 71% achieved",
         "stalls: long_scoreboard 64% (9.5 cycles per instruction)", "memory-bound",
         "advice [at_memory_roof]: DRAM at 83% of its peak",

@@ -103,6 +103,11 @@ void AddSampleProfile(v1::WorkloadResult* r) {
   k->mutable_throughput()->set_memory_pct(83);
   k->mutable_throughput()->set_sm_pct(21);
   k->mutable_memory()->set_dram_read_bytes(8.4e6);
+  k->mutable_memory()->set_dram_write_bytes(5.5e6);
+  k->mutable_memory()->set_declared_read_bytes(8'400'000);
+  k->mutable_memory()->set_dram_read_vs_declared(1.0);
+  k->mutable_memory()->set_declared_bytes(12'600'000);
+  k->mutable_memory()->set_dram_vs_declared(13.9e6 / 12.6e6);
   k->mutable_memory()->set_load_sectors_per_request(16);
   k->mutable_occupancy()->set_theoretical_pct(100);
   k->mutable_occupancy()->set_achieved_pct(71);

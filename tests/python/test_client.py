@@ -195,6 +195,7 @@ def test_profile_rows_are_one_per_kernel():
     k.launch.grid.extend([132, 1, 1])
     k.launch.block.extend([256, 1, 1])
     k.throughput.dram_pct = 81.5
+    k.memory.dram_read_vs_declared = 0.5
     k.occupancy.limited_by.append("registers")
     k.stalls.add(reason="long_scoreboard", cycles_per_instruction=7.0, share_pct=60.0)
     k.advice.add(rule="at_memory_roof", text="...", figure="throughput.dram_pct", value=81.5)
@@ -204,6 +205,7 @@ def test_profile_rows_are_one_per_kernel():
     assert len(rows) == 2
     assert rows[0]["grid"] == "132x1x1" and rows[0]["axis.batch"] == 2
     assert rows[0]["top_stall"] == "long_scoreboard" and rows[0]["advice"] == ["at_memory_roof"]
+    assert rows[0]["dram_read_vs_declared"] == 0.5
     assert rows[1]["unavailable"].startswith("counters unavailable")
     stalls = kerneleval.BenchReport(report).stalls()
     assert [s["reason"] for s in stalls] == ["long_scoreboard"]
