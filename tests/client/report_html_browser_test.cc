@@ -5,10 +5,12 @@
 // numbers, the point under its roof, stall bars as long as their shares, and no label clipped
 // by its drawing or drawn over a bar.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
