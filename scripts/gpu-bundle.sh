@@ -16,6 +16,9 @@ targets=(kerneleval-server kerneleval-device-host kerneleval-planted-device-host
          submission_launcher_gpu_test kernels_gpu_test service_gpu_test call_checks_gpu_test
          tenants_gpu_test
          kerneleval-kernel-bench rpc_overhead_bench launch_path_bench)
+# BUNDLE_TARGETS (space separated): only these, e.g. the server, CLI and device hosts without the
+# GPU test binaries, to leave room for PEER_WHEELS within what a device call carries.
+if [ -n "${BUNDLE_TARGETS:-}" ]; then read -ra targets <<<"$BUNDLE_TARGETS"; fi
 # BUNDLE_ONLY=1: gather what "$build_dir" already holds (a missing target is skipped).
 if [ -z "${BUNDLE_ONLY:-}" ]; then
   source scripts/lib/compiler-cache.sh

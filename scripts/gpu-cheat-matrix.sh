@@ -30,23 +30,11 @@ for cheat in "${cheats[@]}" pdl_no_wait; do
     --entry "$cheat" --block 256 --rows-per-block 1 --dtype bf16 "${pdl[@]}" 2>&1 |
     tr '\n' ' ' | cut -c1-240)"
 done
-ex=examples/submissions
-for spec in "naive $ex/naive_block_per_row.cu naive_block_per_row 256 1" \
-  "warp_per_row $ex/warp_per_row_vec.cu warp_per_row_vec 256 8" \
-  "fused_rows_vec16 $ex/fused_rows_vec16.cu fused_rows_vec16<0> 128 1 --pdl"; do
-  read -r name src entry block rows extra <<<"$spec"
-  say "$name: $("${cli[@]}" submit --source "$src" --name "$name" --entry "$entry" --block "$block" \
-    --rows-per-block "$rows" --dtype bf16 $extra 2>&1 | tr '\n' ' ' | cut -c1-160)"
-done
-# The Triton example, registered from its PTX with its own parameter list (gpu-bundle.sh).
-triton=()
-if [ -f "$bundle/triton/add_rmsnorm.flags" ]; then
-  read -ra flags <"$bundle/triton/add_rmsnorm.flags"
-  say "triton_add_rmsnorm: $("${cli[@]}" submit --source "$bundle/triton/add_rmsnorm_sm_90a.ptx" \
-    --name triton_add_rmsnorm --dtype bf16 "${flags[@]}" 2>&1 | tr '\n' ' ' | cut -c1-400)"
-  triton=(triton_add_rmsnorm)
-  # The Triton cheats (tests/gpu/cheats/triton_cheats.py): ranked nowhere, like the others;
-  # triton_pdl_no_wait must be refused at registration.
+register_cuda_examples
+# The Triton cheats (tests/gpu/cheats/triton_cheats.py), from their PTX: ranked nowhere, like
+# the others; triton_pdl_no_wait must be refused at registration. (The Triton example itself is
+# ranked among the examples below, registered with the other emitted ones.)
+if [ -f "$bundle/triton/triton_half_rows.flags" ]; then
   for cheat in triton_half_rows triton_call_counter triton_pdl_no_wait; do
     read -ra flags <"$bundle/triton/$cheat.flags"
     say "cheat_$cheat: $("${cli[@]}" submit --source "$bundle/triton/${cheat}_sm_90a.ptx" \
@@ -121,7 +109,7 @@ say "matrix exit: ${PIPESTATUS[0]}"
 section "The examples beside the built-in, every call checked: all ranked"
 say '```'
 register_emitted_examples
-examples=(cuda_fused naive warp_per_row fused_rows_vec16 "${triton[@]}" "${emitted[@]}")
+examples=(cuda_fused "${cuda_examples[@]}" "${emitted[@]}")
 quiet_bench examples_cold "${examples[@]/#/--impl=}" --cold
 quiet_bench examples_graph "${examples[@]/#/--impl=}" --hot --graph --graph-calls 20
 for r in examples_cold examples_graph; do

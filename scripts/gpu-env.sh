@@ -73,6 +73,20 @@ stop_server() {
   wait "$server_pid"
   say "- server exit after SIGTERM: $?"
 }
+# Registers on the running server the three CUDA examples of examples/submissions, under the
+# names in $cuda_examples, and says what the CLI answered for each.
+cuda_examples=(naive warp_per_row fused_rows_vec16)
+register_cuda_examples() {
+  local ex=examples/submissions spec name src entry block rows extra
+  for spec in "naive $ex/naive_block_per_row.cu naive_block_per_row 256 1" \
+    "warp_per_row $ex/warp_per_row_vec.cu warp_per_row_vec 256 8" \
+    "fused_rows_vec16 $ex/fused_rows_vec16.cu fused_rows_vec16<0> 128 1 --pdl"; do
+    read -r name src entry block rows extra <<<"$spec"
+    say "$name: $("${cli[@]}" submit --source "$src" --name "$name" --entry "$entry" \
+      --block "$block" --rows-per-block "$rows" --dtype bf16 $extra 2>&1 | tr '\n' ' ' |
+      cut -c1-160)"
+  done
+}
 # Registers on the running server each Python-language example the bundle holds
 # (bundle/gpu/<language>, compiled by scripts/gpu-bundle.sh) as <language>_add_rmsnorm, from
 # its PTX with the flags its --emit wrote; says what the CLI answered, and leaves the names
@@ -81,7 +95,7 @@ emitted=()
 register_emitted_examples() {
   local language flags
   emitted=()
-  for language in cute tilelang; do
+  for language in triton cute tilelang; do
     [ -f "$bundle/$language/add_rmsnorm.flags" ] || continue
     read -ra flags <"$bundle/$language/add_rmsnorm.flags"
     say "${language}_add_rmsnorm: $("${cli[@]}" submit --name "${language}_add_rmsnorm" \

@@ -3,6 +3,8 @@
 # kernel profiles (Protocol.profile) through the real server and CLI, set beside Nsight
 # Compute's figures for the same kernel. Results go to $OUT (or ./gpu-results); profile.md
 # there is the entry for docs/results/.
+#   0. `kerneleval submit --suite fused_add_rmsnorm_h2048 --profile` of the fused_rows_vec16
+#      example: the verdict and its profile as the submission's author reads them.
 #   1. bench --profile of fused_add_rmsnorm_h2048, cold, the built-in beside the test-only
 #      lazy_half_rows (planted device host), with DRAM bytes counted too; then hot graph
 #      replay with a profile (the profile replays plain calls).
@@ -11,7 +13,8 @@
 #      stall ratios), caches flushed per pass as the cold protocol's replays are.
 #   3. scripts/profile_vs_ncu.py: each figure of the built-in's profile against ncu's, batch
 #      by batch.
-#   4. The submissions of the source-line section run once each at B = 79 and 16254 under ncu
+#   4. The submissions of the source-line section (the three CUDA examples and the Triton, CuTe
+#      DSL and TileLang examples the bundle holds) run once each at B = 79 and 16254 under ncu
 #      (attached to the server and its device hosts, CUPTI off in the server), set beside the
 #      service's profiles of the same kernels (profile_vs_ncu.py --submissions).
 set -uo pipefail
@@ -37,20 +40,33 @@ say "bench --profile (graph, hot) exit $?"
 say '```'
 stop_server
 
+section "A submission's verdict with its profile, as its author asks for it"
+start_server verdict --submissions --cuda-include-dir /usr/local/cuda/include \
+  --compile-tool "$PWD/$bin/kerneleval-compile"
+say '```'
+say "kerneleval submit --source examples/submissions/fused_rows_vec16.cu --suite fused_add_rmsnorm_h2048 --profile ..."
+"${cli[@]}" submit --source examples/submissions/fused_rows_vec16.cu --entry 'fused_rows_vec16<0>' \
+  --block 128 --rows-per-block 1 --pdl --dtype bf16 --name fused_rows_vec16 \
+  --suite fused_add_rmsnorm_h2048 --profile >"$out/verdict_profile.txt" 2>&1
+say "exit $?"
+head -n 400 "$out/verdict_profile.txt" | tee -a "$log"
+say '```'
+stop_server
+
 section "Source lines of submissions (PC sampling)"
 start_server lines --submissions --cuda-include-dir /usr/local/cuda/include \
   --compile-tool "$PWD/$bin/kerneleval-compile"
 say '```'
-"${cli[@]}" submit --source examples/submissions/warp_per_row_vec.cu --entry warp_per_row_vec \
-  --block 256 --rows-per-block 8 --dtype bf16 --name warp_per_row 2>&1 | tail -n 3 | tee -a "$log"
+register_cuda_examples
 register_emitted_examples
-lines_impls=(--impl warp_per_row "${emitted[@]/#/--impl=}")
+submissions=("${cuda_examples[@]}" "${emitted[@]}")
+lines_impls=("${submissions[@]/#/--impl=}")
 "${cli[@]}" bench "${h2048[@]}" --cold --repetitions 5 --profile "${lines_impls[@]}" \
   --format json --out "$out/profile_lines.json" 2>"$out/profile_lines.err"
 say "bench --profile (submissions) exit $?"
 "${cli[@]}" bench "${h2048[@]}" --cold --repetitions 5 --profile "${lines_impls[@]}" 2>&1 |
   grep -E "profile 0 |source lines|\.(cu|py|h|hpp):[0-9]+ |waits_on_memory_at_line" |
-  head -n 90 | tee -a "$log"
+  head -n 300 | tee -a "$log"
 say '```'
 stop_server
 
@@ -81,15 +97,14 @@ if command -v ncu >/dev/null && [ -n "$metrics" ]; then
   # Each submission's kernels by name; the grid tells the batch apart.
   server_wrapper=(timeout 300 ncu --target-processes all --clock-control none
     --cache-control all --metrics "$metrics" --csv --print-units base
-    --kernel-name "regex:^(warp_per_row_vec|kernel_cutlass_.*|add_rmsnorm_kernel)$"
+    --kernel-name "regex:^(naive_block_per_row|warp_per_row_vec|fused_rows_vec16.*|add_rmsnorm|kernel_cutlass_.*|add_rmsnorm_kernel)$"
     --log-file "$out/ncu_submissions.csv")
   start_server ncu --disable-cupti --submissions --cuda-include-dir /usr/local/cuda/include \
     --compile-tool "$PWD/$bin/kerneleval-compile"
   server_wrapper=()
-  "${cli[@]}" submit --source examples/submissions/warp_per_row_vec.cu --entry warp_per_row_vec \
-    --block 256 --rows-per-block 8 --dtype bf16 --name warp_per_row >/dev/null 2>&1
+  register_cuda_examples >/dev/null
   register_emitted_examples >/dev/null
-  for impl in warp_per_row "${emitted[@]}"; do
+  for impl in "${submissions[@]}"; do
     for b in 79 16254; do
       "${cli[@]}" run --device cuda:0 --impl "$impl" --batch "$b" --hidden 2048 --dtype bf16 \
         >/dev/null 2>&1

@@ -6,12 +6,12 @@
 # --emit wrote, run once against the fp64 reference, then ranked on fused_add_rmsnorm_h2048
 # beside the built-in, cold and in graph replay, every call checked.
 #
-#   scripts/gpu-ptx-example.sh cute|tilelang
+#   scripts/gpu-ptx-example.sh triton|cute|tilelang
 #
 # Writes $OUT/<language>.md (or ./gpu-results). REPETITIONS (default 20).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-language=${1:?usage: scripts/gpu-ptx-example.sh cute|tilelang}
+language=${1:?usage: scripts/gpu-ptx-example.sh triton|cute|tilelang}
 source scripts/gpu-env.sh
 log="$out/$language.md"
 : >"$log"

@@ -13,7 +13,9 @@ launches of the same kernel with the same grid (ncu attached to the server's dev
 `scripts/gpu-profile.sh`), a table per implementation."""
 import csv
 import json
+import shutil
 import statistics
+import subprocess
 import sys
 from collections import defaultdict
 
@@ -90,9 +92,21 @@ def ncu_figures(m):
     }
 
 
+def base_name(name):
+    """A kernel's name without return type, parameters or template arguments, whichever tool
+    wrote it: CUPTI gives a C++ kernel's mangled name, ncu its demangled one ("void
+    fused_rows_vec16<0>(const __nv_bfloat16 *, ...)"); an extern "C" kernel is bare in both."""
+    if name.startswith("_Z") and shutil.which("c++filt"):
+        name = subprocess.run(["c++filt", name], capture_output=True, text=True).stdout.strip()
+    name = name.removeprefix("void ")
+    return name.split("(")[0].split("<")[0].strip()
+
+
 def ncu_launches(path):
-    """[(kernel name, grid x, {metric: value})] in launch order; fills and flushes left out."""
-    launches = defaultdict(dict)  # ID -> metric -> value
+    """[(kernel name, grid x, {metric: value})] in launch order; fills and flushes left out.
+    Launches are told apart by process and ID: attached to the server, ncu profiles each device
+    host."""
+    launches = defaultdict(dict)  # (process, ID) -> metric -> value
     names, grids = {}, {}
     with open(path, newline="") as f:
         lines = [line for line in f if line.startswith('"')]
@@ -104,7 +118,7 @@ def ncu_launches(path):
             value = float(row["Metric Value"].replace(",", ""))
         except (KeyError, ValueError):
             continue
-        launch = int(row["ID"])
+        launch = (int(row.get("Process ID") or 0), int(row["ID"]))
         launches[launch][row["Metric Name"]] = value
         names[launch] = name
         grids[launch] = int(row.get("Grid Size", "(0").strip("()").split(",")[0] or 0)
@@ -156,9 +170,9 @@ def submissions(report_path, ncu_path):
         if batch not in (79, 16254) or not kernels:
             continue
         k = kernels[0]
-        name = k.get("name", "").split("(")[0]
+        name = base_name(k.get("name", ""))
         grid = (k.get("launch", {}).get("grid") or [0])[0]
-        same = [m for n, g, m in launches if n.split("(")[0] == name and g == grid]
+        same = [m for n, g, m in launches if base_name(n) == name and g == grid]
         by_impl[r["implementation"]][batch] = (service_figures(k), median_figures(same))
     if not by_impl:
         print(f"no profiled submission at B = 79 or 16254 in {report_path}")
