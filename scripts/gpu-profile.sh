@@ -97,7 +97,8 @@ if command -v ncu >/dev/null && [ -n "$metrics" ]; then
   # Each submission's kernels by name; the grid tells the batch apart.
   server_wrapper=(timeout 300 ncu --target-processes all --clock-control none
     --cache-control all --metrics "$metrics" --csv --print-units base
-    --kernel-name "regex:^(naive_block_per_row|warp_per_row_vec|fused_rows_vec16.*|add_rmsnorm|kernel_cutlass_.*|add_rmsnorm_kernel)$"
+    --kernel-name-base demangled
+    --kernel-name "regex:(naive_block_per_row|warp_per_row_vec|fused_rows_vec16|add_rmsnorm|kernel_cutlass_)"
     --log-file "$out/ncu_submissions.csv")
   start_server ncu --disable-cupti --submissions --cuda-include-dir /usr/local/cuda/include \
     --compile-tool "$PWD/$bin/kerneleval-compile"
@@ -112,7 +113,7 @@ if command -v ncu >/dev/null && [ -n "$metrics" ]; then
     done
   done
   # The server itself, not ncu: ncu writes its results when its target exits.
-  pkill -TERM -f "^$bin/kerneleval-server .*ports-ncu"
+  pkill -TERM -x kerneleval-serv  # the name the kernel keeps: its first 15 characters
   wait "$server_pid"
   say "ncu exit $?"
 else

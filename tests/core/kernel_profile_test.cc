@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 namespace kerneleval::server {
 namespace {
@@ -144,6 +145,19 @@ TEST(KernelProfileFigures, AreTheCountersRatios) {
   EXPECT_DOUBLE_EQ(k.roofline().attainable_flops_per_second(), 0.25 * 3.35e12);
   EXPECT_TRUE(Fired(k, "narrow_loads"));  // 4 sectors a request: 128 bytes per warp
   EXPECT_TRUE(Fired(k, "waits_on_global_loads"));
+}
+
+// Reading more than the definition is called a re-read only where the surplus is more than
+// what any launch reads besides its data (code, constants): 256 KiB.
+TEST(KernelProfileRules, ReReadsAreFlaggedAboveALaunchsOwnReads) {
+  for (const auto& [read, declared, fired] :
+       {std::tuple{2e6, 1e6, true}, std::tuple{1e6 + 200e3, 100e3, true},
+        std::tuple{100e3 + 200e3, 100e3, false}, std::tuple{1.2e6, 1e6, false}}) {
+    SCOPED_TRACE(read);
+    v1::ProfileReport r = OneKernel({{"dram__bytes_read.sum", read}}, Launch(1000, 256, 32));
+    DeriveProfile(static_cast<std::uint64_t>(declared), 0, &r);
+    EXPECT_EQ(Fired(r.kernels(0), "excess_dram_traffic"), fired);
+  }
 }
 
 TEST(KernelProfileRules, NameTheFigureTheyRestOn) {
