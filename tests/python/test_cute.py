@@ -7,6 +7,7 @@ needs a GPU: scripts/gpu-ptx-example.sh cute."""
 from __future__ import annotations
 
 import pathlib
+import re
 
 import grpc
 import pytest
@@ -38,6 +39,21 @@ def test_compiles_for_each_arch_without_a_gpu(arch: str) -> None:
     assert ".reqntid 256, 1, 1" in kernel.ptx
     # Line information, for the profile's source lines: the example's own file and lines.
     assert ".loc" in kernel.ptx and "cute/add_rmsnorm.py" in kernel.ptx
+    # Every instruction's line is the example's: the conversion after each load (the first use,
+    # where warps wait) among them, not a line of the launcher kerneleval.cute generates.
+    files = dict(re.findall(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', kernel.ptx, re.M))
+    current, converts = None, 0
+    for line in kernel.ptx.splitlines():
+        loc = re.match(r"\s*\.loc\s+(\d+)\s", line)
+        if loc:
+            current = files[loc.group(1)]
+        elif "cvt.f32.bf16" in line:
+            converts += 1
+            assert current is not None and current.endswith("cute/add_rmsnorm.py"), current
+    assert converts > 0
+    launcher = [n for n, path in files.items() if path.endswith("kerneleval_cute_launch.py")]
+    assert not [line for line in kernel.ptx.splitlines()
+                if re.match(r"\s*\.loc\s+(%s)\s" % "|".join(launcher or ["-"]), line)]
     assert [p.name for p in kernel.params] == ["mX", "mResidual", "mWeight", "mOut",
                                                "mResidualOut", "eps"]
     assert _fields(kernel.params[0]) == [("PARAM_SOURCE_HIDDEN_STATES", 0),
