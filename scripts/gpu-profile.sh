@@ -17,16 +17,31 @@
 #      DSL and TileLang examples the bundle holds) run once each at B = 79 and 16254 under ncu
 #      (attached to the server and its device hosts, CUPTI off in the server), set beside the
 #      service's profiles of the same kernels (profile_vs_ncu.py --submissions).
+# PROFILE_SECTIONS (space separated, default all): which of verdict, builtin (1-3), lines (the
+# source lines of 4) and ncu-submissions (4, after lines) to run.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 source scripts/gpu-env.sh
 log="$out/profile.md"
 : >"$log"
 machine_section
+wants() { [[ " ${PROFILE_SECTIONS:-verdict builtin lines ncu-submissions} " == *" $1 "* ]]; }
+h2048=(--suite fused_add_rmsnorm_h2048)
+# The metrics the service's profiles read, and the figures ncu derives itself.
+profile_metrics() {
+  python3 -c 'import json,sys
+names=set()
+for path in sys.argv[1:]:
+  for res in json.load(open(path)).get("results",[]):
+    for k in res.get("profile",{}).get("kernels",[]): names.update(k.get("counters",{}))
+names.update(["sm__maximum_warps_per_active_cycle_pct","launch__registers_per_thread",
+  "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"])
+print(",".join(sorted(names)))' "$@"
+}
 
+if wants builtin; then
 section "Profiles through the service"
 start_server profile --device-host "$bin/kerneleval-planted-device-host"
-h2048=(--suite fused_add_rmsnorm_h2048)
 say '```'
 "${cli[@]}" bench "${h2048[@]}" --cold --repetitions 20 --profile --measure-dram-bytes \
   --impl cuda_fused --impl lazy_half_rows --format json --out "$out/profile_cold.json" \
@@ -39,7 +54,9 @@ say "bench --profile (cold) exit $?"
 say "bench --profile (graph, hot) exit $?"
 say '```'
 stop_server
+fi
 
+if wants verdict; then
 section "A submission's verdict with its profile, as its author asks for it"
 start_server verdict --submissions --cuda-include-dir /usr/local/cuda/include \
   --compile-tool "$PWD/$bin/kerneleval-compile"
@@ -52,7 +69,10 @@ say "exit $?"
 head -n 400 "$out/verdict_profile.txt" | tee -a "$log"
 say '```'
 stop_server
+fi
 
+submissions=()
+if wants lines || wants ncu-submissions; then
 section "Source lines of submissions (PC sampling)"
 start_server lines --submissions --cuda-include-dir /usr/local/cuda/include \
   --compile-tool "$PWD/$bin/kerneleval-compile"
@@ -64,21 +84,14 @@ lines_impls=("${submissions[@]/#/--impl=}")
 "${cli[@]}" bench "${h2048[@]}" --cold --repetitions 5 --profile "${lines_impls[@]}" \
   --format json --out "$out/profile_lines.json" 2>"$out/profile_lines.err"
 say "bench --profile (submissions) exit $?"
-"${cli[@]}" bench "${h2048[@]}" --cold --repetitions 5 --profile "${lines_impls[@]}" 2>&1 |
-  grep -E "profile 0 |source lines|\.(cu|py|h|hpp):[0-9]+ |waits_on_memory_at_line" |
-  head -n 300 | tee -a "$log"
 say '```'
 stop_server
+python3 scripts/summarize_report.py --source-lines "$out/profile_lines.json" | tee -a "$log"
+fi
 
+if wants builtin; then
 section "Nsight Compute over the kernel bench, the same metrics"
-metrics=$(python3 -c 'import json,sys
-r=json.load(open(sys.argv[1]))
-names=set()
-for res in r.get("results",[]):
-  for k in res.get("profile",{}).get("kernels",[]): names.update(k.get("counters",{}))
-names.update(["sm__maximum_warps_per_active_cycle_pct","launch__registers_per_thread",
-  "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"])
-print(",".join(sorted(names)))' "$out/profile_cold.json")
+metrics=$(profile_metrics "$out/profile_cold.json")
 say '```'
 if command -v ncu >/dev/null && [ -n "$metrics" ]; then
   timeout 300 ncu --clock-control none --cache-control all --metrics "$metrics" --csv --print-units base \
@@ -90,10 +103,13 @@ fi
 say '```'
 section "The service's profile of cuda_fused against Nsight Compute's"
 python3 scripts/profile_vs_ncu.py "$out/profile_cold.json" "$out/ncu_profile.csv" | tee -a "$log"
+fi
 
+if wants ncu-submissions; then
 section "Nsight Compute over the device host: the submissions"
 say '```'
-if command -v ncu >/dev/null && [ -n "$metrics" ]; then
+metrics=$(profile_metrics "$out/profile_lines.json")
+if command -v ncu >/dev/null && [ -n "$metrics" ] && [ ${#submissions[@]} -gt 0 ]; then
   # Each submission's kernels by name; the grid tells the batch apart.
   server_wrapper=(timeout 300 ncu --target-processes all --clock-control none
     --cache-control all --metrics "$metrics" --csv --print-units base
@@ -123,3 +139,4 @@ say '```'
 section "The service's profiles of the submissions against Nsight Compute's"
 python3 scripts/profile_vs_ncu.py --submissions "$out/profile_lines.json" \
   "$out/ncu_submissions.csv" | tee -a "$log"
+fi

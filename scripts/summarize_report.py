@@ -4,7 +4,11 @@ compact markdown table: per workload and implementation the median, min and p99 
 microseconds, GB/s, SOL % against each peak, how the number was measured (timer, cache,
 protocol: every row says it, whatever the server could do), the SM clock while it was
 timed, DRAM bytes measured against declared when asked for, integrity flags and the
-correctness verdict."""
+correctness verdict.
+
+  scripts/summarize_report.py REPORT.json
+  scripts/summarize_report.py --source-lines REPORT.json   (a profiled report: where each
+      kernel's warps waited, its top lines with their top reasons, and the advice's rules)"""
 import json
 import sys
 
@@ -73,5 +77,29 @@ def main(path):
               f" passed {s.get('passed', 0)}, failed {s.get('failed', 0)}")
 
 
+def source_lines(path, top=4):
+    report = json.load(open(path))
+    print("| workload | implementation | samples | line | share | top reasons | rules |")
+    print("|---|---|---:|---|---:|---|---|")
+    for r in report.get("results", []):
+        for k in r.get("profile", {}).get("kernels", []):
+            lines = k.get("source_lines", {})
+            rules = ", ".join(a.get("rule", "") for a in k.get("advice", []))
+            head = f"| {r.get('workload')} | {r.get('implementation')} | {lines.get('samples', 0)} |"
+            if not lines.get("lines"):
+                print(f"{head} none: {lines.get('unavailable_reason', '')} | | | {rules} |")
+                continue
+            for i, line in enumerate(lines["lines"][:top]):
+                total = int(line.get("samples", 0)) or 1
+                reasons = ", ".join(f"{x.get('reason')} {100 * int(x.get('samples', 0)) / total:.0f}%"
+                                    for x in line.get("reasons", [])[:3])
+                where = f"`{line.get('file', '').split('/')[-1]}:{line.get('line', 0)}`"
+                print(f"{head if i == 0 else '| | | |'} {where} | {float(line.get('share_pct', 0)):.0f}% |"
+                      f" {reasons} | {rules if i == 0 else ''} |")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if sys.argv[1] == "--source-lines":
+        source_lines(sys.argv[2])
+    else:
+        main(sys.argv[1])
