@@ -41,6 +41,34 @@ def test_compiles_for_each_arch_without_a_gpu(arch: str) -> None:
     ]
 
 
+def test_an_older_ptxas_falls_back_quietly(tmp_path, monkeypatch, capsys) -> None:
+    """Triton 3.6 checks its PTX with a ptxas of CUDA 12.8, which cannot read ISA 9.0: the
+    compile falls back to Triton's own ISA without printing the failed attempt's PTX."""
+    nvidia_compiler = pytest.importorskip("triton.backends.nvidia.compiler")
+    real = nvidia_compiler.get_ptxas(90).path
+    old_ptxas = tmp_path / "ptxas"
+    old_ptxas.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = --version ]; then echo "Cuda compilation tools, release 12.8, V12.8.93"; '
+        "exit 0; fi\n"
+        'for a in "$@"; do case $a in *.ptx) if grep -q "^.version 9" "$a"; then\n'
+        "  echo \"ptxas fatal   : Unsupported .version 9.0; current version is '8.7'\" >&2; "
+        "exit 255; fi;; esac; done\n"
+        f'exec "{real}" "$@"\n')
+    old_ptxas.chmod(0o755)
+    for knob in ("TRITON_PTXAS_PATH", "TRITON_PTXAS_BLACKWELL_PATH"):
+        monkeypatch.setenv(knob, str(old_ptxas))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
+    nvidia_compiler.get_ptxas_version.cache_clear()
+    try:
+        kernel = kt.compile(example.add_rmsnorm, constexprs=CONSTEXPRS, num_warps=8)
+    finally:
+        nvidia_compiler.get_ptxas_version.cache_clear()
+    assert ".version 8.7" in kernel.ptx
+    printed = capsys.readouterr()
+    assert "codegen error" not in printed.out + printed.err and ".entry" not in printed.out
+
+
 def test_registers_with_its_binding(submissions_server: Server) -> None:
     with client_of(submissions_server) as client:
         verdict = kt.submit(client, example.add_rmsnorm, name="triton_add_rmsnorm",

@@ -24,6 +24,8 @@ Needs the `triton` package (pip install triton); nothing else here imports it.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
@@ -143,8 +145,11 @@ def compile(  # noqa: A001 - the verb Triton uses
                **({"launch_pdl": True} if launch_pdl else {})}
     target = GPUTarget("cuda", int(match.group(1)), 32)
     try:
-        kernel = triton.compile(source, target=target,
-                                options={**options, "ptx_version": ptx_version or _SERVICE_PTX})
+        # Quietly: where its ptxas cannot read the ISA, Triton prints the whole PTX with the
+        # error before raising it, which the fallback below makes no error of the caller's.
+        with contextlib.redirect_stdout(io.StringIO()):
+            kernel = triton.compile(source, target=target,
+                                    options={**options, "ptx_version": ptx_version or _SERVICE_PTX})
     except Exception as error:  # Triton's PTXASError has no stable import path
         if ptx_version is not None or ".version" not in str(error):
             raise
