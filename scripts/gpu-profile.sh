@@ -18,7 +18,8 @@
 #      (attached to the server and its device hosts, CUPTI off in the server), set beside the
 #      service's profiles of the same kernels (profile_vs_ncu.py --submissions).
 # PROFILE_SECTIONS (space separated, default all): which of verdict, builtin (1-3), lines (the
-# source lines of 4) and ncu-submissions (4, after lines) to run.
+# source lines of 4) and ncu-submissions (4, after lines) to run. PROFILE_BATCHES (e.g.
+# "79 16254"): the submissions profiled by one Run at each of these batches, not by the suite.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 source scripts/gpu-env.sh
@@ -81,9 +82,37 @@ register_cuda_examples
 register_emitted_examples
 submissions=("${cuda_examples[@]}" "${emitted[@]}")
 lines_impls=("${submissions[@]/#/--impl=}")
-"${cli[@]}" bench "${h2048[@]}" --cold --repetitions 5 --profile "${lines_impls[@]}" \
-  --format json --out "$out/profile_lines.json" 2>"$out/profile_lines.err"
-say "bench --profile (submissions) exit $?"
+if [ -z "${PROFILE_BATCHES:-}" ]; then
+  "${cli[@]}" bench "${h2048[@]}" --cold --repetitions 5 --profile "${lines_impls[@]}" \
+    --format json --out "$out/profile_lines.json" 2>"$out/profile_lines.err"
+  say "bench --profile (submissions) exit $?"
+else
+  # Quicker: one profiled Run of each submission at each of these batches, gathered into a
+  # report of the bench's shape.
+  for impl in "${submissions[@]}"; do
+    for b in $PROFILE_BATCHES; do
+      "${cli[@]}" run --device cuda:0 --impl "$impl" --batch "$b" --hidden 2048 --dtype bf16 \
+        --profile --json >"$out/run_${impl}_b$b.json" 2>>"$out/profile_lines.err"
+      say "run --profile $impl B = $b: exit $?"
+    done
+  done
+  python3 - "$out" "${submissions[@]}" -- $PROFILE_BATCHES <<'PY'
+import json, sys
+out, rest = sys.argv[1], sys.argv[2:]
+impls, batches = rest[:rest.index("--")], rest[rest.index("--") + 1:]
+results = []
+for impl in impls:
+    for b in batches:
+        try:
+            run = json.load(open(f"{out}/run_{impl}_b{b}.json"))
+        except (OSError, ValueError):
+            continue
+        results.append({"implementation": impl, "workload": f"batch_size={b}",
+                        "axes": {"batch_size": b}, "profile": run.get("profile", {})})
+json.dump({"results": results}, open(f"{out}/profile_lines.json", "w"))
+PY
+  rm -f "$out"/run_*_b*.json  # the outputs' tensors, tens of MB each
+fi
 say '```'
 stop_server
 python3 scripts/summarize_report.py --source-lines "$out/profile_lines.json" | tee -a "$log"
