@@ -55,8 +55,8 @@ bool Fired(const v1::KernelProfile& k, const std::string& rule) {
 TEST(ProfileFixtures, AreFromTheDeviceTheySayWithOneKernelEach) {
   for (const char* name :
        {"cuda_fused_b1", "cuda_fused_b79", "cuda_fused_b16254", "lazy_half_rows_b79",
-        "lazy_half_rows_b16254", "warp_per_row_b1", "warp_per_row_b16254",
-        "fused_rows_vec16_b1", "cute_add_rmsnorm_b16254", "tilelang_add_rmsnorm_b16254"}) {
+        "lazy_half_rows_b16254", "warp_per_row_b1", "warp_per_row_b16254", "fused_rows_vec16_b1",
+        "cute_add_rmsnorm_b16254", "tilelang_add_rmsnorm_b16254"}) {
     SCOPED_TRACE(name);
     const Fixture f = Load(name);
     EXPECT_EQ(f.gpu, "NVIDIA H100 80GB HBM3");
