@@ -77,13 +77,14 @@ stop_server() {
 # names in $cuda_examples, and says what the CLI answered for each.
 cuda_examples=(naive warp_per_row fused_rows_vec16)
 register_cuda_examples() {
-  local ex=examples/submissions spec name src entry block rows extra
+  local ex=examples/submissions spec name src entry block rows flags extra
   for spec in "naive $ex/naive_block_per_row.cu naive_block_per_row 256 1" \
     "warp_per_row $ex/warp_per_row_vec.cu warp_per_row_vec 256 8" \
     "fused_rows_vec16 $ex/fused_rows_vec16.cu fused_rows_vec16<0> 128 1 --pdl"; do
-    read -r name src entry block rows extra <<<"$spec"
+    read -r name src entry block rows flags <<<"$spec"
+    read -ra extra <<<"$flags"
     say "$name: $("${cli[@]}" submit --source "$src" --name "$name" --entry "$entry" \
-      --block "$block" --rows-per-block "$rows" --dtype bf16 $extra 2>&1 | tr '\n' ' ' |
+      --block "$block" --rows-per-block "$rows" --dtype bf16 "${extra[@]}" 2>&1 | tr '\n' ' ' |
       cut -c1-160)"
   done
 }

@@ -89,14 +89,15 @@ if [ -z "${PROFILE_BATCHES:-}" ]; then
 else
   # Quicker: one profiled Run of each submission at each of these batches, gathered into a
   # report of the bench's shape.
+  read -ra batches <<<"$PROFILE_BATCHES"
   for impl in "${submissions[@]}"; do
-    for b in $PROFILE_BATCHES; do
+    for b in "${batches[@]}"; do
       "${cli[@]}" run --device cuda:0 --impl "$impl" --batch "$b" --hidden 2048 --dtype bf16 \
         --profile --json >"$out/run_${impl}_b$b.json" 2>>"$out/profile_lines.err"
       say "run --profile $impl B = $b: exit $?"
     done
   done
-  python3 - "$out" "${submissions[@]}" -- $PROFILE_BATCHES <<'PY'
+  python3 - "$out" "${submissions[@]}" -- "${batches[@]}" <<'PY'
 import json, sys
 out, rest = sys.argv[1], sys.argv[2:]
 impls, batches = rest[:rest.index("--")], rest[rest.index("--") + 1:]
