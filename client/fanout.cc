@@ -179,6 +179,19 @@ std::string FormatCsv(const std::vector<TargetResult>& results) {
   return out;
 }
 
+// Waits until the server of `client` says it is ready (grpc.health.v1 "readiness" SERVING), at
+// most `seconds`. Gives up at once where the server answers no health check (none served, or
+// not reachable): the call that follows then says why.
+void WaitUntilReady(const KernelEvalClient& client, double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    bool serving = false;
+    if (!client.HealthCheck("readiness", &serving).ok() || serving) return;
+    if (std::chrono::steady_clock::now() >= until) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
 }  // namespace
 
 std::optional<HostPort> SplitHostPort(std::string_view target) {
@@ -297,7 +310,9 @@ std::vector<TargetResult> RunFanOut(const std::vector<BenchTarget>& targets,
       std::unique_ptr<KernelEvalClient> client;
       result.status = KernelEvalClient::Create(client_options, &client);
       if (result.status.ok()) {
-        client->WaitForConnection(std::min(options.connect_seconds, base.deadline_seconds));
+        if (client->WaitForConnection(std::min(options.connect_seconds, base.deadline_seconds))) {
+          WaitUntilReady(*client, std::min(options.ready_seconds, base.deadline_seconds));
+        }
         result.status = client->Benchmark(request, [&](const v1::BenchmarkEvent& event) {
           if (event.has_report()) result.report = event.report();
         });

@@ -78,6 +78,10 @@ struct FanOutOptions {
   // fails as unreachable). One refused or failed attempt on a loaded node is retried within
   // this window instead of failing that node's whole run.
   double connect_seconds = 5;
+  // How long a target that accepts connections but is not yet ready (its readiness health
+  // NOT_SERVING: a server that has just started warms its devices up and refuses work until
+  // then) is waited for before its call is made anyway. Within the call's deadline.
+  double ready_seconds = 60;
   // Called on a worker thread as each target finishes (calls are serialized).
   std::function<void(const TargetResult&, size_t done, size_t total)> on_done;
 };
