@@ -12,6 +12,7 @@ With --submissions: every profiled result of the report at B = 79 and 16254 besi
 launches of the same kernel with the same grid (ncu attached to the server's device hosts,
 `scripts/gpu-profile.sh`), a table per implementation."""
 import csv
+import functools
 import json
 import shutil
 import statistics
@@ -92,6 +93,7 @@ def ncu_figures(m):
     }
 
 
+@functools.lru_cache(maxsize=None)  # each launch's name is asked for per result
 def base_name(name):
     """A kernel's name without return type, parameters or template arguments, whichever tool
     wrote it: CUPTI gives a C++ kernel's mangled name, ncu its demangled one ("void
